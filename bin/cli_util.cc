@@ -1,0 +1,111 @@
+#include "bin/cli_util.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+
+namespace fanstore::cli {
+
+void Error(std::string_view tool, std::string_view message) {
+  std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(tool.size()), tool.data(),
+               static_cast<int>(message.size()), message.data());
+}
+
+std::string HumanBytes(double b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (b >= 1024 && u < 5) {
+    b /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.1f %s", b, units[u]);
+  return buf;
+}
+
+std::string ModeString(uint32_t mode) {
+  std::string s(10, '-');
+  if (S_ISDIR(mode)) s[0] = 'd';
+  else if (S_ISLNK(mode)) s[0] = 'l';
+  const char* rwx = "rwxrwxrwx";
+  for (int i = 0; i < 9; ++i)
+    if (mode & (1u << (8 - i))) s[1 + i] = rwx[i];
+  if (mode & S_ISUID) s[3] = (mode & S_IXUSR) ? 's' : 'S';
+  if (mode & S_ISGID) s[6] = (mode & S_IXGRP) ? 's' : 'S';
+  if (mode & S_ISVTX) s[9] = (mode & S_IXOTH) ? 't' : 'T';
+  return s;
+}
+
+std::string TimeString(int64_t ns) {
+  int64_t sec = ns / 1000000000;
+  int64_t frac = ns % 1000000000;
+  if (frac < 0) {
+    frac += 1000000000;
+    --sec;
+  }
+  const time_t t = static_cast<time_t>(sec);
+  struct tm tm;
+  gmtime_r(&t, &tm);
+  char buf[64];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tm);
+  std::snprintf(buf + n, sizeof buf - n, ".%09lld +0000", static_cast<long long>(frac));
+  return buf;
+}
+
+std::string JsonString(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c >= 0x7f) {
+          // Not valid UTF-8 in general: escape every byte outside ASCII as \u00XX so the
+          // output is always valid JSON (non-ASCII names come back as Latin-1 code points).
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+ProgressBar::ProgressBar()
+    : enabled_(::isatty(STDERR_FILENO) == 1),
+      start_(std::chrono::steady_clock::now()),
+      last_(start_) {}
+
+void ProgressBar::Update(uint64_t done, uint64_t total, uint64_t bytes_done, uint64_t bytes_total) {
+  if (!enabled_) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (drawn_ && now - last_ < std::chrono::milliseconds(100) && done != total) return;
+  last_ = now;
+  drawn_ = true;
+  const double secs = std::chrono::duration<double>(now - start_).count();
+  const double frac = bytes_total ? static_cast<double>(bytes_done) / bytes_total
+                                  : (total ? static_cast<double>(done) / total : 1.0);
+  const int width = 24;
+  const int fill = static_cast<int>(frac * width);
+  std::string bar(fill, '=');
+  if (fill < width) bar += '>' + std::string(width - fill - 1, ' ');
+  const double rate = secs > 0 ? bytes_done / secs : 0;
+  const double eta = rate > 0 ? (bytes_total - bytes_done) / rate : 0;
+  std::fprintf(stderr, "\r[%s] %llu/%llu files  %s/%s  %s/s  ETA %.0fs   ", bar.c_str(),
+               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+               HumanBytes(bytes_done).c_str(), HumanBytes(bytes_total).c_str(),
+               HumanBytes(rate).c_str(), eta);
+  std::fflush(stderr);
+}
+
+void ProgressBar::Finish() {
+  if (enabled_ && drawn_) std::fprintf(stderr, "\r\033[K");
+}
+
+}  // namespace fanstore::cli

@@ -1,0 +1,39 @@
+// Helpers shared by the command-line tools: exit codes, one-line errors, human-readable
+// sizes, a throttled progress bar for terminals, and JSON string escaping.
+// Thread-safety: ProgressBar is used by one thread; the rest are pure functions.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace fanstore::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;
+
+// Prints "tool: message" on stderr.
+void Error(std::string_view tool, std::string_view message);
+std::string HumanBytes(double bytes);        // "1.5 GiB"
+std::string ModeString(uint32_t mode);       // "drwxr-xr-x"
+std::string TimeString(int64_t mtime_ns);    // "2024-05-01 12:00:00.123456789 +0000"
+std::string JsonString(std::string_view s);  // quoted and escaped
+
+// A one-line progress display on stderr, only when stderr is a terminal; redraws at most
+// ten times a second. Finish() clears the line.
+class ProgressBar {
+ public:
+  ProgressBar();
+  void Update(uint64_t done, uint64_t total, uint64_t bytes_done, uint64_t bytes_total);
+  void Finish();
+  bool enabled() const { return enabled_; }
+
+ private:
+  bool enabled_;
+  bool drawn_ = false;
+  std::chrono::steady_clock::time_point start_, last_;
+};
+
+}  // namespace fanstore::cli

@@ -1,0 +1,81 @@
+// fanstore: pack a dataset tree into partitions, and inspect, read and verify packed data.
+#include <CLI/CLI.hpp>
+
+#include "bin/cli_util.h"
+#include "bin/fanstore_commands.h"
+
+int main(int argc, char** argv) {
+  using namespace fanstore;
+  CLI::App app{"fanstore: pack a training dataset into a few large partition blobs, and "
+               "list, read and verify a packed dataset."};
+  app.set_version_flag("--version", std::string("fanstore ") + FANSTORE_VERSION);
+  app.require_subcommand(1);
+
+  meta::PackOptions po;
+  std::string compress = "auto";
+  bool quiet = false;
+  auto* pack = app.add_subcommand("pack", "Pack the tree SRC into the dataset directory OUT");
+  pack->add_option("SRC", po.src, "Source directory (its absolute path becomes the default mount point)")->required();
+  pack->add_option("OUT", po.out, "Output directory (manifest + part-NNNNN.fsb)")->required();
+  pack->add_option("--partitions,-p", po.partitions,
+                   "Number of sharded partitions (default: one per 256 MiB of data, at least 1)")
+      ->check(CLI::Range(1u, 65536u));
+  pack->add_option("--broadcast,-b", po.broadcast,
+                   "Glob of members every node keeps, e.g. 'val/**' (repeatable)");
+  pack->add_option("--compress,-c", compress,
+                   "none | auto | 0..3 (ISA-L level); auto keeps a member deflated (level 1) "
+                   "only if that saves >= 12.5%, and never tries JPEG/PNG/MP4/zip...")
+      ->capture_default_str();
+  pack->add_option("--threads,-t", po.threads, "Worker threads (default: all cores)")
+      ->check(CLI::Range(1u, 1024u));
+  pack->add_flag("--force,-f", po.force, "Replace OUT if it is an existing dataset");
+  pack->add_flag("--quiet,-q", quiet, "No progress bar and no summary line");
+
+  std::string data, path = "/";
+  bool long_format = false, recursive = false, json = false;
+  auto* ls = app.add_subcommand("ls", "List a directory (or show a file) of a packed dataset");
+  ls->add_option("DATA", data, "Packed dataset directory")->required();
+  ls->add_option("PATH", path, "Path inside the dataset (default: the root)");
+  ls->add_flag("-l,--long", long_format, "Mode, owner, size, modification time, symlink target");
+  ls->add_flag("-R,--recursive", recursive, "List subdirectories recursively");
+
+  auto* stat = app.add_subcommand("stat", "Show one member's metadata and where it is stored");
+  stat->add_option("DATA", data, "Packed dataset directory")->required();
+  stat->add_option("PATH", path, "Path inside the dataset")->required();
+
+  auto* cat = app.add_subcommand("cat", "Write a member's bytes to standard output");
+  cat->add_option("DATA", data, "Packed dataset directory")->required();
+  cat->add_option("PATH", path, "Path inside the dataset")->required();
+
+  auto* verify = app.add_subcommand("verify", "Check every checksum; exit 0 only if all is intact");
+  verify->add_option("DATA", data, "Packed dataset directory")->required();
+  verify->add_flag("--quiet,-q", quiet, "Only errors and the summary line");
+
+  auto* info = app.add_subcommand("info", "Show the dataset's totals and partitions");
+  info->add_option("DATA", data, "Packed dataset directory")->required();
+  info->add_flag("--json", json, "Machine-readable output");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    cli::Error("fanstore", std::string(e.what()) + " (see fanstore --help)");
+    return cli::kExitUsage;
+  }
+
+  if (pack->parsed()) {
+    auto mode = meta::CompressMode::Parse(compress);
+    if (!mode.ok()) {
+      cli::Error("fanstore", mode.status().message());
+      return cli::kExitUsage;
+    }
+    po.compress = *mode;
+    return tool::Pack(po, quiet);
+  }
+  if (ls->parsed()) return tool::Ls(data, path, long_format, recursive);
+  if (stat->parsed()) return tool::Stat(data, path);
+  if (cat->parsed()) return tool::Cat(data, path);
+  if (verify->parsed()) return tool::Verify(data, quiet);
+  if (info->parsed()) return tool::Info(data, json);
+  return cli::kExitUsage;
+}

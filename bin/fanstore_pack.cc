@@ -1,0 +1,40 @@
+#include <cstdio>
+
+#include "bin/cli_util.h"
+#include "bin/fanstore_commands.h"
+
+namespace fanstore::tool {
+
+int Pack(const meta::PackOptions& in, bool quiet) {
+  meta::PackOptions o = in;
+  cli::ProgressBar bar;
+  o.warn = [&](const std::string& w) {
+    bar.Finish();
+    cli::Error("fanstore", "warning: " + w);
+  };
+  o.progress = [&](const meta::PackProgress& p) {
+    if (!quiet) bar.Update(p.files_done, p.files_total, p.bytes_done, p.bytes_total);
+  };
+  auto r = meta::Pack(o);
+  bar.Finish();
+  if (!r.ok()) {
+    cli::Error("fanstore", "pack: " + r.status().message());
+    return cli::kExitFailure;
+  }
+  const meta::PackStats& s = *r;
+  if (!quiet) {
+    std::printf(
+        "packed %llu files, %llu dirs, %llu symlinks (%llu skipped) into %u partitions: "
+        "%s in, %s stored (ratio %.3f, %llu compressed), %.2f s, %s/s\n",
+        static_cast<unsigned long long>(s.files), static_cast<unsigned long long>(s.dirs),
+        static_cast<unsigned long long>(s.symlinks), static_cast<unsigned long long>(s.skipped),
+        s.partitions, cli::HumanBytes(s.bytes_in).c_str(),
+        cli::HumanBytes(s.bytes_stored).c_str(),
+        s.bytes_in ? static_cast<double>(s.bytes_stored) / s.bytes_in : 1.0,
+        static_cast<unsigned long long>(s.compressed_members), s.seconds,
+        cli::HumanBytes(s.seconds > 0 ? s.bytes_in / s.seconds : 0).c_str());
+  }
+  return cli::kExitOk;
+}
+
+}  // namespace fanstore::tool

@@ -1,0 +1,230 @@
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <functional>
+
+#include "bin/cli_util.h"
+#include "bin/fanstore_commands.h"
+#include "meta/dataset.h"
+
+namespace fanstore::tool {
+namespace {
+
+using meta::Dataset;
+using meta::MemberRef;
+using meta::MemberView;
+
+std::unique_ptr<Dataset> OpenOrReport(const std::string& data) {
+  auto ds = Dataset::Open(data);
+  if (!ds.ok()) {
+    cli::Error("fanstore", ds.status().message());
+    return nullptr;
+  }
+  return std::move(ds.value());
+}
+
+void PrintEntry(const MemberView& v, std::string_view name, bool long_format) {
+  if (!long_format) {
+    std::printf("%.*s\n", static_cast<int>(name.size()), name.data());
+    return;
+  }
+  std::printf("%s %5u %5u %12llu %s %.*s", cli::ModeString(v.rec.mode).c_str(), v.rec.uid,
+              v.rec.gid, static_cast<unsigned long long>(v.rec.size),
+              cli::TimeString(v.rec.mtime_ns).c_str(), static_cast<int>(name.size()), name.data());
+  if (v.kind() == meta::Kind::kSymlink)
+    std::printf(" -> %.*s", static_cast<int>(v.target.size()), v.target.data());
+  std::printf("\n");
+}
+
+bool WriteAll(int fd, const uint8_t* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+std::string Display(std::string_view path) { return path.empty() ? "/" : std::string(path); }
+
+}  // namespace
+
+int Ls(const std::string& data, const std::string& path, bool long_format, bool recursive) {
+  auto ds = OpenOrReport(data);
+  if (!ds) return cli::kExitFailure;
+  const MemberRef* ref = ds->Resolve(path, /*follow_last=*/true);
+  if (!ref) ref = ds->Resolve(path, false);
+  if (!ref) {
+    cli::Error("fanstore", "ls: " + path + ": no such file or directory in " + data);
+    return cli::kExitFailure;
+  }
+  const MemberView top = ds->View(*ref);
+  if (top.kind() != meta::Kind::kDir) {
+    PrintEntry(top, top.path, long_format);
+    return cli::kExitOk;
+  }
+  std::function<void(std::string_view, bool)> list = [&](std::string_view dir, bool header) {
+    if (header) std::printf("%s:\n", Display(dir).c_str());
+    const auto& kids = ds->Children(dir);
+    for (const MemberRef& k : kids) {
+      const MemberView v = ds->View(k);
+      PrintEntry(v, meta::BaseName(v.path), long_format);
+    }
+    if (!recursive) return;
+    for (const MemberRef& k : kids) {
+      const MemberView v = ds->View(k);
+      if (v.kind() != meta::Kind::kDir) continue;
+      std::printf("\n");
+      list(v.path, true);
+    }
+  };
+  list(top.path, recursive);
+  return std::fflush(stdout) == 0 ? cli::kExitOk : cli::kExitFailure;
+}
+
+int Stat(const std::string& data, const std::string& path) {
+  auto ds = OpenOrReport(data);
+  if (!ds) return cli::kExitFailure;
+  const MemberRef* ref = ds->Resolve(path, /*follow_last=*/false);
+  if (!ref) {
+    cli::Error("fanstore", "stat: " + path + ": no such file or directory in " + data);
+    return cli::kExitFailure;
+  }
+  const MemberView v = ds->View(*ref);
+  std::printf("      Path: %s\n      Type: %s\n      Mode: %04o (%s)\n       Uid: %u\n"
+              "       Gid: %u\n      Size: %llu\n    Modify: %s\n",
+              Display(v.path).c_str(), meta::KindName(v.kind()), v.rec.mode & 07777,
+              cli::ModeString(v.rec.mode).c_str(), v.rec.uid, v.rec.gid,
+              static_cast<unsigned long long>(v.rec.size), cli::TimeString(v.rec.mtime_ns).c_str());
+  if (v.kind() == meta::Kind::kSymlink)
+    std::printf("    Target: %.*s\n", static_cast<int>(v.target.size()), v.target.data());
+  if (v.kind() == meta::Kind::kFile)
+    std::printf(" Partition: %s\n    Offset: %llu\n    Stored: %llu (%s)\n    CRC32C: %08x\n",
+                meta::PartitionFileName(ref->partition).c_str(),
+                static_cast<unsigned long long>(v.rec.data_offset),
+                static_cast<unsigned long long>(v.rec.stored_size), meta::CodecName(v.codec()),
+                v.rec.crc32c);
+  else
+    std::printf(" Partition: %s\n", meta::PartitionFileName(ref->partition).c_str());
+  return cli::kExitOk;
+}
+
+int Cat(const std::string& data, const std::string& path) {
+  auto ds = OpenOrReport(data);
+  if (!ds) return cli::kExitFailure;
+  const MemberRef* ref = ds->Resolve(path, /*follow_last=*/true);
+  if (!ref) {
+    cli::Error("fanstore", "cat: " + path + ": no such file in " + data);
+    return cli::kExitFailure;
+  }
+  if (ds->View(*ref).kind() == meta::Kind::kDir) {
+    cli::Error("fanstore", "cat: " + path + ": is a directory");
+    return cli::kExitFailure;
+  }
+  bool write_failed = false;
+  const Status s = ds->ReadMember(*ref, [&](std::span<const uint8_t> b) {
+    write_failed = !WriteAll(STDOUT_FILENO, b.data(), b.size());
+    return !write_failed;
+  });
+  if (write_failed) {
+    cli::Error("fanstore", std::string("cat: standard output: ") + std::strerror(errno));
+    return cli::kExitFailure;
+  }
+  if (!s.ok()) {
+    cli::Error("fanstore", "cat: " + s.message());
+    return cli::kExitFailure;
+  }
+  return cli::kExitOk;
+}
+
+int Verify(const std::string& data, bool quiet) {
+  auto m = meta::Manifest::Load(data);
+  if (!m.ok()) {
+    cli::Error("fanstore", "verify: " + m.status().message());
+    return cli::kExitFailure;
+  }
+  uint64_t members = 0, damaged = 0, bad_parts = 0;
+  for (uint32_t p = 0; p < m->partitions.size(); ++p) {
+    meta::PartitionReader r;
+    Status s = r.Open(data + "/" + meta::PartitionFileName(p));
+    if (s.ok()) s = meta::CheckAgainstManifest(r, *m, p);
+    if (!s.ok()) {
+      cli::Error("fanstore", "verify: " + s.message());
+      ++bad_parts;
+      continue;
+    }
+    uint64_t part_damaged = 0;
+    for (size_t i = 0; i < r.size(); ++i) {
+      ++members;
+      if (r.member(i).kind() == meta::Kind::kDir) continue;
+      s = r.ReadMember(i, [](std::span<const uint8_t>) { return true; });
+      if (!s.ok()) {
+        cli::Error("fanstore", "verify: " + s.message());
+        ++part_damaged;
+      }
+    }
+    damaged += part_damaged;
+    if (part_damaged) ++bad_parts;
+    if (!quiet)
+      std::printf("%s %s: %zu members\n", part_damaged ? "DAMAGED" : "ok     ",
+                  meta::PartitionFileName(p).c_str(), r.size());
+  }
+  std::printf("verified %llu members in %zu partitions: %llu damaged members, %llu bad partitions\n",
+              static_cast<unsigned long long>(members), m->partitions.size(),
+              static_cast<unsigned long long>(damaged), static_cast<unsigned long long>(bad_parts));
+  return damaged || bad_parts ? cli::kExitFailure : cli::kExitOk;
+}
+
+int Info(const std::string& data, bool json) {
+  auto ds = OpenOrReport(data);
+  if (!ds) return cli::kExitFailure;
+  const meta::Manifest& m = ds->manifest();
+  uint64_t total_size = 0;
+  for (const auto& p : m.partitions) total_size += p.file_size;
+  if (json) {
+    std::printf("{\"dataset_id\": \"%016llx\", \"source\": %s, \"compress\": %s, \"files\": %llu, "
+                "\"dirs\": %llu, \"symlinks\": %llu, \"bytes\": %llu, \"stored\": %llu, "
+                "\"size\": %llu, \"partitions\": [",
+                static_cast<unsigned long long>(m.dataset_id), cli::JsonString(m.source).c_str(),
+                cli::JsonString(m.compress).c_str(), static_cast<unsigned long long>(m.files),
+                static_cast<unsigned long long>(m.dirs), static_cast<unsigned long long>(m.symlinks),
+                static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.stored),
+                static_cast<unsigned long long>(total_size));
+    for (size_t i = 0; i < m.partitions.size(); ++i) {
+      const auto& p = m.partitions[i];
+      std::printf("%s{\"id\": %u, \"file\": \"%s\", \"broadcast\": %s, \"members\": %llu, "
+                  "\"bytes\": %llu, \"stored\": %llu, \"size\": %llu}",
+                  i ? ", " : "", p.id, meta::PartitionFileName(p.id).c_str(),
+                  (p.flags & meta::kFlagBroadcast) ? "true" : "false",
+                  static_cast<unsigned long long>(p.members), static_cast<unsigned long long>(p.bytes),
+                  static_cast<unsigned long long>(p.stored), static_cast<unsigned long long>(p.file_size));
+    }
+    std::printf("]}\n");
+    return cli::kExitOk;
+  }
+  std::printf("dataset    %s\ndataset id %016llx\nsource     %s\ncompress   %s\n"
+              "files      %llu\ndirs       %llu\nsymlinks   %llu\nbytes      %llu (%s)\n"
+              "stored     %llu (%s, ratio %.3f)\non disk    %llu (%s) in %zu partitions\n\n",
+              data.c_str(), static_cast<unsigned long long>(m.dataset_id), m.source.c_str(),
+              m.compress.c_str(), static_cast<unsigned long long>(m.files),
+              static_cast<unsigned long long>(m.dirs), static_cast<unsigned long long>(m.symlinks),
+              static_cast<unsigned long long>(m.bytes), cli::HumanBytes(m.bytes).c_str(),
+              static_cast<unsigned long long>(m.stored), cli::HumanBytes(m.stored).c_str(),
+              m.bytes ? static_cast<double>(m.stored) / m.bytes : 1.0,
+              static_cast<unsigned long long>(total_size), cli::HumanBytes(total_size).c_str(),
+              m.partitions.size());
+  std::printf("%-16s %-9s %10s %14s %14s\n", "partition", "kind", "members", "bytes", "stored");
+  for (const auto& p : m.partitions)
+    std::printf("%-16s %-9s %10llu %14llu %14llu\n", meta::PartitionFileName(p.id).c_str(),
+                (p.flags & meta::kFlagBroadcast) ? "broadcast" : "sharded",
+                static_cast<unsigned long long>(p.members), static_cast<unsigned long long>(p.bytes),
+                static_cast<unsigned long long>(p.stored));
+  return cli::kExitOk;
+}
+
+}  // namespace fanstore::tool

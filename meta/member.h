@@ -1,0 +1,37 @@
+// Member: one entry of a packed dataset as the packer produces it and readers see it.
+// Thread-safety: plain value.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "meta/format.h"
+
+namespace fanstore::meta {
+
+struct Member {
+  std::string path;            // relative, '/'-separated, "" for the root
+  Kind kind = Kind::kFile;
+  uint32_t mode = 0;           // st_mode with type bits
+  uint32_t uid = 0;
+  uint32_t gid = 0;
+  uint64_t size = 0;           // st_size (symlink: target length)
+  int64_t mtime_ns = 0;
+  std::string target;          // symlink target
+  // Set by the writer / read from the index:
+  uint64_t data_offset = 0;
+  uint64_t stored_size = 0;
+  Codec codec = Codec::kRaw;
+  uint32_t crc32c = 0;
+};
+
+// Checks that `path` is a well-formed member path: no leading or trailing '/', no empty,
+// "." or ".." component, no NUL. The root is "".
+bool IsValidMemberPath(std::string_view path);
+
+// The parent of a member path ("" for top-level entries and for the root itself).
+std::string_view ParentPath(std::string_view path);
+// The last component ("" for the root).
+std::string_view BaseName(std::string_view path);
+
+}  // namespace fanstore::meta

@@ -1,0 +1,64 @@
+// Pack: turns a source tree into a packed dataset (manifest + partitions).
+// Pipeline: scan (sorted) -> plan -> T worker threads read, checksum and compress members
+// ahead of one writer that appends them in order to the partition files. At most
+// 4 x T members (each <= kStreamThreshold) are in flight, so memory is bounded by threads,
+// not by the dataset; larger members are streamed by the writer in chunks. The output is
+// written to a hidden sibling directory and renamed into place only when complete, the
+// manifest last, so a failed or interrupted pack never leaves OUT looking valid.
+// Output bytes depend only on the tree and the options (no clock, no thread timing).
+// Thread-safety: Pack() is reentrant; callbacks are called from the calling thread.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "meta/status.h"
+
+namespace fanstore::meta {
+
+inline constexpr uint64_t kStreamThreshold = 8ull << 20;
+// `auto`: keep a member deflated only if that saves at least 1/8 (12.5%) of its size.
+inline constexpr uint64_t kAutoMinSavingDivisor = 8;
+inline constexpr int kAutoLevel = 1;
+
+struct CompressMode {
+  enum Kind { kNone, kAuto, kLevel } kind = kAuto;
+  int level = kAutoLevel;
+  static Result<CompressMode> Parse(const std::string& s);  // none | auto | 0..3
+  std::string ToString() const;
+};
+
+struct PackProgress {
+  uint64_t files_done = 0, files_total = 0;
+  uint64_t bytes_done = 0, bytes_total = 0;
+};
+
+struct PackOptions {
+  std::string src;
+  std::string out;
+  uint32_t partitions = 0;  // 0: DefaultPartitions(bytes)
+  std::vector<std::string> broadcast;
+  CompressMode compress;
+  unsigned threads = 0;     // 0: all cores
+  bool force = false;
+  std::function<void(const std::string&)> warn;
+  std::function<void(const PackProgress&)> progress;  // called after each member
+};
+
+struct PackStats {
+  uint64_t files = 0, dirs = 0, symlinks = 0, skipped = 0;
+  uint64_t bytes_in = 0, bytes_stored = 0, output_bytes = 0;
+  uint64_t compressed_members = 0;
+  uint32_t partitions = 0;
+  double seconds = 0;
+};
+
+Result<PackStats> Pack(const PackOptions& opts);
+
+// True if the first bytes look like an already-compressed format (JPEG, PNG, GIF, gzip,
+// zip, xz, zstd, bzip2, MP4/MOV, WebP...): `auto` stores those raw without trying.
+bool LooksCompressed(const uint8_t* p, size_t n);
+
+}  // namespace fanstore::meta

@@ -1,0 +1,234 @@
+#include "meta/partition_reader.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "compress/crc32c.h"
+#include "compress/inflate.h"
+
+namespace fanstore::meta {
+
+PartitionReader::~PartitionReader() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+PartitionReader::PartitionReader(PartitionReader&& o) noexcept
+    : fd_(o.fd_),
+      name_(std::move(o.name_)),
+      file_size_(o.file_size_),
+      count_(o.count_),
+      header_(o.header_),
+      footer_(o.footer_),
+      index_(std::move(o.index_)),
+      strings_(std::move(o.strings_)) {
+  o.fd_ = -1;
+}
+
+Status PartitionReader::Pread(uint64_t off, void* buf, size_t n) const {
+  auto* p = static_cast<uint8_t*>(buf);
+  while (n > 0) {
+    const ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(off));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(name_, errno);
+    }
+    if (r == 0) return Status::Error(name_ + ": unexpected end of file (truncated?)");
+    p += r;
+    n -= static_cast<size_t>(r);
+    off += static_cast<uint64_t>(r);
+  }
+  return Status::Ok();
+}
+
+Status PartitionReader::Open(const std::string& file) {
+  name_ = file;
+  fd_ = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) return Status::FromErrno(file, errno);
+  struct stat st;
+  if (::fstat(fd_, &st) != 0) return Status::FromErrno(file, errno);
+  if (!S_ISREG(st.st_mode)) return Status::Error(file + ": not a regular file");
+  file_size_ = static_cast<uint64_t>(st.st_size);
+  if (file_size_ < kDataStart + PartitionFooter::kSize)
+    return Status::Error(file + ": truncated (" + std::to_string(file_size_) + " bytes)");
+
+  uint8_t buf[64];
+  FANSTORE_RETURN_IF_ERROR(Pread(0, buf, sizeof buf));
+  if (Status s = PartitionHeader::DecodeFrom(buf, &header_); !s.ok())
+    return Status::Error(file + ": " + s.message());
+  FANSTORE_RETURN_IF_ERROR(Pread(file_size_ - PartitionFooter::kSize, buf, sizeof buf));
+  if (Status s = PartitionFooter::DecodeFrom(buf, &footer_); !s.ok())
+    return Status::Error(file + ": " + s.message());
+
+  const PartitionFooter& f = footer_;
+  const uint64_t footer_at = file_size_ - PartitionFooter::kSize;
+  const bool layout_ok =
+      f.partition_id == header_.partition_id && f.dataset_id == header_.dataset_id &&
+      f.member_count == header_.member_count && f.index_offset == header_.data_end &&
+      f.index_offset >= kDataStart && f.index_offset % 8 == 0 &&
+      f.member_count <= (footer_at - f.index_offset) / IndexRecord::kSize &&
+      f.strings_offset == f.index_offset + f.member_count * IndexRecord::kSize &&
+      f.strings_size <= footer_at - f.strings_offset &&
+      f.strings_offset + f.strings_size == footer_at &&
+      header_.partition_id < header_.partition_count;
+  if (!layout_ok) return Status::Error(file + ": header and footer disagree (damaged or truncated)");
+
+  count_ = static_cast<size_t>(f.member_count);
+  index_.resize(count_ * IndexRecord::kSize);
+  strings_.resize(static_cast<size_t>(f.strings_size));
+  FANSTORE_RETURN_IF_ERROR(Pread(f.index_offset, index_.data(), index_.size()));
+  FANSTORE_RETURN_IF_ERROR(Pread(f.strings_offset, strings_.data(), strings_.size()));
+  uint32_t crc = compress::Crc32c(0, index_.data(), index_.size());
+  crc = compress::Crc32c(crc, strings_.data(), strings_.size());
+  if (crc != f.index_crc) return Status::Error(file + ": index checksum mismatch");
+  return CheckRecords();
+}
+
+std::string PartitionReader::Where(size_t i) const {
+  const IndexRecord r = IndexRecord::DecodeFrom(index_.data() + i * IndexRecord::kSize);
+  std::string path = "#" + std::to_string(i);
+  if (r.path_offset <= strings_.size() && r.path_length <= strings_.size() - r.path_offset)
+    path = "'" + strings_.substr(r.path_offset, r.path_length) + "'";
+  return name_ + ": member " + path;
+}
+
+Status PartitionReader::CheckRecords() {
+  const uint64_t data_end = footer_.index_offset;
+  std::string_view prev;
+  for (size_t i = 0; i < count_; ++i) {
+    const IndexRecord r = IndexRecord::DecodeFrom(index_.data() + i * IndexRecord::kSize);
+    auto bad = [&](const char* why) { return Status::Error(Where(i) + ": " + why); };
+    if (r.path_offset > strings_.size() || r.path_length > strings_.size() - r.path_offset)
+      return bad("path outside the string table");
+    const std::string_view path(strings_.data() + r.path_offset, r.path_length);
+    if (!IsValidMemberPath(path)) return bad("malformed path");
+    if (i > 0 && path <= prev) return bad("index not in path order");
+    prev = path;
+    if (r.reserved != 0) return bad("reserved field set");
+    const auto kind = static_cast<Kind>(r.kind);
+    const auto codec = static_cast<Codec>(r.codec);
+    if (codec != Codec::kRaw && codec != Codec::kDeflate) return bad("unknown codec");
+    switch (kind) {
+      case Kind::kDir:
+        if (!S_ISDIR(r.mode) || r.stored_size != 0) return bad("inconsistent directory record");
+        break;
+      case Kind::kSymlink:
+        if (!S_ISLNK(r.mode) || r.stored_size != 0 ||
+            r.size > strings_.size() - r.path_offset - r.path_length)
+          return bad("inconsistent symlink record");
+        break;
+      case Kind::kFile:
+        if (!S_ISREG(r.mode)) return bad("inconsistent file record");
+        if (r.stored_size > 0 &&
+            (r.data_offset < kDataStart || r.data_offset > data_end ||
+             r.stored_size > data_end - r.data_offset))
+          return bad("data outside the partition's data region");
+        if (codec == Codec::kRaw &&
+            (r.stored_size != r.size || (r.size > 0 && r.data_offset % kBlockAlign != 0)))
+          return bad("inconsistent raw member");
+        if (codec == Codec::kDeflate && (r.stored_size == 0 || r.size == 0))
+          return bad("inconsistent compressed member");
+        break;
+      default:
+        return bad("unknown member kind");
+    }
+    if (path.empty() && kind != Kind::kDir) return bad("root is not a directory");
+  }
+  return Status::Ok();
+}
+
+MemberView PartitionReader::member(size_t i) const {
+  MemberView v;
+  v.rec = IndexRecord::DecodeFrom(index_.data() + i * IndexRecord::kSize);
+  v.path = std::string_view(strings_.data() + v.rec.path_offset, v.rec.path_length);
+  if (v.kind() == Kind::kSymlink)
+    v.target = std::string_view(strings_.data() + v.rec.path_offset + v.rec.path_length,
+                                static_cast<size_t>(v.rec.size));
+  return v;
+}
+
+Status PartitionReader::ReadMember(size_t i,
+                                   const std::function<bool(std::span<const uint8_t>)>& sink,
+                                   size_t chunk) const {
+  const MemberView m = member(i);
+  const IndexRecord& r = m.rec;
+  if (m.kind() == Kind::kDir) return Status::Error(Where(i) + ": is a directory");
+  if (m.kind() == Kind::kSymlink) {
+    sink({reinterpret_cast<const uint8_t*>(m.target.data()), m.target.size()});
+    return Status::Ok();
+  }
+  auto mismatch = [&] { return Status::Error(Where(i) + ": checksum mismatch (damaged data)"); };
+
+  if (r.size <= chunk && r.stored_size <= chunk) {
+    std::vector<uint8_t> stored(r.stored_size);
+    FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset, stored.data(), stored.size()));
+    std::vector<uint8_t> plain;
+    if (m.codec() == Codec::kDeflate) {
+      plain.resize(r.size);
+      if (compress::InflateExact(stored, plain) != 0)
+        return Status::Error(Where(i) + ": damaged compressed data");
+    } else {
+      plain = std::move(stored);
+    }
+    if (compress::Crc32c(0, plain.data(), plain.size()) != r.crc32c) return mismatch();
+    if (!plain.empty()) sink(plain);
+    return Status::Ok();
+  }
+
+  // Large member: stream, verifying the checksum at the end.
+  uint32_t crc = 0;
+  uint64_t in_pos = 0, out_total = 0;
+  std::vector<uint8_t> in(std::min<uint64_t>(chunk, r.stored_size));
+  if (m.codec() == Codec::kRaw) {
+    while (in_pos < r.stored_size) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(in.size(), r.stored_size - in_pos));
+      FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset + in_pos, in.data(), n));
+      in_pos += n;
+      crc = compress::Crc32c(crc, in.data(), n);
+      if (!sink({in.data(), n})) return Status::Ok();
+    }
+    return crc == r.crc32c ? Status::Ok() : mismatch();
+  }
+  compress::Inflater inf;
+  std::vector<uint8_t> out(chunk);
+  size_t in_have = 0, in_used = 0;
+  for (;;) {
+    if (in_used == in_have && in_pos < r.stored_size) {
+      in_have = static_cast<size_t>(std::min<uint64_t>(in.size(), r.stored_size - in_pos));
+      FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset + in_pos, in.data(), in_have));
+      in_pos += in_have;
+      in_used = 0;
+    }
+    size_t consumed = 0, produced = 0;
+    const int rc = inf.Step({in.data() + in_used, in_have - in_used}, out, &consumed, &produced);
+    in_used += consumed;
+    if (rc < 0 || out_total + produced > r.size)
+      return Status::Error(Where(i) + ": damaged compressed data");
+    out_total += produced;
+    crc = compress::Crc32c(crc, out.data(), produced);
+    if (produced && !sink({out.data(), produced})) return Status::Ok();
+    if (rc == 1) break;
+    if (consumed == 0 && produced == 0 && in_used == in_have && in_pos == r.stored_size)
+      return Status::Error(Where(i) + ": damaged compressed data (stream ends early)");
+  }
+  if (out_total != r.size) return Status::Error(Where(i) + ": damaged compressed data (size)");
+  return crc == r.crc32c ? Status::Ok() : mismatch();
+}
+
+Result<std::vector<uint8_t>> PartitionReader::ReadAll(size_t i, uint64_t limit) const {
+  const MemberView m = member(i);
+  if (m.rec.size > limit) return Status::Error(Where(i) + ": too large to read whole");
+  std::vector<uint8_t> all;
+  all.reserve(static_cast<size_t>(m.rec.size));
+  Status s = ReadMember(i, [&](std::span<const uint8_t> b) {
+    all.insert(all.end(), b.begin(), b.end());
+    return true;
+  });
+  if (!s.ok()) return s;
+  return all;
+}
+
+}  // namespace fanstore::meta
