@@ -332,6 +332,7 @@ Result<PackStats> Pack(const PackOptions& o) {
     }
   }
   prog.files_total = stats.files;
+  if (o.on_scanned) o.on_scanned(prog);
   const uint32_t nparts = o.partitions ? o.partitions : DefaultPartitions(prog.bytes_total);
   const std::vector<PartitionPlan> plans = PlanPartitions(members, nparts, o.broadcast);
   const uint32_t total_parts = static_cast<uint32_t>(plans.size());

@@ -45,6 +45,8 @@ struct PackOptions {
   bool force = false;
   std::function<void(const std::string&)> warn;
   std::function<void(const PackProgress&)> progress;  // called after each member
+  // Called once the tree is scanned and before any file is read (totals in the argument).
+  std::function<void(const PackProgress&)> on_scanned;
 };
 
 struct PackStats {

@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# The fanstore tool as a user runs it: usage, exit codes, one-line errors, and that
+# `fanstore cat` of every file and `fanstore ls -lR` agree with the source tree.
+# Usage: fanstore_cli_test.sh PATH/TO/fanstore
+FANSTORE=$1
+. "$(dirname "$0")/lib.sh"
+S=$SCRATCH
+
+# A tree with edge cases.
+mkdir -p "$S/src/train/c0" "$S/src/train/c1" "$S/src/val" "$S/src/empty dir"
+: >"$S/src/empty"
+printf x >"$S/src/one"
+head -c 4095 /dev/urandom >"$S/src/r4095"
+head -c 4096 /dev/urandom >"$S/src/r4096"
+head -c 4097 /dev/urandom >"$S/src/r4097"
+head -c 12000000 /dev/urandom >"$S/src/big.bin"
+seq 1 2000000 >"$S/src/big.txt"
+for i in $(seq 1 40); do head -c $((i * 997)) /dev/urandom >"$S/src/train/c$((i % 2))/img$i.jpg"; done
+for i in $(seq 1 10); do seq 1 $((i * 300)) >"$S/src/val/v$i.txt"; done
+printf 'sp' >"$S/src/with space"
+printf 'nl' >"$S/src/$(printf 'new\nline')"
+printf 'hi' >"$S/src/$(printf 'latin\xe9')"
+ln -s one "$S/src/link"
+ln -s train "$S/src/dirlink"
+mkfifo "$S/src/fifo"
+
+expect_rc 0 "--help" -- "$FANSTORE" --help
+grep -q "pack" "$S/out" && ok || bad "--help lists pack"
+expect_rc 0 "--version" -- "$FANSTORE" --version
+grep -qE '^fanstore [0-9]+\.[0-9]+\.[0-9]+$' "$S/out" && ok || bad "--version prints the version"
+expect_rc 2 "no subcommand" -- "$FANSTORE"
+expect_rc 2 "unknown option" -- "$FANSTORE" pack --bogus "$S/src" "$S/x"
+expect_err_line "fanstore: " "usage error is one line"
+expect_rc 2 "bad --compress" -- "$FANSTORE" pack --compress 9 "$S/src" "$S/x"
+expect_err_line "--compress" "bad --compress names the option"
+expect_rc 1 "missing SRC" -- "$FANSTORE" pack "$S/nope" "$S/x"
+expect_err_line "fanstore: pack: $S/nope: No such file or directory" "missing SRC error"
+
+expect_rc 0 "pack" -- "$FANSTORE" pack --partitions 3 --broadcast 'val/**' "$S/src" "$S/data"
+grep -q "fifo: skipped" "$S/err" && ok || bad "FIFO skipped with a warning"
+grep -qE '^packed 60 files, [0-9]+ dirs, 2 symlinks \(1 skipped\) into 4 partitions' "$S/out" && ok || bad "summary line: $(cat "$S/out")"
+expect_rc 1 "pack onto existing OUT" -- "$FANSTORE" pack "$S/src" "$S/data"
+expect_err_line "already exists (use --force" "existing OUT error"
+expect_rc 0 "pack --force" -- "$FANSTORE" pack --force --partitions 3 --broadcast 'val/**' -q "$S/src" "$S/data"
+[ ! -s "$S/out" ] && ok || bad "--quiet prints nothing"
+
+expect_rc 0 "verify" -- "$FANSTORE" verify "$S/data"
+grep -q "0 damaged members, 0 bad partitions" "$S/out" && ok || bad "verify summary"
+expect_rc 0 "info" -- "$FANSTORE" info "$S/data"
+expect_rc 0 "info --json" -- "$FANSTORE" info --json "$S/data"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["files"] >= 50 and len(d["partitions"]) == 4 and d["partitions"][3]["broadcast"]' "$S/out" && ok || bad "info --json is valid JSON with the totals"
+
+# Every regular file and symlink: fanstore cat == the source bytes (symlinks followed).
+n=0
+while IFS= read -r -d '' f; do
+  rel=${f#"$S/src/"}
+  [ -d "$f" ] && continue  # a symlink to a directory
+  "$FANSTORE" cat "$S/data" "$rel" >"$S/cat.out" 2>"$S/cat.err" || bad "cat $rel failed: $(cat "$S/cat.err")"
+  expect_same "$S/cat.out" "$f" "cat $rel"
+  n=$((n + 1))
+done < <(find "$S/src" \( -type f -o -type l \) -print0)
+[ "$n" -ge 55 ] && ok || bad "cat compared only $n files"
+
+# ls -lR agrees with the source: same names, modes, sizes and mtimes (ns).
+(cd "$S/src" && find . -mindepth 1 ! -type p -printf '%P|%M|%s|%T@\n' | sed -E 's/([0-9]{9})0$/\1/' | LC_ALL=C sort) >"$S/native.ls"
+"$FANSTORE" ls -lR "$S/data" >"$S/ls.raw" || bad "ls -lR failed"
+/usr/bin/python3 - "$S/ls.raw" >"$S/packed.ls" <<'PY'
+import sys, re, calendar, time
+entry = re.compile(r'^([-dl][-rwxsStT]{9}) +\d+ +\d+ +(\d+) (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)\.(\d{9}) \+0000 (.*)$')
+text = open(sys.argv[1], 'rb').read().decode('utf-8', 'surrogateescape')
+rows, cur, prev_blank = [], '', True
+for line in text.split('\n'):
+    m = entry.match(line)
+    if m:
+        rows.append([cur, m.group(1), m.group(2), m.group(3), m.group(4), m.group(5)])
+    elif line == '':
+        pass
+    elif prev_blank and line.endswith(':'):
+        cur = line[:-1].lstrip('/')
+    else:
+        rows[-1][5] += '\n' + line  # a name with a newline in it
+    prev_blank = line == ''
+out = []
+for cur, mode, size, day, frac, name in rows:
+    if mode.startswith('l'):
+        name = name.rsplit(' -> ', 1)[0]
+    t = calendar.timegm(time.strptime(day, '%Y-%m-%d %H:%M:%S'))
+    out.append('%s|%s|%s|%d.%s' % ((cur + '/' + name) if cur else name, mode, size, t, frac))
+sys.stdout.buffer.write(''.join(o + '\n' for o in out).encode('utf-8', 'surrogateescape'))
+PY
+LC_ALL=C sort -o "$S/packed.ls" "$S/packed.ls"
+expect_same "$S/packed.ls" "$S/native.ls" "ls -lR metadata equals find -printf of the source"
+
+expect_rc 1 "cat of a missing member" -- "$FANSTORE" cat "$S/data" nope.txt
+expect_err_line "fanstore: cat: nope.txt: no such file" "missing member error"
+expect_rc 1 "cat of a directory" -- "$FANSTORE" cat "$S/data" train
+expect_err_line "is a directory" "cat of a directory error"
+expect_rc 0 "stat" -- "$FANSTORE" stat "$S/data" big.txt
+grep -q "Stored: .*(deflate)" "$S/out" && ok || bad "stat shows big.txt deflated: $(cat "$S/out")"
+expect_rc 1 "ls of a non-dataset" -- "$FANSTORE" ls "$S/src"
+expect_err_line "$S/src/manifest: No such file or directory" "non-dataset error names the manifest"
+
+# Damage: verify names the damaged member and exits 1; a missing partition is named.
+cp -r "$S/data" "$S/damaged"
+member=$("$FANSTORE" stat "$S/damaged" big.bin | awk '/Offset/ {print $2}')
+part=$("$FANSTORE" stat "$S/damaged" big.bin | awk '/Partition/ {print $2}')
+printf 'X' | dd of="$S/damaged/$part" bs=1 seek=$((member + 1000)) conv=notrunc status=none
+expect_rc 1 "verify of a damaged partition" -- "$FANSTORE" verify -q "$S/damaged"
+grep -q "$part: member 'big.bin': checksum mismatch" "$S/err" && ok || bad "verify names the member: $(cat "$S/err")"
+expect_rc 1 "cat of a damaged member" -- "$FANSTORE" cat "$S/damaged" big.bin
+grep -q "checksum mismatch" "$S/err" && ok || bad "cat reports the damage"
+rm "$S/damaged/part-00001.fsb"
+expect_rc 1 "verify with a missing partition" -- "$FANSTORE" verify -q "$S/damaged"
+grep -q "part-00001.fsb: No such file or directory" "$S/err" && ok || bad "missing partition named"
+
+# Unreadable file: as root, run as nobody so the permission bits apply.
+mkdir -p "$S/unreadable/d" && echo secret >"$S/unreadable/d/secret" && chmod 000 "$S/unreadable/d/secret"
+chmod 755 "$S" && chmod 777 "$S"
+if [ "$(id -u)" -eq 0 ]; then
+  expect_rc 1 "unreadable file" -- setpriv --reuid=65534 --regid=65534 --clear-groups "$FANSTORE" pack "$S/unreadable" "$S/unreadable.out"
+else
+  expect_rc 1 "unreadable file" -- "$FANSTORE" pack "$S/unreadable" "$S/unreadable.out"
+fi
+expect_err_line "$S/unreadable/d/secret: Permission denied" "unreadable file named"
+[ ! -e "$S/unreadable.out" ] && ok || bad "no output left after a failed pack"
+ls "$S" | grep -q partial && bad "partial output left behind" || ok
+
+finish

@@ -1,0 +1,30 @@
+# Shared helpers for the shell-level tests: a scratch dir, assertions that name the check,
+# and a closing "N passed, N failed" line. Source it, then call `finish` at the end.
+set -u
+PASS=0
+FAIL=0
+SCRATCH=$(mktemp -d /tmp/fanstore-shtest-XXXXXX)
+trap '[ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$SCRATCH"' EXIT
+
+ok() { PASS=$((PASS + 1)); }
+bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+# expect_rc RC DESCRIPTION -- CMD...
+expect_rc() {
+  local want=$1 what=$2; shift 3
+  "$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
+  local got=$?
+  if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, expected $want; stderr: $(head -c 500 "$SCRATCH/err")"; fi
+}
+# expect_err_line SUBSTRING DESCRIPTION: the last command's stderr is one line containing it
+expect_err_line() {
+  local lines
+  lines=$(wc -l <"$SCRATCH/err")
+  if grep -qF -- "$1" "$SCRATCH/err" && [ "$lines" -eq 1 ]; then ok; else bad "$2: stderr was: $(cat "$SCRATCH/err")"; fi
+}
+expect_same() {  # expect_same FILE_A FILE_B DESCRIPTION
+  if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; fi
+}
+finish() {
+  echo "$PASS passed, $FAIL failed"
+  [ "$FAIL" -eq 0 ]
+}
