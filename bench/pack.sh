@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Packing benchmark: on the same generated trees, in one run, measures packing MB/s and the
+# size ratio of `fanstore pack` against `tar cf` and `mksquashfs` (default gzip), and, on the
+# compressible tree, against zlib level 6 applied per file (Python's zlib, the C library).
+# Page cache warm (the trees were just written); each timing ends with `sync`, so every tool
+# pays for getting its output to disk (fanstore fsyncs its partitions; tar and mksquashfs
+# would otherwise leave theirs in the page cache). Writes bench/results/pack.json.
+# Usage: bench/pack.sh [--files N] [--text-files N] [--work DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+files=20000 text_files=3000 work=bench/work
+while [ $# -gt 0 ]; do
+  case $1 in
+    --files) files=$2; shift 2 ;;
+    --text-files) text_files=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    *) echo "pack.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+FANSTORE=build/release/bin/fanstore
+[ -x $FANSTORE ] || ci/build.sh release >/dev/null
+command -v mksquashfs >/dev/null || { echo "pack.sh: mksquashfs missing (ci/install-deps.sh)" >&2; exit 1; }
+mkdir -p "$work" bench/results
+img=$work/imagenet-$files txt=$work/text-$text_files
+[ -d "$img" ] || bench/gen_dataset.py imagenet "$img" --files "$files" --classes 100 --mean-kb 100
+[ -d "$txt" ] || bench/gen_dataset.py text "$txt" --files "$text_files" --mean-kb 64
+# Warm the page cache for both trees so every tool reads from memory.
+cat $(find "$img" "$txt" -type f) >/dev/null 2>&1 || find "$img" "$txt" -type f -exec cat {} + >/dev/null
+
+now() { date +%s.%N; }
+results=()
+measure() {  # measure TREE NAME OUTPUT CMD...   -> "seconds output_bytes"
+  local tree=$1 name=$2 out=$3; shift 3
+  rm -rf "$out"
+  sync
+  local t0 t1
+  t0=$(now); "$@" >/dev/null 2>&1; sync; t1=$(now)  # every tool pays for durable output
+  local bytes
+  bytes=$(du -sb "$out" | cut -f1)
+  local in_bytes
+  in_bytes=$(du -sb --apparent-size "$tree" | cut -f1)
+  local secs
+  secs=$(echo "$t1 - $t0" | bc -l)
+  printf '%-10s %-28s %8.2f s %9.1f MB/s  ratio %.3f\n' "$(basename "$tree" | cut -d- -f1)" "$name" \
+    "$secs" "$(echo "$in_bytes / $secs / 1000000" | bc -l)" "$(echo "$bytes / $in_bytes" | bc -l)"
+  results+=("{\"tree\": \"$(basename "$tree")\", \"tool\": \"$name\", \"seconds\": $secs, \"input_bytes\": $in_bytes, \"output_bytes\": $bytes}")
+  rm -rf "$out"
+}
+zlib6() {  # per-file zlib level 6, one thread, output size to $2
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import os, sys, zlib
+total = 0
+for root, _, names in os.walk(sys.argv[1]):
+    for n in names:
+        with open(os.path.join(root, n), "rb") as f:
+            total += len(zlib.compress(f.read(), 6))
+with open(sys.argv[2], "wb") as f:
+    f.truncate(total)  # sparse placeholder of the compressed size, for du --apparent-size
+PY
+}
+echo "tree       tool                           time        rate      size/input"
+for tree in "$img" "$txt"; do
+  measure "$tree" "fanstore pack (auto)" "$work/out.fs" $FANSTORE pack -q "$tree" "$work/out.fs"
+  measure "$tree" "fanstore pack (auto, 1 thr)" "$work/out.fs" $FANSTORE pack -q -t 1 "$tree" "$work/out.fs"
+  measure "$tree" "tar cf" "$work/out.tar" tar cf "$work/out.tar" -C "$tree" .
+  measure "$tree" "mksquashfs (gzip)" "$work/out.sqfs" mksquashfs "$tree" "$work/out.sqfs" -noappend -quiet
+done
+for level in 1 3; do
+  measure "$txt" "fanstore pack -c $level" "$work/out.fs" $FANSTORE pack -q -c $level "$txt" "$work/out.fs"
+  measure "$txt" "fanstore pack -c $level (1 thr)" "$work/out.fs" $FANSTORE pack -q -t 1 -c $level "$txt" "$work/out.fs"
+done
+# zlib-6 output is a sparse file: report its apparent size.
+t0=$(now); zlib6 "$txt" "$work/out.zlib"; sync; t1=$(now)
+in_bytes=$(du -sb --apparent-size "$txt" | cut -f1); z=$(stat -c %s "$work/out.zlib"); secs=$(echo "$t1 - $t0" | bc -l)
+printf '%-10s %-28s %8.2f s %9.1f MB/s  ratio %.3f\n' text "zlib -6 per file (1 thr)" "$secs" \
+  "$(echo "$in_bytes / $secs / 1000000" | bc -l)" "$(echo "$z / $in_bytes" | bc -l)"
+results+=("{\"tree\": \"$(basename "$txt")\", \"tool\": \"zlib -6 per file (1 thr)\", \"seconds\": $secs, \"input_bytes\": $in_bytes, \"output_bytes\": $z}")
+rm -f "$work/out.zlib"
+{
+  echo "{\"benchmark\": \"pack\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"results\": ["
+  (IFS=,; echo "${results[*]}")
+  echo "]}"
+} >bench/results/pack.json
+echo "wrote bench/results/pack.json"
