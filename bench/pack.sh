@@ -5,16 +5,19 @@
 # Page cache warm (the trees were just written); each timing ends with `sync`, so every tool
 # pays for getting its output to disk (fanstore fsyncs its partitions; tar and mksquashfs
 # would otherwise leave theirs in the page cache). Writes bench/results/pack.json.
-# Usage: bench/pack.sh [--files N] [--text-files N] [--work DIR]
+# Each figure is the median of --repeat runs (default 3): the disk's writeback makes single
+# runs vary by 2-3x on this machine.
+# Usage: bench/pack.sh [--files N] [--text-files N] [--work DIR] [--repeat N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=20000 text_files=3000 work=bench/work
+files=20000 text_files=3000 work=bench/work repeat=3
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
     --text-files) text_files=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --repeat) repeat=$2; shift 2 ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "pack.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -30,22 +33,24 @@ cat $(find "$img" "$txt" -type f) >/dev/null 2>&1 || find "$img" "$txt" -type f 
 
 now() { date +%s.%N; }
 results=()
-measure() {  # measure TREE NAME OUTPUT CMD...   -> "seconds output_bytes"
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+report() {  # report TREE NAME SECONDS OUTPUT_BYTES INPUT_BYTES
+  printf '%-10s %-28s %8.2f s %9.1f MB/s  ratio %.3f\n' "$(basename "$1" | cut -d- -f1)" "$2" \
+    "$3" "$(echo "$5 / $3 / 1000000" | bc -l)" "$(echo "$4 / $5" | bc -l)"
+  results+=("{\"tree\": \"$(basename "$1")\", \"tool\": \"$2\", \"seconds\": $3, \"input_bytes\": $5, \"output_bytes\": $4, \"runs\": $repeat}")
+}
+measure() {  # measure TREE NAME OUTPUT CMD...: median of $repeat runs, each ending with sync
   local tree=$1 name=$2 out=$3; shift 3
+  local times=() bytes t0 t1
+  for _ in $(seq "$repeat"); do
+    rm -rf "$out"
+    sync
+    t0=$(now); "$@" >/dev/null 2>&1; sync; t1=$(now)  # every tool pays for durable output
+    times+=("$(echo "$t1 - $t0" | bc -l)")
+    bytes=$(du -sb "$out" | cut -f1)
+  done
   rm -rf "$out"
-  sync
-  local t0 t1
-  t0=$(now); "$@" >/dev/null 2>&1; sync; t1=$(now)  # every tool pays for durable output
-  local bytes
-  bytes=$(du -sb "$out" | cut -f1)
-  local in_bytes
-  in_bytes=$(du -sb --apparent-size "$tree" | cut -f1)
-  local secs
-  secs=$(echo "$t1 - $t0" | bc -l)
-  printf '%-10s %-28s %8.2f s %9.1f MB/s  ratio %.3f\n' "$(basename "$tree" | cut -d- -f1)" "$name" \
-    "$secs" "$(echo "$in_bytes / $secs / 1000000" | bc -l)" "$(echo "$bytes / $in_bytes" | bc -l)"
-  results+=("{\"tree\": \"$(basename "$tree")\", \"tool\": \"$name\", \"seconds\": $secs, \"input_bytes\": $in_bytes, \"output_bytes\": $bytes}")
-  rm -rf "$out"
+  report "$tree" "$name" "$(printf '%s\n' "${times[@]}" | median)" "$bytes" "$(du -sb --apparent-size "$tree" | cut -f1)"
 }
 zlib6() {  # per-file zlib level 6, one thread, output size to $2
   /usr/bin/python3 - "$1" "$2" <<'PY'
@@ -70,12 +75,14 @@ for level in 1 3; do
   measure "$txt" "fanstore pack -c $level" "$work/out.fs" $FANSTORE pack -q -c $level "$txt" "$work/out.fs"
   measure "$txt" "fanstore pack -c $level (1 thr)" "$work/out.fs" $FANSTORE pack -q -t 1 -c $level "$txt" "$work/out.fs"
 done
-# zlib-6 output is a sparse file: report its apparent size.
-t0=$(now); zlib6 "$txt" "$work/out.zlib"; sync; t1=$(now)
-in_bytes=$(du -sb --apparent-size "$txt" | cut -f1); z=$(stat -c %s "$work/out.zlib"); secs=$(echo "$t1 - $t0" | bc -l)
-printf '%-10s %-28s %8.2f s %9.1f MB/s  ratio %.3f\n' text "zlib -6 per file (1 thr)" "$secs" \
-  "$(echo "$in_bytes / $secs / 1000000" | bc -l)" "$(echo "$z / $in_bytes" | bc -l)"
-results+=("{\"tree\": \"$(basename "$txt")\", \"tool\": \"zlib -6 per file (1 thr)\", \"seconds\": $secs, \"input_bytes\": $in_bytes, \"output_bytes\": $z}")
+# zlib-6 output is a sparse file of the compressed size: report its apparent size.
+times=()
+for _ in $(seq "$repeat"); do
+  t0=$(now); zlib6 "$txt" "$work/out.zlib"; sync; t1=$(now)
+  times+=("$(echo "$t1 - $t0" | bc -l)")
+done
+report "$txt" "zlib -6 per file (1 thr)" "$(printf '%s\n' "${times[@]}" | median)" \
+  "$(stat -c %s "$work/out.zlib")" "$(du -sb --apparent-size "$txt" | cut -f1)"
 rm -f "$work/out.zlib"
 {
   echo "{\"benchmark\": \"pack\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"results\": ["

@@ -1,0 +1,30 @@
+// Insn: what the patch planner needs to know about one decoded x86-64 instruction, and the
+// Zydis-based linear decoder of a code region.
+// Thread-safety: DecodeRegion is reentrant (the decoder is a local value).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace fanstore::intercept {
+
+struct Insn {
+  uint64_t addr = 0;     // address of the first byte
+  uint8_t len = 0;
+  bool is_syscall = false;
+  bool is_mov_eax_imm = false;  // mov $imm32,%eax (B8 id): sets the syscall number
+  bool writes_rax = false;      // writes any part of rax/eax/ax/al
+  bool relocatable = false;     // can run unchanged at another address
+  bool has_target = false;      // a relative jump/call: `target` is where it goes
+  bool ends_flow = false;       // ret, jmp, ud2, hlt: no fall-through
+  int32_t imm = 0;              // for is_mov_eax_imm
+  uint64_t target = 0;
+  bool valid = true;            // false: bytes Zydis could not decode (one byte consumed)
+};
+
+// Decodes `len` bytes at `code` linearly; `addr` is the address of code[0] as the
+// instructions see it (the live address, or any base in tests).
+std::vector<Insn> DecodeRegion(const uint8_t* code, size_t len, uint64_t addr);
+
+}  // namespace fanstore::intercept

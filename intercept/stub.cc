@@ -1,0 +1,75 @@
+#include "intercept/stub.h"
+
+#include <sys/syscall.h>
+
+#include <cstring>
+
+namespace fanstore::intercept {
+namespace {
+
+void Put32(std::vector<uint8_t>& v, int32_t x) {
+  for (int i = 0; i < 4; ++i) v.push_back(static_cast<uint8_t>(static_cast<uint32_t>(x) >> (8 * i)));
+}
+
+}  // namespace
+
+bool Rel32Reaches(uint64_t from, uint64_t to) {
+  const int64_t d = static_cast<int64_t>(to - from);
+  return d >= INT32_MIN && d <= INT32_MAX;
+}
+
+std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t stub_addr,
+                               uint64_t entry_slot) {
+  std::vector<uint8_t> s;
+  const size_t pre = p.syscall_addr - p.start;
+  const size_t post_at = pre + 2;
+  const size_t range_len = p.end - p.start;
+  s.insert(s.end(), range, range + pre);
+  std::vector<size_t> je_fixups;
+  if (p.nr < 0) {
+    for (long nr : {SYS_clone, SYS_clone3, SYS_vfork, SYS_rt_sigreturn}) {
+      s.push_back(0x3D);  // cmp $imm32,%eax
+      Put32(s, static_cast<int32_t>(nr));
+      s.push_back(0x0F);  // je rel32
+      s.push_back(0x84);
+      je_fixups.push_back(s.size());
+      Put32(s, 0);
+    }
+  }
+  const uint8_t lea_down[] = {0x48, 0x8D, 0x64, 0x24, 0x80};  // lea -0x80(%rsp),%rsp
+  s.insert(s.end(), lea_down, lea_down + sizeof lea_down);
+  s.push_back(0xFF);  // call *disp32(%rip)
+  s.push_back(0x15);
+  const uint64_t after_call = stub_addr + s.size() + 4;
+  if (!Rel32Reaches(after_call, entry_slot)) return {};
+  Put32(s, static_cast<int32_t>(entry_slot - after_call));
+  const uint8_t lea_up[] = {0x48, 0x8D, 0xA4, 0x24, 0x80, 0x00, 0x00, 0x00};  // lea 0x80(%rsp),%rsp
+  s.insert(s.end(), lea_up, lea_up + sizeof lea_up);
+  if (p.nr < 0) {
+    s.push_back(0xEB);  // jmp rel8 over the direct syscall
+    s.push_back(0x02);
+    const size_t direct = s.size();
+    s.push_back(0x0F);  // syscall
+    s.push_back(0x05);
+    for (size_t at : je_fixups) {
+      const int32_t rel = static_cast<int32_t>(direct - (at + 4));
+      std::memcpy(&s[at], &rel, 4);
+    }
+  }
+  s.insert(s.end(), range + post_at, range + range_len);
+  s.push_back(0xE9);  // jmp rel32 back
+  const uint64_t after_jmp = stub_addr + s.size() + 4;
+  if (!Rel32Reaches(after_jmp, p.end)) return {};
+  Put32(s, static_cast<int32_t>(p.end - after_jmp));
+  return s;
+}
+
+std::vector<uint8_t> BuildPatch(const SitePlan& p, uint64_t stub_addr) {
+  std::vector<uint8_t> b;
+  b.push_back(0xE9);
+  Put32(b, static_cast<int32_t>(stub_addr - (p.start + 5)));
+  while (b.size() < p.end - p.start) b.push_back(0xCC);  // int3: traps if entered mid-range
+  return b;
+}
+
+}  // namespace fanstore::intercept

@@ -1,0 +1,34 @@
+// Stub code for one patched site (pure byte generation, see BuildStub), and the patch that
+// replaces the site's range. Layout of a stub at address S:
+//   <pre>                          the range's instructions before the syscall, copied
+//   [cmp $N,%eax; je .Ldirect]x4   only if the number is unknown: clone, clone3, vfork and
+//                                  rt_sigreturn run the original syscall here instead
+//   lea -128(%rsp),%rsp            step over the red zone
+//   call *entry_slot(%rip)         the common entry (saves state, calls the dispatcher)
+//   lea 128(%rsp),%rsp
+//   [jmp .Lpost; .Ldirect: syscall]
+//   .Lpost: <post>                 the range's instructions after the syscall, copied
+//   jmp end                        back to the first byte after the range
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "intercept/planner.h"
+
+namespace fanstore::intercept {
+
+// `range` holds the original bytes of [plan.start, plan.end); `stub_addr` is where the stub
+// will live; `entry_slot` the address of an 8-byte slot holding the entry's address.
+// Returns an empty vector if a rel32 would not reach.
+std::vector<uint8_t> BuildStub(const SitePlan& plan, const uint8_t* range, uint64_t stub_addr,
+                               uint64_t entry_slot);
+
+// The bytes that replace [plan.start, plan.end): jmp rel32 to the stub, then int3 padding.
+std::vector<uint8_t> BuildPatch(const SitePlan& plan, uint64_t stub_addr);
+
+// True if a rel32 jump from `from` (address after the instruction) reaches `to`.
+bool Rel32Reaches(uint64_t from, uint64_t to);
+
+}  // namespace fanstore::intercept
