@@ -1,0 +1,48 @@
+// The preload library's constructor: the only code that runs by itself when the library is
+// loaded. Built into preload libraries only (never into the core or the tests).
+//   FANSTORE_INTERCEPT=0     leave libc unpatched (the library then does nothing)
+//   FANSTORE_LOG_LEVEL=debug report the counts of sites found, patched and left, and why
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "intercept/exec_env.h"
+#include "intercept/patcher.h"
+#include "intercept/preload_log.h"
+
+namespace fanstore::intercept {
+// Defined by the library's hook module (the runtime, or a test hook).
+HookSpec PreloadHookSpec();
+}  // namespace fanstore::intercept
+
+extern char** environ;
+
+namespace {
+
+using namespace fanstore::intercept;
+
+__attribute__((constructor)) void FanstorePreloadInit() {
+  const char* on = std::getenv("FANSTORE_INTERCEPT");
+  if (on && std::strcmp(on, "0") == 0) return;
+  InitPreloadLog();
+  Dl_info info;
+  if (dladdr(reinterpret_cast<void*>(&FanstorePreloadInit), &info) && info.dli_fname)
+    CaptureExecEnv(info.dli_fname, environ);
+  auto stats = Install(PreloadHookSpec());
+  if (!stats.ok()) {
+    Logger().error("interception disabled: {}", stats.status().message());
+    return;
+  }
+  const PatchStats& s = *stats;
+  Logger().debug(
+      "libc: {} syscall sites: {} patched ({} with a run-time number check), {} left (not of "
+      "interest), {} left (original frame), {} refused; decode {:.1f} ms, total {:.1f} ms, "
+      "{} stub bytes, {} XSAVE bytes",
+      s.sites, s.patched, s.unknown_nr_patched, s.uninteresting, s.original_frame, s.refused,
+      s.decode_ms, s.total_ms, s.stub_bytes, s.xsave_bytes);
+  for (const auto& [why, n] : s.refusals) Logger().debug("refused {} site(s): {}", n, why);
+}
+
+}  // namespace

@@ -1,0 +1,151 @@
+/* fanstore_intercept_entry: the common entry every stub calls in place of `syscall`.
+ *
+ * On entry: [rsp] = return address into the stub, 128 bytes below the caller's red zone;
+ * rax = system call number; rdi, rsi, rdx, r10, r8, r9 = arguments; rcx and r11 are free
+ * (the kernel clobbers them too). On return everything is as the kernel would leave it:
+ * rax = result, rcx/r11 clobbered, every other register, the flags and the whole extended
+ * (x87/SSE/AVX/AVX-512...) state unchanged.
+ *
+ * 1. Save rflags and the general registers on the caller's stack (frame at rbx).
+ * 2. Switch to this thread's hook stack (mapping it on first use), unless already on it
+ *    (a signal handler's call nested in a running hook keeps going down the same stack).
+ * 3. XSAVE the extended state with the XCR0 mask into a 64-byte aligned area there.
+ * 4. Call fanstore_intercept_dispatch(nr, a1..a6) with DF clear; it returns
+ *    {value, handled} in rax:rdx.
+ * 5. XRSTOR, switch back, restore; then either return `value` or execute the original
+ *    system call with the original registers.
+ */
+#include "intercept/hook_stack.h"
+
+#define F_R12 0
+#define F_RBP 8
+#define F_RBX 16
+#define F_R9 24
+#define F_R8 32
+#define F_R10 40
+#define F_RDX 48
+#define F_RSI 56
+#define F_RDI 64
+#define F_RAX 72
+
+  .text
+  .globl fanstore_intercept_entry
+  .hidden fanstore_intercept_entry
+  .type fanstore_intercept_entry, @function
+  .p2align 4
+fanstore_intercept_entry:
+  .cfi_startproc
+  pushfq
+  push %rax
+  push %rdi
+  push %rsi
+  push %rdx
+  push %r10
+  push %r8
+  push %r9
+  push %rbx
+  push %rbp
+  push %r12
+  mov %rsp, %rbx
+
+  movq fanstore_hook_stack_top@gottpoff(%rip), %r11
+  movq %fs:(%r11), %rcx
+  test %rcx, %rcx
+  jz .Lalloc
+.Lhave:
+  lea -FANSTORE_HOOK_STACK_SIZE(%rcx), %rdx
+  cmp %rdx, %rsp
+  jb .Lswitch
+  cmp %rcx, %rsp
+  ja .Lswitch
+  jmp .Lon
+.Lswitch:
+  mov %rcx, %rsp
+.Lon:
+  sub fanstore_xsave_size(%rip), %rsp
+  and $-64, %rsp
+  xor %eax, %eax
+  mov %rax, 512(%rsp)
+  mov %rax, 520(%rsp)
+  mov %rax, 528(%rsp)
+  mov %rax, 536(%rsp)
+  mov %rax, 544(%rsp)
+  mov %rax, 552(%rsp)
+  mov %rax, 560(%rsp)
+  mov %rax, 568(%rsp)
+  mov fanstore_xcr0_lo(%rip), %eax
+  mov fanstore_xcr0_hi(%rip), %edx
+  xsave64 (%rsp)
+
+  cld
+  mov F_RAX(%rbx), %rdi
+  mov F_RDI(%rbx), %rsi
+  mov F_RSI(%rbx), %rdx
+  mov F_RDX(%rbx), %rcx
+  mov F_R10(%rbx), %r8
+  mov F_R8(%rbx), %r9
+  sub $8, %rsp
+  pushq F_R9(%rbx)
+  call fanstore_intercept_dispatch
+  add $16, %rsp
+  mov %rax, %r12
+  mov %rdx, %rbp
+
+  mov fanstore_xcr0_lo(%rip), %eax
+  mov fanstore_xcr0_hi(%rip), %edx
+  xrstor64 (%rsp)
+  mov %rbx, %rsp
+  test %rbp, %rbp
+  jz .Lpass
+  mov %r12, F_RAX(%rsp)
+  pop %r12
+  pop %rbp
+  pop %rbx
+  pop %r9
+  pop %r8
+  pop %r10
+  pop %rdx
+  pop %rsi
+  pop %rdi
+  pop %rax
+  popfq
+  ret
+.Lpass:
+  pop %r12
+  pop %rbp
+  pop %rbx
+  pop %r9
+  pop %r8
+  pop %r10
+  pop %rdx
+  pop %rsi
+  pop %rdi
+  pop %rax
+  popfq
+  syscall
+  ret
+
+.Lalloc:
+  /* mmap(NULL, SIZE, PROT_READ|PROT_WRITE, MAP_PRIVATE|MAP_ANONYMOUS|MAP_NORESERVE, -1, 0) */
+  mov $9, %eax
+  xor %edi, %edi
+  mov $FANSTORE_HOOK_STACK_SIZE, %esi
+  mov $3, %edx
+  mov $0x4022, %r10d
+  mov $-1, %r8
+  xor %r9d, %r9d
+  syscall
+  cmp $-4095, %rax
+  jae .Lnostack
+  add $FANSTORE_HOOK_STACK_SIZE, %rax
+  movq fanstore_hook_stack_top@gottpoff(%rip), %r11
+  movq %rax, %fs:(%r11)
+  mov %rax, %rcx
+  jmp .Lhave
+.Lnostack:
+  /* No memory for a hook stack: run the hook on the caller's stack. */
+  mov %rsp, %rcx
+  jmp .Lhave
+  .cfi_endproc
+  .size fanstore_intercept_entry, .-fanstore_intercept_entry
+  .section .note.GNU-stack,"",@progbits

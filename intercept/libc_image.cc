@@ -1,0 +1,69 @@
+#include "intercept/libc_image.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace fanstore::intercept {
+namespace {
+
+bool PreadAll(int fd, void* buf, size_t n, off_t off) {
+  return ::pread(fd, buf, n, off) == static_cast<ssize_t>(n);
+}
+
+// Exported STT_FUNC symbols from the file's section table (.dynsym is never stripped).
+void ReadFunctionEntries(LibcImage& img) {
+  const int fd = ::open(img.path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return;
+  Elf64_Ehdr eh;
+  if (PreadAll(fd, &eh, sizeof eh, 0) && eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shnum < 4096) {
+    std::vector<Elf64_Shdr> sh(eh.e_shnum);
+    if (PreadAll(fd, sh.data(), sh.size() * sizeof(Elf64_Shdr), static_cast<off_t>(eh.e_shoff))) {
+      for (const Elf64_Shdr& s : sh) {
+        if (s.sh_type != SHT_DYNSYM || s.sh_entsize != sizeof(Elf64_Sym) || s.sh_size > (64u << 20))
+          continue;
+        std::vector<Elf64_Sym> syms(s.sh_size / sizeof(Elf64_Sym));
+        if (!PreadAll(fd, syms.data(), syms.size() * sizeof(Elf64_Sym), static_cast<off_t>(s.sh_offset)))
+          continue;
+        for (const Elf64_Sym& y : syms) {
+          if (ELF64_ST_TYPE(y.st_info) != STT_FUNC && ELF64_ST_TYPE(y.st_info) != STT_GNU_IFUNC) continue;
+          if (y.st_shndx == SHN_UNDEF || y.st_value == 0) continue;
+          img.function_entries.push_back(img.load_base + y.st_value);
+        }
+      }
+    }
+  }
+  ::close(fd);
+}
+
+int Callback(dl_phdr_info* info, size_t, void* data) {
+  auto* img = static_cast<LibcImage*>(data);
+  const char* name = info->dlpi_name;
+  if (!name || !std::strstr(name, "/libc.so.6")) return 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
+      img->path = name;
+      img->load_base = info->dlpi_addr;
+      img->text_start = info->dlpi_addr + ph.p_vaddr;
+      img->text_end = img->text_start + ph.p_memsz;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<LibcImage> LibcImage::Locate() {
+  LibcImage img;
+  if (::dl_iterate_phdr(Callback, &img) == 0 || img.text_start == 0)
+    return Status::Error("libc.so.6 is not loaded (static binary?)");
+  ReadFunctionEntries(img);
+  return img;
+}
+
+}  // namespace fanstore::intercept

@@ -1,0 +1,135 @@
+#include "intercept/patcher.h"
+
+#include <sys/mman.h>
+#include <sys/syscall.h>
+
+#include <chrono>
+#include <cstring>
+
+#include "intercept/cpu_state.h"
+#include "intercept/dispatch.h"
+#include "intercept/insn.h"
+#include "intercept/libc_image.h"
+#include "intercept/raw_syscall.h"
+#include "intercept/stub.h"
+
+extern "C" void fanstore_intercept_entry();
+
+namespace fanstore::intercept {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+constexpr uint64_t kMaxStubBytes = 128;  // generous upper bound of one stub
+
+double MsSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Maps `size` bytes RW within reach of [lo, hi): tries hints below lo, then above hi.
+void* MapNear(uint64_t lo, uint64_t hi, uint64_t size) {
+  constexpr uint64_t kStep = 1ull << 20, kLimit = 1ull << 30;
+  for (uint64_t d = kStep; d < kLimit; d += kStep) {
+    for (uint64_t hint : {(lo & ~(kStep - 1)) - d - size, ((hi + kStep) & ~(kStep - 1)) + d}) {
+      void* p = ::mmap(reinterpret_cast<void*>(hint), size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+      if (p != MAP_FAILED) return p;
+    }
+  }
+  return nullptr;
+}
+
+// Rewrites libc's bytes. Runs with part of libc's text not executable: only raw system
+// calls and plain stores here, no libc call (memcpy included: hence the volatile loop).
+__attribute__((noinline)) long WritePatches(const std::vector<SitePlan>& plans,
+                                            const std::vector<std::vector<uint8_t>>& patches) {
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (patches[i].empty()) continue;
+    const uint64_t first = plans[i].start & ~(kPage - 1);
+    const uint64_t last = (plans[i].end - 1) & ~(kPage - 1);
+    const uint64_t len = last - first + kPage;
+    long rc = RawSyscall6(SYS_mprotect, static_cast<long>(first), static_cast<long>(len),
+                          PROT_READ | PROT_WRITE);
+    if (rc != 0) return rc;
+    volatile uint8_t* dst = reinterpret_cast<volatile uint8_t*>(plans[i].start);
+    for (size_t k = 0; k < patches[i].size(); ++k) dst[k] = patches[i][k];
+    rc = RawSyscall6(SYS_mprotect, static_cast<long>(first), static_cast<long>(len),
+                     PROT_READ | PROT_EXEC);
+    if (rc != 0) return rc;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Result<PatchStats> Install(const HookSpec& spec) {
+  const auto t0 = std::chrono::steady_clock::now();
+  PatchStats st;
+  if (!InitCpuState()) return Status::Error("the CPU or kernel lacks XSAVE: interception stays off");
+  st.xsave_bytes = static_cast<uint32_t>(fanstore_xsave_size);
+  auto img = LibcImage::Locate();
+  if (!img.ok()) return img.status();
+  const uint64_t len = img->text_end - img->text_start;
+  const auto* text = reinterpret_cast<const uint8_t*>(img->text_start);
+  const std::vector<Insn> insns = DecodeRegion(text, len, img->text_start);
+  const BranchTargets targets = CollectTargets(insns, img->text_start, len, img->function_entries);
+  Interest interest = spec.interest;
+  interest.nrs.set(SYS_execve);
+  interest.nrs.set(SYS_execveat);
+  std::vector<SitePlan> plans = PlanSites(insns, targets, interest);
+  st.decode_ms = MsSince(t0);
+
+  size_t want = 0;
+  for (const SitePlan& p : plans) want += p.decision == Decision::kPatch;
+  const uint64_t region_size = ((want * kMaxStubBytes + 8 + kPage - 1) / kPage) * kPage;
+  auto* region = static_cast<uint8_t*>(MapNear(img->text_start, img->text_end, region_size));
+  if (!region) return Status::Error("no address within 2 GiB of libc for the stubs");
+
+  // The slot holding the entry's absolute address, then the stubs.
+  const uint64_t slot = reinterpret_cast<uint64_t>(region);
+  const uint64_t entry = reinterpret_cast<uint64_t>(&fanstore_intercept_entry);
+  std::memcpy(region, &entry, 8);
+  uint64_t off = 16;
+  std::vector<std::vector<uint8_t>> patches(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    SitePlan& p = plans[i];
+    if (p.decision != Decision::kPatch) continue;
+    const uint64_t at = reinterpret_cast<uint64_t>(region) + off;
+    std::vector<uint8_t> stub =
+        BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot);
+    if (stub.empty() || off + stub.size() > region_size || !Rel32Reaches(p.start + 5, at)) {
+      p.decision = Decision::kRefused;
+      p.reason = "stub out of reach";
+      continue;
+    }
+    std::memcpy(region + off, stub.data(), stub.size());
+    patches[i] = BuildPatch(p, at);
+    off += (stub.size() + 15) & ~uint64_t{15};
+  }
+  st.stub_bytes = off;
+  if (::mprotect(region, region_size, PROT_READ | PROT_EXEC) != 0)
+    return Status::FromErrno("mprotect of the stubs", errno);
+
+  SetHook(spec.hook);
+  const long rc = WritePatches(plans, patches);
+  if (rc != 0) return Status::FromErrno("mprotect of libc's text", static_cast<int>(-rc));
+
+  for (const SitePlan& p : plans) {
+    ++st.sites;
+    switch (p.decision) {
+      case Decision::kPatch:
+        ++st.patched;
+        st.unknown_nr_patched += p.nr < 0;
+        break;
+      case Decision::kUninteresting: ++st.uninteresting; break;
+      case Decision::kOriginalFrame: ++st.original_frame; break;
+      case Decision::kRefused:
+        ++st.refused;
+        ++st.refusals[p.reason];
+        break;
+    }
+  }
+  st.total_ms = MsSince(t0);
+  return st;
+}
+
+}  // namespace fanstore::intercept

@@ -1,0 +1,30 @@
+// The patcher: decodes the loaded libc, plans every syscall site, writes stubs within
+// +-2 GiB of libc (mapped RW, then RX; never RWX) and replaces the planned ranges with
+// jumps to them. Call Install once, from a constructor, while the process is single
+// threaded; libc's text is writable (not executable) only while its bytes are rewritten,
+// and nothing in that window calls into libc.
+// Thread-safety: Install is not thread-safe; afterwards the patched code is.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "intercept/hook_api.h"
+#include "meta/status.h"
+
+namespace fanstore::intercept {
+
+struct PatchStats {
+  uint64_t sites = 0, patched = 0, uninteresting = 0, original_frame = 0, refused = 0;
+  uint64_t unknown_nr_patched = 0;  // stubs with the run-time clone/vfork check
+  std::map<std::string, uint64_t> refusals;  // reason -> count
+  double decode_ms = 0, total_ms = 0;
+  uint64_t stub_bytes = 0;
+  uint32_t xsave_bytes = 0;
+};
+
+// Installs `spec.hook` for every planned site. On failure nothing was patched.
+Result<PatchStats> Install(const HookSpec& spec);
+
+}  // namespace fanstore::intercept

@@ -1,0 +1,219 @@
+// Golden tests of the patch planner and stub generator: machine code in, plan and bytes out.
+#include "intercept/planner.h"
+
+#include <gtest/gtest.h>
+#include <sys/syscall.h>
+
+#include <initializer_list>
+#include <vector>
+
+#include "intercept/insn.h"
+#include "intercept/libc_image.h"
+#include "intercept/stub.h"
+
+namespace fanstore::intercept {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+constexpr uint64_t kBase = 0x10000;
+
+Bytes Cat(std::initializer_list<Bytes> parts) {
+  Bytes out;
+  for (const Bytes& p : parts) out.insert(out.end(), p.begin(), p.end());
+  return out;
+}
+Bytes MovEax(int32_t nr) {
+  Bytes b = {0xB8};
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<uint8_t>(nr >> (8 * i)));
+  return b;
+}
+const Bytes kSyscall = {0x0F, 0x05};
+const Bytes kCmpRax4095 = {0x48, 0x3D, 0x01, 0xF0, 0xFF, 0xFF};  // cmp $-4095,%rax
+const Bytes kRet = {0xC3};
+const Bytes kMovEdiToEax = {0x89, 0xF8};                       // mov %edi,%eax
+const Bytes kMovRcxToR10 = {0x49, 0x89, 0xCA};                 // mov %rcx,%r10
+const Bytes kXorSil80 = {0x40, 0x80, 0xF6, 0x80};              // xor $0x80,%sil
+const Bytes kLeaRipRdx = {0x48, 0x8D, 0x15, 0x10, 0x00, 0x00, 0x00};  // lea 0x10(%rip),%rdx
+Bytes JmpRel8(int8_t d) { return {0xEB, static_cast<uint8_t>(d)}; }
+
+Interest Only(std::initializer_list<long> nrs) {
+  Interest i;
+  for (long n : nrs) i.nrs.set(n);
+  return i;
+}
+Interest All() {
+  Interest i;
+  i.all = true;
+  return i;
+}
+
+std::vector<SitePlan> Plan(const Bytes& code, const Interest& interest) {
+  const auto insns = DecodeRegion(code.data(), code.size(), kBase);
+  return PlanSites(insns, CollectTargets(insns, kBase, code.size(), {}), interest);
+}
+
+SitePlan Patch(uint64_t sc, uint64_t start, uint64_t end, int nr) {
+  SitePlan p;
+  p.syscall_addr = kBase + sc;
+  p.start = kBase + start;
+  p.end = kBase + end;
+  p.nr = nr;
+  p.decision = Decision::kPatch;
+  return p;
+}
+
+TEST(Planner, MovEaxSyscallIsThePreferredSevenBytes) {
+  const auto plans = Plan(Cat({MovEax(SYS_getpid), kSyscall, kRet}), Only({SYS_getpid}));
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0], Patch(5, 0, 7, SYS_getpid));
+}
+
+TEST(Planner, KnownUninterestingNumberIsLeftAlone) {
+  const auto plans = Plan(Cat({MovEax(SYS_getpid), kSyscall, kRet}), Only({SYS_openat}));
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].decision, Decision::kUninteresting);
+}
+
+TEST(Planner, CloneVforkAndSigreturnAreNeverPatched) {
+  for (long nr : {SYS_clone, SYS_clone3, SYS_vfork, SYS_rt_sigreturn}) {
+    const auto plans = Plan(Cat({MovEax(static_cast<int32_t>(nr)), kSyscall, kRet}), All());
+    ASSERT_EQ(plans.size(), 1u);
+    EXPECT_EQ(plans[0].decision, Decision::kOriginalFrame) << nr;
+  }
+}
+
+TEST(Planner, UnknownNumberTakesTheInstructionBefore) {
+  // mov %edi,%eax; mov %rcx,%r10; syscall; cmp $-4095,%rax  (the syscall(2) shape)
+  const auto plans = Plan(Cat({kMovEdiToEax, kMovRcxToR10, kSyscall, kCmpRax4095}), All());
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0], Patch(5, 2, 7, -1));
+}
+
+TEST(Planner, NumberIsFoundPastInstructionsThatLeaveRaxAlone) {
+  // mov $202,%eax; xor $0x80,%sil; syscall   (the futex shape)
+  const auto plans = Plan(Cat({MovEax(SYS_futex), kXorSil80, kSyscall, kRet}), Only({SYS_futex}));
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0], Patch(9, 5, 11, SYS_futex));
+  EXPECT_EQ(Plan(Cat({MovEax(SYS_futex), kXorSil80, kSyscall, kRet}), Only({SYS_read}))[0].decision,
+            Decision::kUninteresting);
+}
+
+TEST(Planner, SyscallThatIsABranchTargetExtendsForward) {
+  // jmp L; mov $39,%eax; L: syscall; cmp $-4095,%rax; ret
+  const auto plans =
+      Plan(Cat({JmpRel8(5), MovEax(SYS_getpid), kSyscall, kCmpRax4095, kRet}), All());
+  ASSERT_EQ(plans.size(), 1u);
+  // eax may come from the jump's path: the number is unknown, and the range starts at the
+  // syscall (a branch target may start a range, never sit inside one).
+  EXPECT_EQ(plans[0], Patch(7, 7, 15, -1));
+}
+
+TEST(Planner, BranchTargetRightAfterTheSyscallStaysOutsideTheRange) {
+  // mov $39,%eax; syscall; L: cmp ...; jmp L   -> the 7-byte shape, L untouched
+  const auto plans =
+      Plan(Cat({MovEax(SYS_getpid), kSyscall, kCmpRax4095, JmpRel8(-8)}), All());
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0], Patch(5, 0, 7, SYS_getpid));
+}
+
+TEST(Planner, RefusesWhenNeitherSideCanMove) {
+  // ret; mov %edi,%eax; syscall; L: cmp ...; jmp L
+  const auto plans =
+      Plan(Cat({kRet, kMovEdiToEax, kSyscall, kCmpRax4095, JmpRel8(-8)}), All());
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].decision, Decision::kRefused);
+  EXPECT_FALSE(plans[0].reason.empty());
+}
+
+TEST(Planner, RipRelativeNeighboursAreNotCopied) {
+  // ret; lea 0x10(%rip),%rdx; syscall; ret
+  const auto plans = Plan(Cat({kRet, kLeaRipRdx, kSyscall, kRet}), All());
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].decision, Decision::kRefused);
+}
+
+TEST(Planner, OverlappingRangesAreRefusedNotShared) {
+  // syscall; mov $39,%eax; syscall   (the first site's forward range swallows the mov)
+  const auto plans = Plan(Cat({kSyscall, MovEax(SYS_getpid), kSyscall, kRet}), All());
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(plans[0], Patch(0, 0, 7, -1));
+  EXPECT_EQ(plans[1].decision, Decision::kRefused);
+}
+
+TEST(Stub, KnownNumberStubIsExact) {
+  const Bytes code = Cat({MovEax(SYS_getpid), kSyscall, kRet});
+  const SitePlan p = Patch(5, 0, 7, SYS_getpid);
+  const uint64_t stub = 0x20000, slot = 0x1FFF0;
+  const Bytes s = BuildStub(p, code.data(), stub, slot);
+  const Bytes want = Cat({
+      MovEax(SYS_getpid),                        // pre: the mov
+      {0x48, 0x8D, 0x64, 0x24, 0x80},            // lea -0x80(%rsp),%rsp
+      {0xFF, 0x15, 0xE0, 0xFF, 0xFF, 0xFF},      // call *slot(%rip): 0x1FFF0 - 0x20010
+      {0x48, 0x8D, 0xA4, 0x24, 0x80, 0, 0, 0},   // lea 0x80(%rsp),%rsp
+      {0xE9, 0xEA, 0xFF, 0xFE, 0xFF},            // jmp 0x10007: 0x10007 - 0x2001D
+  });
+  EXPECT_EQ(s, want);
+  EXPECT_EQ(BuildPatch(p, stub), (Bytes{0xE9, 0xFB, 0xFF, 0x00, 0x00, 0xCC, 0xCC}));
+}
+
+TEST(Stub, UnknownNumberStubChecksForOriginalFrameCalls) {
+  const Bytes code = Cat({kMovEdiToEax, kMovRcxToR10, kSyscall, kCmpRax4095});
+  const SitePlan p = Patch(5, 2, 7, -1);
+  const Bytes s = BuildStub(p, code.data() + 2, 0x20000, 0x1FFF0);
+  ASSERT_FALSE(s.empty());
+  EXPECT_EQ(Bytes(s.begin(), s.begin() + 3), kMovRcxToR10);
+  EXPECT_EQ(s[3], 0x3D);  // cmp $clone,%eax
+  EXPECT_EQ(s[4], SYS_clone);
+  int cmps = 0;
+  for (size_t i = 3; i + 11 <= s.size() && s[i] == 0x3D; i += 11) ++cmps;
+  EXPECT_EQ(cmps, 4);
+  // The direct path is a real syscall instruction inside the stub.
+  bool has_syscall = false;
+  for (size_t i = 0; i + 1 < s.size(); ++i) has_syscall |= s[i] == 0x0F && s[i + 1] == 0x05;
+  EXPECT_TRUE(has_syscall);
+}
+
+TEST(Stub, OutOfReachIsReportedNotWrapped) {
+  const Bytes code = Cat({MovEax(SYS_getpid), kSyscall});
+  EXPECT_TRUE(BuildStub(Patch(5, 0, 7, 39), code.data(), 0x20000, 0x20000 + (5ull << 32)).empty());
+  EXPECT_FALSE(Rel32Reaches(0, 1ull << 32));
+  EXPECT_TRUE(Rel32Reaches(1ull << 32, (1ull << 32) - 5));
+}
+
+// The real libc of this machine: every site gets a decision, refusals are rare, and no
+// patched range has a branch target inside it or a non-relocatable copied instruction.
+TEST(PlannerOnThisLibc, EverySiteIsPlannedSafely) {
+  auto img = LibcImage::Locate();
+  ASSERT_TRUE(img.ok()) << img.status().message();
+  const uint64_t len = img->text_end - img->text_start;
+  const auto insns =
+      DecodeRegion(reinterpret_cast<const uint8_t*>(img->text_start), len, img->text_start);
+  const auto targets = CollectTargets(insns, img->text_start, len, img->function_entries);
+  const auto plans = PlanSites(insns, targets, All());
+  size_t sites = 0, patched = 0, refused = 0, frame = 0;
+  for (const Insn& x : insns) sites += x.is_syscall;
+  ASSERT_EQ(plans.size(), sites);
+  ASSERT_GT(sites, 100u);
+  for (const SitePlan& p : plans) {
+    if (p.decision == Decision::kRefused) ++refused;
+    if (p.decision == Decision::kOriginalFrame) ++frame;
+    if (p.decision != Decision::kPatch) continue;
+    ++patched;
+    EXPECT_GE(p.end - p.start, 5u);
+    EXPECT_TRUE(p.start <= p.syscall_addr && p.syscall_addr + 2 <= p.end);
+    for (const Insn& x : insns) {
+      if (x.addr <= p.start || x.addr >= p.end) continue;
+      EXPECT_FALSE(targets.Has(x.addr)) << std::hex << x.addr;
+      if (x.addr != p.syscall_addr) {
+        EXPECT_TRUE(x.relocatable) << std::hex << x.addr;
+      }
+    }
+  }
+  EXPECT_EQ(patched + refused + frame, sites);
+  EXPECT_LE(refused * 20, sites) << "more than 5% of sites refused";
+  std::printf("libc %s: %zu sites, %zu patchable, %zu original-frame, %zu refused\n",
+              img->path.c_str(), sites, patched, frame, refused);
+}
+
+}  // namespace
+}  // namespace fanstore::intercept

@@ -1,0 +1,246 @@
+/* probe: a driver for the interception tests. Each subcommand exercises one process shape
+ * or libc path and prints one line of results; the shell test compares them with what the
+ * test hook must produce (and, with the pass-through hook, with a run without preload). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+static const char* EIO_PATH = "/fanstore-test/eio";
+
+static const char* ErrName(int e) {
+  switch (e) {
+    case 0: return "OK";
+    case ENOENT: return "ENOENT";
+    case EHOSTDOWN: return "EHOSTDOWN";
+    default: return strerrorname_np(e) ? strerrorname_np(e) : "E?";
+  }
+}
+
+static int OpenErr(const char* p) {
+  const int fd = open(p, O_RDONLY);
+  if (fd >= 0) {
+    close(fd);
+    return 0;
+  }
+  return errno;
+}
+
+static int CmdLibc(const char* p) {
+  errno = 0;
+  const int fd = open(p, O_RDONLY);
+  printf("open=%s", fd >= 0 ? "OK" : ErrName(errno));
+  if (fd >= 0) close(fd);
+  errno = 0;
+  FILE* f = fopen(p, "r");
+  printf(" fopen=%s", f ? "OK" : ErrName(errno));
+  if (f) fclose(f);
+  errno = 0;
+  DIR* d = opendir(p);
+  printf(" opendir=%s", d ? "OK" : ErrName(errno));
+  if (d) closedir(d);
+  struct stat st;
+  errno = 0;
+  printf(" stat=%s", stat(p, &st) == 0 ? "OK" : ErrName(errno));
+  errno = 0;
+  printf(" access=%s", access(p, R_OK) == 0 ? "OK" : ErrName(errno));
+  char buf[PATH_MAX];
+  errno = 0;
+  printf(" realpath=%s\n", realpath(p, buf) ? "OK" : ErrName(errno));
+  return 0;
+}
+
+static int CmdNull(void) {
+  const int fd = open("/fanstore-test/null", O_RDONLY);
+  if (fd < 0) {
+    printf("null=%s\n", ErrName(errno));
+    return 1;
+  }
+  char link[64], target[256];
+  snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t n = readlink(link, target, sizeof target - 1);
+  target[n > 0 ? n : 0] = 0;
+  char c;
+  printf("null=fd->%s read=%zd\n", target, read(fd, &c, 1));
+  close(fd);
+  return 0;
+}
+
+static int CmdGetpid(long n) {
+  long sum = 0;
+  for (long i = 0; i < n; ++i) sum += getpid() == getpid() ? 0 : 1;  /* 2n calls */
+  printf("getpid calls=%ld mismatches=%ld\n", 2 * n, sum);
+  return 0;
+}
+
+static long g_per_thread;
+static atomic_int g_bad;
+static void* ThreadMain(void* arg) {
+  (void)arg;
+  for (long i = 0; i < g_per_thread; ++i) {
+    (void)getpid();
+    if (i % 100 == 0 && OpenErr(EIO_PATH) != EHOSTDOWN) atomic_fetch_add(&g_bad, 1);
+  }
+  return NULL;
+}
+
+static int CmdThreads(int t, long n) {
+  pthread_t th[64];
+  g_per_thread = n;
+  for (int i = 0; i < t; ++i) pthread_create(&th[i], NULL, ThreadMain, NULL);
+  for (int i = 0; i < t; ++i) pthread_join(th[i], NULL);
+  printf("threads=%d getpid calls=%ld bad=%d\n", t, t * n, atomic_load(&g_bad));
+  return 0;
+}
+
+static int CmdFork(int k) {
+  int good = 0;
+  for (int i = 0; i < k; ++i) {
+    const pid_t pid = fork();
+    if (pid == 0) _exit(OpenErr(EIO_PATH) == EHOSTDOWN && OpenErr("/") == 0 ? 0 : 1);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    good += WIFEXITED(st) && WEXITSTATUS(st) == 0;
+  }
+  printf("fork children=%d intercepted=%d\n", k, good);
+  return 0;
+}
+
+static int CmdVfork(void) {
+  volatile int child_err = -1;
+  const pid_t pid = vfork();
+  if (pid == 0) {
+    child_err = OpenErr(EIO_PATH);  /* shares the parent's memory */
+    _exit(0);
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  printf("vfork child open=%s\n", ErrName(child_err));
+  return 0;
+}
+
+static int CmdSpawn(char** argv) {
+  pid_t pid;
+  const int rc = posix_spawn(&pid, argv[0], NULL, NULL, argv, environ);
+  if (rc != 0) {
+    printf("spawn=%s\n", ErrName(rc));
+    return 1;
+  }
+  int st = 0;
+  waitpid(pid, &st, 0);
+  printf("spawn exit=%d\n", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+  return 0;
+}
+
+static int CmdExecScrubbed(char** argv) {
+  char* env[] = {"PATH=/usr/bin:/bin", NULL};
+  execve(argv[0], argv, env);
+  printf("execve=%s\n", ErrName(errno));
+  return 1;
+}
+
+static atomic_long g_sig_ok, g_sig_bad;
+static void OnAlarm(int sig) {
+  (void)sig;
+  const int saved = errno;
+  if (OpenErr(EIO_PATH) == EHOSTDOWN) atomic_fetch_add(&g_sig_ok, 1);
+  else atomic_fetch_add(&g_sig_bad, 1);
+  errno = saved;
+}
+
+static int CmdSignals(long n) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = OnAlarm;
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGALRM, &sa, NULL);
+  struct itimerval it = {{0, 50}, {0, 50}};
+  setitimer(ITIMER_REAL, &it, NULL);
+  long bad = 0;
+  for (long i = 0; i < n; ++i)
+    if (OpenErr(EIO_PATH) != EHOSTDOWN) ++bad;
+  struct itimerval off = {{0, 0}, {0, 0}};
+  setitimer(ITIMER_REAL, &off, NULL);
+  printf("signals handled=%s handler_bad=%ld main_bad=%ld\n",
+         atomic_load(&g_sig_ok) > 0 ? "yes" : "no", atomic_load(&g_sig_bad), bad);
+  return 0;
+}
+
+/* Vector state across a call into libc's getpid (whose own code never touches vector
+   registers): any change can only come from the interception path. */
+__attribute__((target("avx"))) static int CheckYmm(void) {
+  static unsigned char before[16 * 32] __attribute__((aligned(32)));
+  static unsigned char after[16 * 32] __attribute__((aligned(32)));
+  for (int i = 0; i < 16 * 32; ++i) before[i] = (unsigned char)(i * 7 + 3);
+  pid_t (*fn)(void) = getpid;
+  register void* pb asm("r12") = before;
+  register void* pa asm("r13") = after;
+  register void* pf asm("r15") = (void*)fn;
+  asm volatile(
+      "vmovdqu 0(%%r12), %%ymm0\n vmovdqu 32(%%r12), %%ymm1\n vmovdqu 64(%%r12), %%ymm2\n"
+      "vmovdqu 96(%%r12), %%ymm3\n vmovdqu 128(%%r12), %%ymm4\n vmovdqu 160(%%r12), %%ymm5\n"
+      "vmovdqu 192(%%r12), %%ymm6\n vmovdqu 224(%%r12), %%ymm7\n vmovdqu 256(%%r12), %%ymm8\n"
+      "vmovdqu 288(%%r12), %%ymm9\n vmovdqu 320(%%r12), %%ymm10\n vmovdqu 352(%%r12), %%ymm11\n"
+      "vmovdqu 384(%%r12), %%ymm12\n vmovdqu 416(%%r12), %%ymm13\n vmovdqu 448(%%r12), %%ymm14\n"
+      "vmovdqu 480(%%r12), %%ymm15\n"
+      "mov %%rsp, %%r14\n sub $128, %%rsp\n and $-16, %%rsp\n call *%%r15\n mov %%r14, %%rsp\n"
+      "vmovdqu %%ymm0, 0(%%r13)\n vmovdqu %%ymm1, 32(%%r13)\n vmovdqu %%ymm2, 64(%%r13)\n"
+      "vmovdqu %%ymm3, 96(%%r13)\n vmovdqu %%ymm4, 128(%%r13)\n vmovdqu %%ymm5, 160(%%r13)\n"
+      "vmovdqu %%ymm6, 192(%%r13)\n vmovdqu %%ymm7, 224(%%r13)\n vmovdqu %%ymm8, 256(%%r13)\n"
+      "vmovdqu %%ymm9, 288(%%r13)\n vmovdqu %%ymm10, 320(%%r13)\n vmovdqu %%ymm11, 352(%%r13)\n"
+      "vmovdqu %%ymm12, 384(%%r13)\n vmovdqu %%ymm13, 416(%%r13)\n vmovdqu %%ymm14, 448(%%r13)\n"
+      "vmovdqu %%ymm15, 480(%%r13)\n vzeroupper\n"
+      : "+r"(pb), "+r"(pa), "+r"(pf)
+      :
+      : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r14", "memory", "cc",
+        "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+  int diff = 0;
+  for (int i = 0; i < 16 * 32; ++i) diff += before[i] != after[i];
+  return diff;
+}
+
+static int CmdVector(long rounds) {
+  if (!__builtin_cpu_supports("avx")) {
+    printf("vector SKIP (no AVX)\n");
+    return 0;
+  }
+  long bad = 0;
+  for (long i = 0; i < rounds; ++i) bad += CheckYmm() != 0;
+  printf("vector rounds=%ld corrupted=%ld\n", rounds, bad);
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    fprintf(stderr, "usage: probe libc PATH | null | getpid N | threads T N | fork K | vfork |"
+                    " spawn PROG ARGS | exec-scrubbed PROG ARGS | signals N | vector N\n");
+    return 2;
+  }
+  const char* c = argv[1];
+  if (!strcmp(c, "libc") && argc == 3) return CmdLibc(argv[2]);
+  if (!strcmp(c, "null")) return CmdNull();
+  if (!strcmp(c, "getpid") && argc == 3) return CmdGetpid(atol(argv[2]));
+  if (!strcmp(c, "threads") && argc == 4) return CmdThreads(atoi(argv[2]), atol(argv[3]));
+  if (!strcmp(c, "fork") && argc == 3) return CmdFork(atoi(argv[2]));
+  if (!strcmp(c, "vfork")) return CmdVfork();
+  if (!strcmp(c, "spawn") && argc >= 3) return CmdSpawn(argv + 2);
+  if (!strcmp(c, "exec-scrubbed") && argc >= 3) return CmdExecScrubbed(argv + 2);
+  if (!strcmp(c, "signals") && argc == 3) return CmdSignals(atol(argv[2]));
+  if (!strcmp(c, "vector") && argc == 3) return CmdVector(atol(argv[2]));
+  fprintf(stderr, "probe: bad arguments\n");
+  return 2;
+}
