@@ -38,10 +38,11 @@ __attribute__((constructor)) void FanstorePreloadInit() {
   const PatchStats& s = *stats;
   Logger().debug(
       "libc: {} syscall sites: {} patched ({} with a run-time number check), {} left (not of "
-      "interest), {} left (original frame), {} refused; decode {:.1f} ms, total {:.1f} ms, "
+      "interest), {} left (original frame), {} refused; plan {} in {:.2f} ms, total {:.2f} ms, "
       "{} stub bytes, {} XSAVE bytes",
       s.sites, s.patched, s.unknown_nr_patched, s.uninteresting, s.original_frame, s.refused,
-      s.decode_ms, s.total_ms, s.stub_bytes, s.xsave_bytes);
+      s.plan_cached ? "from the cache" : "decoded", s.decode_ms, s.total_ms, s.stub_bytes,
+      s.xsave_bytes);
   for (const auto& [why, n] : s.refusals) Logger().debug("refused {} site(s): {}", n, why);
 }
 

@@ -14,8 +14,41 @@ bool PreadAll(int fd, void* buf, size_t n, off_t off) {
   return ::pread(fd, buf, n, off) == static_cast<ssize_t>(n);
 }
 
+std::string Hex(const uint8_t* p, size_t n) {
+  static const char* d = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; ++i) {
+    s += d[p[i] >> 4];
+    s += d[p[i] & 15];
+  }
+  return s;
+}
+
+// The GNU build-id note of a loaded object, from its PT_NOTE segments.
+std::string BuildId(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const auto* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
+    const uint8_t* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const uint8_t* name = p + sizeof(ElfW(Nhdr));
+      const uint8_t* desc = name + ((n->n_namesz + 3) & ~3u);
+      if (desc + n->n_descsz > end) break;
+      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
+        return Hex(desc, n->n_descsz);
+      p = desc + ((n->n_descsz + 3) & ~3u);
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
 // Exported STT_FUNC symbols from the file's section table (.dynsym is never stripped).
-void ReadFunctionEntries(LibcImage& img) {
+void LibcImage::ReadFunctionEntries() {
+  LibcImage& img = *this;
   const int fd = ::open(img.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   Elf64_Ehdr eh;
@@ -39,6 +72,8 @@ void ReadFunctionEntries(LibcImage& img) {
   ::close(fd);
 }
 
+namespace {
+
 int Callback(dl_phdr_info* info, size_t, void* data) {
   auto* img = static_cast<LibcImage*>(data);
   const char* name = info->dlpi_name;
@@ -50,6 +85,7 @@ int Callback(dl_phdr_info* info, size_t, void* data) {
       img->load_base = info->dlpi_addr;
       img->text_start = info->dlpi_addr + ph.p_vaddr;
       img->text_end = img->text_start + ph.p_memsz;
+      img->build_id = BuildId(info);
       return 1;
     }
   }
@@ -62,7 +98,6 @@ Result<LibcImage> LibcImage::Locate() {
   LibcImage img;
   if (::dl_iterate_phdr(Callback, &img) == 0 || img.text_start == 0)
     return Status::Error("libc.so.6 is not loaded (static binary?)");
-  ReadFunctionEntries(img);
   return img;
 }
 

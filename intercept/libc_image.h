@@ -16,9 +16,13 @@ struct LibcImage {
   uint64_t load_base = 0;    // dlpi_addr
   uint64_t text_start = 0;   // the executable PT_LOAD, live addresses
   uint64_t text_end = 0;
-  std::vector<uint64_t> function_entries;  // live addresses of exported functions
+  std::string build_id;      // hex of NT_GNU_BUILD_ID ("" if the file has none)
+  std::vector<uint64_t> function_entries;  // filled by ReadFunctionEntries()
 
+  // Finds the loaded libc (cheap: loader data only).
   static Result<LibcImage> Locate();
+  // Adds the live addresses of the functions libc's .dynsym exports (reads the file).
+  void ReadFunctionEntries();
 };
 
 }  // namespace fanstore::intercept

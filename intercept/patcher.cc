@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -10,6 +11,7 @@
 #include "intercept/dispatch.h"
 #include "intercept/insn.h"
 #include "intercept/libc_image.h"
+#include "intercept/plan_cache.h"
 #include "intercept/raw_syscall.h"
 #include "intercept/stub.h"
 
@@ -38,25 +40,29 @@ void* MapNear(uint64_t lo, uint64_t hi, uint64_t size) {
   return nullptr;
 }
 
-// Rewrites libc's bytes. Runs with part of libc's text not executable: only raw system
-// calls and plain stores here, no libc call (memcpy included: hence the volatile loop).
+// Rewrites libc's bytes. Runs with the patched part of libc's text not executable: only
+// raw system calls and plain stores here, no libc call (memcpy included: hence the
+// volatile loop). One RW window over all patched pages keeps it to two mprotect calls.
 __attribute__((noinline)) long WritePatches(const std::vector<SitePlan>& plans,
                                             const std::vector<std::vector<uint8_t>>& patches) {
+  uint64_t lo = UINT64_MAX, hi = 0;
   for (size_t i = 0; i < plans.size(); ++i) {
     if (patches[i].empty()) continue;
-    const uint64_t first = plans[i].start & ~(kPage - 1);
-    const uint64_t last = (plans[i].end - 1) & ~(kPage - 1);
-    const uint64_t len = last - first + kPage;
-    long rc = RawSyscall6(SYS_mprotect, static_cast<long>(first), static_cast<long>(len),
-                          PROT_READ | PROT_WRITE);
-    if (rc != 0) return rc;
-    volatile uint8_t* dst = reinterpret_cast<volatile uint8_t*>(plans[i].start);
-    for (size_t k = 0; k < patches[i].size(); ++k) dst[k] = patches[i][k];
-    rc = RawSyscall6(SYS_mprotect, static_cast<long>(first), static_cast<long>(len),
-                     PROT_READ | PROT_EXEC);
-    if (rc != 0) return rc;
+    lo = std::min(lo, plans[i].start & ~(kPage - 1));
+    hi = std::max(hi, (plans[i].end + kPage - 1) & ~(kPage - 1));
   }
-  return 0;
+  if (hi == 0) return 0;
+  long rc = RawSyscall6(SYS_mprotect, static_cast<long>(lo), static_cast<long>(hi - lo),
+                        PROT_READ | PROT_WRITE);
+  if (rc != 0) return rc;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    volatile uint8_t* dst = reinterpret_cast<volatile uint8_t*>(plans[i].start);
+    const uint8_t* src = patches[i].data();
+    const size_t n = patches[i].size();
+    for (size_t k = 0; k < n; ++k) dst[k] = src[k];
+  }
+  return RawSyscall6(SYS_mprotect, static_cast<long>(lo), static_cast<long>(hi - lo),
+                     PROT_READ | PROT_EXEC);
 }
 
 }  // namespace
@@ -68,14 +74,21 @@ Result<PatchStats> Install(const HookSpec& spec) {
   st.xsave_bytes = static_cast<uint32_t>(fanstore_xsave_size);
   auto img = LibcImage::Locate();
   if (!img.ok()) return img.status();
-  const uint64_t len = img->text_end - img->text_start;
-  const auto* text = reinterpret_cast<const uint8_t*>(img->text_start);
-  const std::vector<Insn> insns = DecodeRegion(text, len, img->text_start);
-  const BranchTargets targets = CollectTargets(insns, img->text_start, len, img->function_entries);
   Interest interest = spec.interest;
   interest.nrs.set(SYS_execve);
   interest.nrs.set(SYS_execveat);
-  std::vector<SitePlan> plans = PlanSites(insns, targets, interest);
+  std::vector<SitePlan> plans;
+  const std::string cache = PlanCachePath(*img, interest);
+  st.plan_cached = LoadPlan(cache, *img, &plans);
+  if (!st.plan_cached) {
+    img->ReadFunctionEntries();
+    const uint64_t len = img->text_end - img->text_start;
+    const auto* text = reinterpret_cast<const uint8_t*>(img->text_start);
+    const std::vector<Insn> insns = DecodeRegion(text, len, img->text_start);
+    const BranchTargets targets = CollectTargets(insns, img->text_start, len, img->function_entries);
+    plans = PlanSites(insns, targets, interest);
+    StorePlan(cache, *img, plans);
+  }
   st.decode_ms = MsSince(t0);
 
   size_t want = 0;

@@ -185,6 +185,9 @@ TEST(Stub, OutOfReachIsReportedNotWrapped) {
 TEST(PlannerOnThisLibc, EverySiteIsPlannedSafely) {
   auto img = LibcImage::Locate();
   ASSERT_TRUE(img.ok()) << img.status().message();
+  img->ReadFunctionEntries();
+  EXPECT_GT(img->function_entries.size(), 1000u);
+  EXPECT_EQ(img->build_id.size(), 40u) << "a 20-byte GNU build-id";
   const uint64_t len = img->text_end - img->text_start;
   const auto insns =
       DecodeRegion(reinterpret_cast<const uint8_t*>(img->text_start), len, img->text_start);

@@ -1,6 +1,7 @@
 // A test hook for the interception layer (not the product hook). FANSTORE_TESTHOOK selects:
 //   rewrite (default)  open/openat/stat calls on "/fanstore-test/eio*" fail with EHOSTDOWN
-//                      (an errno nothing else produces); "/fanstore-test/null" opens
+//                      (an errno nothing else produces), and so does readlink of anything
+//                      under "/fanstore-test" (realpath's walk); "/fanstore-test/null" opens
 //                      /dev/null; getpid is counted and passed to the kernel.
 //   pass               every patchable site is patched and every call passed (getpid counted)
 //   handle-getpid      getpid is answered without the kernel (for the benchmark)
@@ -51,6 +52,12 @@ HookResult TestHook(long nr, const long a[6]) noexcept {
     case SYS_lstat:
     case SYS_access:
       return g_mode == Mode::kRewrite ? OnPath(a[0]) : kPassToKernel;
+    case SYS_readlink:
+      return g_mode == Mode::kRewrite && IsTestPath(a[0], "/fanstore-test") ? Handled(-EHOSTDOWN)
+                                                                             : kPassToKernel;
+    case SYS_readlinkat:
+      return g_mode == Mode::kRewrite && IsTestPath(a[1], "/fanstore-test") ? Handled(-EHOSTDOWN)
+                                                                             : kPassToKernel;
     case SYS_openat:
     case SYS_newfstatat:
     case SYS_statx:
@@ -85,7 +92,8 @@ HookSpec PreloadHookSpec() {
     s.interest.all = true;
   } else {
     for (long nr : {SYS_getpid, SYS_open, SYS_openat, SYS_stat, SYS_lstat, SYS_newfstatat,
-                    SYS_statx, SYS_access, SYS_faccessat, SYS_faccessat2})
+                    SYS_statx, SYS_access, SYS_faccessat, SYS_faccessat2, SYS_readlink,
+                    SYS_readlinkat})
       s.interest.nrs.set(nr);
   }
   return s;

@@ -1,0 +1,139 @@
+#include "intercept/plan_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "intercept/insn.h"
+
+namespace fanstore::intercept {
+namespace {
+
+constexpr char kMagic[8] = {'F', 'S', 'I', 'P', 'L', 'A', 'N', '1'};
+
+struct Record {  // offsets from text_start
+  uint32_t syscall_off, start_off, end_off;
+  int32_t nr;
+  uint32_t decision;
+};
+
+std::string CacheDir() {
+  if (const char* d = std::getenv("FANSTORE_CACHE_DIR"); d && *d) return d;
+  const std::string dir = "/dev/shm/fanstore-" + std::to_string(::getuid());
+  ::mkdir(dir.c_str(), 0700);
+  struct stat st;
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != ::getuid() ||
+      (st.st_mode & 022))
+    return "";
+  return dir;
+}
+
+uint64_t InterestHash(const Interest& in) {
+  uint64_t h = in.all ? 0x9E3779B97F4A7C15ull : 1469598103934665603ull;
+  for (int i = 0; i < kMaxSyscallNr; ++i)
+    if (in.nrs.test(i)) h = (h ^ static_cast<uint64_t>(i + 1)) * 1099511628211ull;
+  return h;
+}
+
+}  // namespace
+
+std::string PlanCachePath(const LibcImage& img, const Interest& interest) {
+  if (img.build_id.empty()) return "";
+  const std::string dir = CacheDir();
+  if (dir.empty()) return "";
+  char name[160];
+  std::snprintf(name, sizeof name, "/intercept-plan-%s-%llx-%016llx", img.build_id.c_str(),
+                static_cast<unsigned long long>(img.text_end - img.text_start),
+                static_cast<unsigned long long>(InterestHash(interest)));
+  return dir + name;
+}
+
+bool StillMatches(const SitePlan& p) {
+  const auto insns =
+      DecodeRegion(reinterpret_cast<const uint8_t*>(p.start), p.end - p.start, p.start);
+  bool saw_syscall = false;
+  uint64_t at = p.start;
+  for (const Insn& x : insns) {
+    if (!x.valid || x.addr != at) return false;
+    if (x.addr == p.syscall_addr) {
+      if (!x.is_syscall) return false;
+      saw_syscall = true;
+    } else if (!x.relocatable) {
+      return false;
+    }
+    at += x.len;
+  }
+  return saw_syscall && at == p.end;
+}
+
+bool LoadPlan(const std::string& path, const LibcImage& img, std::vector<SitePlan>* plans) {
+  if (path.empty()) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return false;
+  struct stat st;
+  std::vector<char> buf;
+  if (::fstat(fd, &st) == 0 && st.st_size >= 16 && st.st_size < (16 << 20) &&
+      st.st_uid == ::getuid()) {
+    buf.resize(static_cast<size_t>(st.st_size));
+    if (::pread(fd, buf.data(), buf.size(), 0) != static_cast<ssize_t>(buf.size())) buf.clear();
+  }
+  ::close(fd);
+  if (buf.size() < 16 || std::memcmp(buf.data(), kMagic, 8) != 0) return false;
+  uint64_t n = 0;
+  std::memcpy(&n, buf.data() + 8, 8);
+  if (n > 100000 || buf.size() != 16 + n * sizeof(Record)) return false;
+  const uint64_t len = img.text_end - img.text_start;
+  std::vector<SitePlan> out;
+  for (uint64_t i = 0; i < n; ++i) {
+    Record r;
+    std::memcpy(&r, buf.data() + 16 + i * sizeof(Record), sizeof r);
+    if (r.decision > static_cast<uint32_t>(Decision::kRefused) || r.syscall_off >= len) return false;
+    SitePlan p;
+    p.syscall_addr = img.text_start + r.syscall_off;
+    p.nr = r.nr;
+    p.decision = static_cast<Decision>(r.decision);
+    if (p.decision == Decision::kPatch) {
+      if (r.start_off > r.syscall_off || r.end_off > len || r.end_off < r.syscall_off + 2 ||
+          r.end_off - r.start_off < 5)
+        return false;
+      p.start = img.text_start + r.start_off;
+      p.end = img.text_start + r.end_off;
+      if (!StillMatches(p)) return false;
+    } else {
+      p.reason = "as planned by an earlier process (see the plan cache)";
+    }
+    out.push_back(p);
+  }
+  *plans = std::move(out);
+  return true;
+}
+
+void StorePlan(const std::string& path, const LibcImage& img, const std::vector<SitePlan>& plans) {
+  if (path.empty()) return;
+  std::string data(kMagic, 8);
+  const uint64_t n = plans.size();
+  data.append(reinterpret_cast<const char*>(&n), 8);
+  for (const SitePlan& p : plans) {
+    Record r{};
+    r.syscall_off = static_cast<uint32_t>(p.syscall_addr - img.text_start);
+    if (p.decision == Decision::kPatch) {
+      r.start_off = static_cast<uint32_t>(p.start - img.text_start);
+      r.end_off = static_cast<uint32_t>(p.end - img.text_start);
+    }
+    r.nr = p.nr;
+    r.decision = static_cast<uint32_t>(p.decision);
+    data.append(reinterpret_cast<const char*>(&r), sizeof r);
+  }
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return;
+  const bool ok = ::write(fd, data.data(), data.size()) == static_cast<ssize_t>(data.size());
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) ::unlink(tmp.c_str());
+}
+
+}  // namespace fanstore::intercept

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Interception as real programs see it, with the test hook library (testhook.cc):
+# raw libc calls and stdio, 16 threads, fork, vfork, posix_spawn, exec with a scrubbed
+# environment, signal handlers, vector registers, Python and coreutils; and, with the
+# pass-through hook, identical output to a run without the library.
+# Usage: preload_test.sh LIBFANSTORE_TESTHOOK PROBE
+LIB=$1
+PROBE=$2
+. "$(dirname "$0")/../bin/lib.sh"
+S=$SCRATCH
+export FANSTORE_CACHE_DIR=$S/cache
+mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
+EIO=/fanstore-test/eio
+hooked() { LD_PRELOAD=$LIB "$@"; }
+passing() { FANSTORE_TESTHOOK=pass LD_PRELOAD=$LIB "$@"; }
+expect_out() {  # expect_out WANT DESCRIPTION -- CMD...
+  local want=$1 what=$2; shift 3
+  local got
+  got=$("$@" 2>&1)
+  if [ "$got" = "$want" ]; then ok; else bad "$what: got [$got] want [$want]"; fi
+}
+expect_grep() {  # expect_grep PATTERN DESCRIPTION -- CMD...
+  local pat=$1 what=$2; shift 3
+  local got
+  got=$("$@" 2>&1)
+  if printf '%s' "$got" | grep -qE -- "$pat"; then ok; else bad "$what: [$got] lacks /$pat/"; fi
+}
+
+# Without the library the magic paths simply do not exist.
+expect_out "open=ENOENT fopen=ENOENT opendir=ENOENT stat=ENOENT access=ENOENT realpath=ENOENT" \
+  "native probe" -- "$PROBE" libc $EIO
+# libc's own callers (stdio, opendir, realpath) go through the patched sites too.
+expect_out "open=EHOSTDOWN fopen=EHOSTDOWN opendir=EHOSTDOWN stat=EHOSTDOWN access=EHOSTDOWN realpath=EHOSTDOWN" \
+  "raw libc calls and stdio are intercepted" -- hooked "$PROBE" libc $EIO
+expect_out "null=fd->/dev/null read=0" "a hook can return a real fd" -- hooked "$PROBE" null
+expect_out "open=ENOENT fopen=ENOENT opendir=ENOENT stat=ENOENT access=ENOENT realpath=ENOENT" \
+  "FANSTORE_INTERCEPT=0 disables patching" -- env FANSTORE_INTERCEPT=0 LD_PRELOAD="$LIB" "$PROBE" libc $EIO
+
+# Every getpid is seen exactly once: single thread, then 16 threads.
+rm -f "$S/count"
+expect_out "getpid calls=20000 mismatches=0" "getpid loop" -- \
+  env FANSTORE_TESTHOOK_COUNT_FILE="$S/count" LD_PRELOAD="$LIB" "$PROBE" getpid 10000
+[ "$(cut -d' ' -f2 "$S/count")" = 20000 ] && ok || bad "hook counted $(cat "$S/count") getpid calls, expected 20000"
+rm -f "$S/count"
+expect_out "threads=16 getpid calls=320000 bad=0" "16 threads" -- \
+  env FANSTORE_TESTHOOK_COUNT_FILE="$S/count" LD_PRELOAD="$LIB" "$PROBE" threads 16 20000
+[ "$(cut -d' ' -f2 "$S/count")" = 320000 ] && ok || bad "16 threads: hook counted $(cat "$S/count"), expected 320000"
+
+expect_out "fork children=8 intercepted=8" "forked children" -- hooked "$PROBE" fork 8
+expect_out "vfork child open=EHOSTDOWN" "vfork child" -- hooked "$PROBE" vfork
+expect_out "/usr/bin/cat: $EIO: Host is down
+spawn exit=1" "posix_spawn child (close_range + execve in a vfork-like child)" -- hooked "$PROBE" spawn /usr/bin/cat $EIO
+expect_out "/usr/bin/cat: $EIO: Host is down" "exec with a scrubbed environment keeps the runtime" -- \
+  hooked "$PROBE" exec-scrubbed /usr/bin/cat $EIO
+expect_out "/usr/bin/cat: $EIO: No such file or directory" "FANSTORE_INTERCEPT=0 in the new environment opts out" -- \
+  hooked env -i FANSTORE_INTERCEPT=0 /usr/bin/cat $EIO
+expect_out "signals handled=yes handler_bad=0 main_bad=0" "signal handlers calling open while hooks run" -- \
+  hooked "$PROBE" signals 300000
+expect_grep "^vector (rounds=20000 corrupted=0|SKIP)" "ymm0-15 survive intercepted calls" -- hooked "$PROBE" vector 20000
+expect_grep "^vector (rounds=20000 corrupted=0|SKIP)" "ymm0-15 survive pass-through calls" -- passing "$PROBE" vector 20000
+
+# Python 3 and coreutils.
+PY=/usr/bin/python3
+expect_grep "Host is down" "python open()" -- hooked $PY -c "open('$EIO')"
+expect_grep "Host is down" "python os.listdir" -- hooked $PY -c "import os; os.listdir('$EIO')"
+expect_out "cat: $EIO: Host is down" "python subprocess.run" -- \
+  hooked $PY -c "import subprocess, sys; r = subprocess.run(['cat', '$EIO'], stderr=subprocess.PIPE); sys.stdout.write(r.stderr.decode())"
+expect_out "cat: $EIO: Host is down" "coreutils cat" -- hooked cat $EIO
+expect_out "ls: cannot access '$EIO': Host is down" "coreutils ls" -- hooked ls $EIO
+
+# Pass-through changes nothing: the same programs, byte for byte.
+same_output() {  # same_output DESCRIPTION -- CMD...
+  local what=$1; shift 2
+  "$@" >"$S/native.out" 2>&1
+  passing "$@" >"$S/hooked.out" 2>&1
+  if cmp -s "$S/native.out" "$S/hooked.out"; then ok; else bad "$what differs with the pass-through hook: $(diff "$S/native.out" "$S/hooked.out" | head -5)"; fi
+}
+same_output "ls -la /usr/include" -- ls -la --time-style=full-iso /usr/include
+same_output "find + md5sum" -- bash -c 'find /usr/include -maxdepth 2 -type f | sort | head -300 | xargs md5sum'
+same_output "tar | md5sum" -- bash -c 'tar cf - -C /usr/include linux 2>/dev/null | md5sum'
+same_output "python numerics across syscalls" -- $PY -c "
+import math, os, time
+acc = 0.0
+for i in range(1, 20001):
+    acc += math.sin(i) * math.sqrt(i) / (1 + math.log(i))
+    if i % 50 == 0:
+        os.getpid(); os.stat('/'); os.listdir('/usr')
+print(repr(acc))"
+same_output "python with numpy" -- $PY -c "
+import numpy as np, os
+rng = np.random.default_rng(7)
+a = rng.standard_normal((300, 300))
+for _ in range(20):
+    a = np.tanh(a @ a.T / 300.0)
+    os.stat('/'); os.getpid()
+print(float(a.sum()), float(np.linalg.norm(a)))"
+same_output "probe vector in pass mode vs native" -- "$PROBE" vector 2000
+
+# The start-up report and the exported symbols.
+expect_grep "libc: [0-9]+ syscall sites: [0-9]+ patched" "debug log reports the counts" -- \
+  env FANSTORE_LOG_LEVEL=debug LD_PRELOAD="$LIB" "$PROBE" null
+FANSTORE_LOG_LEVEL=debug FANSTORE_LOG_FILE="$S/log" LD_PRELOAD="$LIB" "$PROBE" null >/dev/null 2>&1
+grep -qE "syscall sites" "$S/log" && ok || bad "FANSTORE_LOG_FILE receives the log"
+exported=$(nm -D --defined-only "$LIB" | awk '{print $3}' | grep -v '^$' | sort | tr '\n' ' ')
+[ -z "$exported" ] && ok || bad "the preload library exports symbols: $exported"
+
+# Documented limit: a static binary cannot be preloaded; it runs unchanged.
+if [ -n "${PROBE_STATIC:-}" ] && [ -x "$PROBE_STATIC" ]; then
+  expect_out "open=ENOENT fopen=ENOENT opendir=ENOENT stat=ENOENT access=ENOENT realpath=ENOENT" \
+    "static binary runs unchanged (not intercepted)" -- hooked "$PROBE_STATIC" libc $EIO
+fi
+finish
