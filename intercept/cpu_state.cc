@@ -6,11 +6,12 @@ extern "C" {
 __attribute__((visibility("hidden"))) uint64_t fanstore_xsave_size = 0;
 __attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_lo = 0;
 __attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_hi = 0;
+__attribute__((visibility("hidden"))) uint8_t fanstore_vec_mode = 3;
 }
 
 namespace fanstore::intercept {
 
-bool InitCpuState() {
+bool InitCpuState(bool full_xsave) {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
   uint32_t lo, hi;
@@ -19,8 +20,27 @@ bool InitCpuState() {
   if (b < 576) return false;
   fanstore_xcr0_lo = lo;
   fanstore_xcr0_hi = hi;
-  fanstore_xsave_size = b + 64;
+  constexpr uint32_t kAvx = 1u << 2, kAvx512 = (1u << 5) | (1u << 6) | (1u << 7);
+  unsigned a7, b7, c7, d7;
+  const bool xsavec = __get_cpuid_count(0xD, 1, &a7, &b7, &c7, &d7) && (a7 & (1u << 1));
+  const bool avx512f = __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && (b7 & (1u << 16));
+  if (full_xsave && xsavec) {
+    fanstore_vec_mode = 3;
+    fanstore_xsave_size = b + 64;
+  } else {
+    fanstore_vec_mode = (lo & kAvx512) == kAvx512 && avx512f ? 2 : (lo & kAvx) ? 1 : 0;
+    fanstore_xsave_size = 2176 + 64;  // zmm0-31 (2048) + k0-7 (64) + MXCSR + FCW, aligned
+  }
   return true;
+}
+
+const char* VecModeName() {
+  switch (fanstore_vec_mode) {
+    case 0: return "xmm0-15";
+    case 1: return "ymm0-15";
+    case 2: return "zmm0-31+k0-7";
+    default: return "XSAVEC";
+  }
 }
 
 }  // namespace fanstore::intercept

@@ -2,12 +2,14 @@
 // loaded. Built into preload libraries only (never into the core or the tests).
 //   FANSTORE_INTERCEPT=0     leave libc unpatched (the library then does nothing)
 //   FANSTORE_LOG_LEVEL=debug report the counts of sites found, patched and left, and why
+//   FANSTORE_XSAVE=1         save the whole extended state with XSAVEC (slower; cpu_state.h)
 #include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 
+#include "intercept/cpu_state.h"
 #include "intercept/exec_env.h"
 #include "intercept/patcher.h"
 #include "intercept/preload_log.h"
@@ -30,7 +32,10 @@ __attribute__((constructor)) void FanstorePreloadInit() {
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&FanstorePreloadInit), &info) && info.dli_fname)
     CaptureExecEnv(info.dli_fname, environ);
-  auto stats = Install(PreloadHookSpec());
+  HookSpec spec = PreloadHookSpec();
+  const char* xs = std::getenv("FANSTORE_XSAVE");
+  spec.full_xsave = xs && std::strcmp(xs, "1") == 0;
+  auto stats = Install(spec);
   if (!stats.ok()) {
     Logger().error("interception disabled: {}", stats.status().message());
     return;
@@ -39,10 +44,10 @@ __attribute__((constructor)) void FanstorePreloadInit() {
   Logger().debug(
       "libc: {} syscall sites: {} patched ({} with a run-time number check), {} left (not of "
       "interest), {} left (original frame), {} refused; plan {} in {:.2f} ms, total {:.2f} ms, "
-      "{} stub bytes, {} XSAVE bytes",
+      "{} stub bytes, vector state {} ({} bytes)",
       s.sites, s.patched, s.unknown_nr_patched, s.uninteresting, s.original_frame, s.refused,
       s.plan_cached ? "from the cache" : "decoded", s.decode_ms, s.total_ms, s.stub_bytes,
-      s.xsave_bytes);
+      VecModeName(), s.xsave_bytes);
   for (const auto& [why, n] : s.refusals) Logger().debug("refused {} site(s): {}", n, why);
 }
 

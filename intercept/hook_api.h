@@ -24,6 +24,7 @@ using Hook = HookResult (*)(long nr, const long args[6]) noexcept;
 struct HookSpec {
   Hook hook = nullptr;
   Interest interest;  // sites of other (known) numbers are left unpatched
+  bool full_xsave = false;  // save the whole XCR0 state with XSAVEC (cpu_state.h, mode 3)
 };
 
 }  // namespace fanstore::intercept

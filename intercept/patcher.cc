@@ -70,7 +70,7 @@ __attribute__((noinline)) long WritePatches(const std::vector<SitePlan>& plans,
 Result<PatchStats> Install(const HookSpec& spec) {
   const auto t0 = std::chrono::steady_clock::now();
   PatchStats st;
-  if (!InitCpuState()) return Status::Error("the CPU or kernel lacks XSAVE: interception stays off");
+  if (!InitCpuState(spec.full_xsave)) return Status::Error("the CPU or kernel lacks XSAVE: interception stays off");
   st.xsave_bytes = static_cast<uint32_t>(fanstore_xsave_size);
   auto img = LibcImage::Locate();
   if (!img.ok()) return img.status();

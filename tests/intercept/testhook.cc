@@ -1,4 +1,6 @@
 // A test hook for the interception layer (not the product hook). FANSTORE_TESTHOOK selects:
+// getpid scribbles over every vector register, the opmasks, MXCSR and the x87 control
+// word before passing (except in handle-getpid mode), so the vector tests prove restoring.
 //   rewrite (default)  open/openat/stat calls on "/fanstore-test/eio*" fail with EHOSTDOWN
 //                      (an errno nothing else produces), and so does readlink of anything
 //                      under "/fanstore-test" (realpath's walk); "/fanstore-test/null" opens
@@ -41,11 +43,47 @@ HookResult OnPath(long path) {
   return kPassToKernel;
 }
 
+// Overwrites every register a hook's code could change (vector registers, opmasks, MXCSR,
+// x87 control word), as the worst possible hook would: the entry must restore them all.
+__attribute__((target("avx512f"), noinline)) void ScribbleAvx512() {
+  asm volatile(
+      "vpternlogd $0xff, %%zmm0, %%zmm0, %%zmm0\n"
+      ".irp r,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31\n"
+      "vmovdqa64 %%zmm0, %%zmm\\r\n"
+      ".endr\n"
+      "kxnorw %%k0, %%k0, %%k1\n kxnorw %%k0, %%k0, %%k2\n kxnorw %%k0, %%k0, %%k3\n"
+      "kxnorw %%k0, %%k0, %%k4\n kxnorw %%k0, %%k0, %%k5\n kxnorw %%k0, %%k0, %%k6\n"
+      "kxnorw %%k0, %%k0, %%k7\n"
+      ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+      "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19",
+      "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29",
+      "xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7");
+}
+
+__attribute__((target("avx"), noinline)) void ScribbleAvx() {
+  asm volatile(
+      "vpcmpeqd %%ymm0, %%ymm0, %%ymm0\n"
+      ".irp r,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\n"
+      "vmovdqa %%ymm0, %%ymm\\r\n"
+      ".endr\n"
+      ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+      "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+}
+
+void Scribble() {
+  if (__builtin_cpu_supports("avx512f")) ScribbleAvx512();
+  else if (__builtin_cpu_supports("avx")) ScribbleAvx();
+  const unsigned mxcsr = 0x1f80 | 0x6000 | 0x8040;  // round to zero, FTZ, DAZ
+  const unsigned short fcw = 0x0f7f;                // x87: round to zero, single precision
+  asm volatile("ldmxcsr %0\n fldcw %1" : : "m"(mxcsr), "m"(fcw));
+}
+
 HookResult TestHook(long nr, const long a[6]) noexcept {
   switch (nr) {
     case SYS_getpid:
       g_getpid.fetch_add(1, std::memory_order_relaxed);
       if (g_mode == Mode::kHandleGetpid) return Handled(g_pid);
+      Scribble();
       return kPassToKernel;
     case SYS_open:
     case SYS_stat:

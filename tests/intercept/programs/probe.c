@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 extern char** environ;
@@ -213,14 +214,93 @@ __attribute__((target("avx"))) static int CheckYmm(void) {
   return diff;
 }
 
+/* AVX-512: zmm0-31 and the opmask registers k1-k7 across a call into libc's getpid. */
+__attribute__((target("avx512f"))) static int CheckZmm(void) {
+  static unsigned char before[32 * 64 + 64] __attribute__((aligned(64)));
+  static unsigned char after[32 * 64 + 64] __attribute__((aligned(64)));
+  for (int i = 0; i < (int)sizeof before; ++i) before[i] = (unsigned char)(i * 13 + 5);
+  memset(after, 0, sizeof after);
+  pid_t (*fn)(void) = getpid;
+  register void* pb asm("r12") = before;
+  register void* pa asm("r13") = after;
+  register void* pf asm("r15") = (void*)fn;
+#define Z(n) "vmovdqu64 " #n "*64(%%r12), %%zmm" #n "\n"
+#define ZS(n) "vmovdqu64 %%zmm" #n ", " #n "*64(%%r13)\n"
+#define K(n) "kmovw 2048+" #n "*2(%%r12), %%k" #n "\n"
+#define KS(n) "kmovw %%k" #n ", 2048+" #n "*2(%%r13)\n"
+  asm volatile(
+      Z(0) Z(1) Z(2) Z(3) Z(4) Z(5) Z(6) Z(7) Z(8) Z(9) Z(10) Z(11) Z(12) Z(13) Z(14) Z(15)
+      Z(16) Z(17) Z(18) Z(19) Z(20) Z(21) Z(22) Z(23) Z(24) Z(25) Z(26) Z(27) Z(28) Z(29)
+      Z(30) Z(31) K(1) K(2) K(3) K(4) K(5) K(6) K(7)
+      "mov %%rsp, %%r14\n sub $128, %%rsp\n and $-16, %%rsp\n call *%%r15\n mov %%r14, %%rsp\n"
+      ZS(0) ZS(1) ZS(2) ZS(3) ZS(4) ZS(5) ZS(6) ZS(7) ZS(8) ZS(9) ZS(10) ZS(11) ZS(12) ZS(13)
+      ZS(14) ZS(15) ZS(16) ZS(17) ZS(18) ZS(19) ZS(20) ZS(21) ZS(22) ZS(23) ZS(24) ZS(25)
+      ZS(26) ZS(27) ZS(28) ZS(29) ZS(30) ZS(31) KS(1) KS(2) KS(3) KS(4) KS(5) KS(6) KS(7)
+      "vzeroupper\n"
+      : "+r"(pb), "+r"(pa), "+r"(pf)
+      :
+      : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r14", "memory", "cc",
+        "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",
+        "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
+        "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7");
+#undef Z
+#undef ZS
+#undef K
+#undef KS
+  int diff = 0;
+  for (int i = 0; i < 32 * 64; ++i) diff += before[i] != after[i];
+  for (int i = 2048 + 2; i < 2048 + 16; ++i) diff += before[i] != after[i];
+  return diff;
+}
+
+/* MXCSR and the x87 control word across getpid, set to fixed values unlike anything a
+   hook would leave (round down; x87 round up), then put back to the defaults. */
+static int CheckControlWords(void) {
+  const unsigned int mx_set = 0x3f80, mx_default = 0x1f80;
+  const unsigned short cw_set = 0x0b7f, cw_default = 0x037f;
+  unsigned int mx_after = 0;
+  unsigned short cw_after = 0;
+  asm volatile("ldmxcsr %0" : : "m"(mx_set));
+  asm volatile("fldcw %0" : : "m"(cw_set));
+  (void)getpid();
+  asm volatile("stmxcsr %0" : "=m"(mx_after));
+  asm volatile("fnstcw %0" : "=m"(cw_after));
+  asm volatile("ldmxcsr %0" : : "m"(mx_default));
+  asm volatile("fldcw %0" : : "m"(cw_default));
+  return (mx_after != mx_set) + (cw_after != cw_set);
+}
+
 static int CmdVector(long rounds) {
   if (!__builtin_cpu_supports("avx")) {
     printf("vector SKIP (no AVX)\n");
     return 0;
   }
+  const int has512 = __builtin_cpu_supports("avx512f");
   long bad = 0;
-  for (long i = 0; i < rounds; ++i) bad += CheckYmm() != 0;
+  for (long i = 0; i < rounds; ++i) {
+    bad += CheckYmm() != 0;
+    if (has512) bad += CheckZmm() != 0;
+    bad += CheckControlWords() != 0;
+  }
   printf("vector rounds=%ld corrupted=%ld\n", rounds, bad);
+  fprintf(stderr, "vector: checked ymm0-15%s, MXCSR and the x87 control word\n",
+          has512 ? ", zmm0-31, k1-k7" : "");
+  return 0;
+}
+
+/* ns per getpid() call (libc's wrapper, one `syscall` each), best of 5 rounds of n. */
+static int CmdTimeGetpid(long n) {
+  double best = 1e30;
+  for (int r = 0; r < 5; ++r) {
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (long i = 0; i < n; ++i) (void)getpid();
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    const double ns = ((b.tv_sec - a.tv_sec) * 1e9 + (b.tv_nsec - a.tv_nsec)) / n;
+    if (ns < best) best = ns;
+  }
+  printf("%.1f\n", best);
   return 0;
 }
 
@@ -241,6 +321,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "exec-scrubbed") && argc >= 3) return CmdExecScrubbed(argv + 2);
   if (!strcmp(c, "signals") && argc == 3) return CmdSignals(atol(argv[2]));
   if (!strcmp(c, "vector") && argc == 3) return CmdVector(atol(argv[2]));
+  if (!strcmp(c, "time-getpid") && argc == 3) return CmdTimeGetpid(atol(argv[2]));
   fprintf(stderr, "probe: bad arguments\n");
   return 2;
 }
