@@ -8,7 +8,15 @@
 
 namespace fanstore::intercept {
 void SetHook(Hook hook);
+// The prefilter and the interest set checked at run time (for sites whose number is not
+// known from the code). Both are read by fanstore_intercept_prefilter (prefilter.cc).
+void SetPrefilter(Prefilter prefilter, const Interest& interest);
 }  // namespace fanstore::intercept
+
+// 1: call fanstore_intercept_dispatch; 0: execute the system call directly. Compiled with
+// -mgeneral-regs-only: it runs before the entry saves the vector registers.
+extern "C" int fanstore_intercept_prefilter(long nr, long a1, long a2, long a3, long a4, long a5,
+                                            long a6) noexcept;
 
 extern "C" fanstore::intercept::HookResult fanstore_intercept_dispatch(long nr, long a1, long a2,
                                                                        long a3, long a4, long a5,

@@ -41,6 +41,7 @@ __attribute__((constructor)) void FanstorePreloadInit() {
     return;
   }
   const PatchStats& s = *stats;
+  if (!LogEnabled(spdlog::level::debug)) return;
   Logger().debug(
       "libc: {} syscall sites: {} patched ({} with a run-time number check), {} left (not of "
       "interest), {} left (original frame), {} refused; plan {} in {:.2f} ms, total {:.2f} ms, "

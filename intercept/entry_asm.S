@@ -9,6 +9,8 @@
  * 1. Save rflags and the general registers on the caller's stack (frame at rbx).
  * 2. Switch to this thread's hook stack (mapping it on first use), unless already on it
  *    (a signal handler's call nested in a running hook keeps going down the same stack).
+ * 2b. Ask the prefilter (general registers only) whether the hook wants the call; if not,
+ *    restore and execute the system call at once (step 5's pass path).
  * 3. Save the vector state into a 64-byte aligned area there (cpu_state.h: the registers
  *    themselves with plain moves, or the whole XCR0 state with XSAVEC).
  * 4. Call fanstore_intercept_dispatch(nr, a1..a6) with DF clear; it returns
@@ -63,6 +65,24 @@ fanstore_intercept_entry:
 .Lswitch:
   mov %rcx, %rsp
 .Lon:
+  /* Prefilter (general registers only): calls the hook does not want go straight to the
+     kernel without saving any vector register. */
+  and $-16, %rsp
+  mov F_RAX(%rbx), %rdi
+  mov F_RDI(%rbx), %rsi
+  mov F_RSI(%rbx), %rdx
+  mov F_RDX(%rbx), %rcx
+  mov F_R10(%rbx), %r8
+  mov F_R8(%rbx), %r9
+  sub $8, %rsp
+  pushq F_R9(%rbx)
+  call fanstore_intercept_prefilter
+  add $16, %rsp
+  test %eax, %eax
+  jnz .Lwanted
+  mov %rbx, %rsp
+  jmp .Lpass
+.Lwanted:
   /* Vector state: see cpu_state.h. Modes 0-2 store the registers with plain moves (the
      hook's code and libc's string functions can touch these and nothing else of the
      extended state); mode 3 uses XSAVEC/XRSTOR on the whole XCR0 state. */

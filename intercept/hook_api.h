@@ -21,8 +21,15 @@ inline HookResult Handled(long v) { return HookResult{v, 1}; }
 // exception may cross the preload boundary.
 using Hook = HookResult (*)(long nr, const long args[6]) noexcept;
 
+// A prefilter runs before the vector registers are saved and answers whether the hook
+// wants the call at all (1) or it goes straight to the kernel (0): a path outside the
+// dataset, an fd that is not virtual. It must be compiled with -mgeneral-regs-only (so the
+// compiler cannot touch vector state) and call nothing. nullptr: the hook sees every call.
+using Prefilter = int (*)(long nr, const long args[6]) noexcept;
+
 struct HookSpec {
   Hook hook = nullptr;
+  Prefilter prefilter = nullptr;
   Interest interest;  // sites of other (known) numbers are left unpatched
   bool full_xsave = false;  // save the whole XCR0 state with XSAVEC (cpu_state.h, mode 3)
 };

@@ -1,9 +1,33 @@
 #include "intercept/insn.h"
 
 #include <Zydis/Zydis.h>
+#include <dlfcn.h>
 
 namespace fanstore::intercept {
 namespace {
+
+using InitFn = decltype(&ZydisDecoderInit);
+using DecodeFn = decltype(&ZydisDecoderDecodeFull);
+InitFn g_init = nullptr;
+DecodeFn g_decode = nullptr;
+
+bool LoadZydis(const char** error) {
+  if (g_decode) return true;
+  void* h = ::dlopen("libZydis.so.4.0", RTLD_NOW | RTLD_LOCAL);
+  if (!h) h = ::dlopen("libZydis.so", RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    if (error) *error = "cannot load libZydis.so.4.0 (Debian package libzydis4)";
+    return false;
+  }
+  g_init = reinterpret_cast<InitFn>(::dlsym(h, "ZydisDecoderInit"));
+  g_decode = reinterpret_cast<DecodeFn>(::dlsym(h, "ZydisDecoderDecodeFull"));
+  if (!g_init || !g_decode) {
+    if (error) *error = "libZydis lacks ZydisDecoderDecodeFull (not Zydis 4?)";
+    g_decode = nullptr;
+    return false;
+  }
+  return true;
+}
 
 bool IsRax(ZydisRegister r) {
   return r == ZYDIS_REGISTER_RAX || r == ZYDIS_REGISTER_EAX || r == ZYDIS_REGISTER_AX ||
@@ -12,10 +36,13 @@ bool IsRax(ZydisRegister r) {
 
 }  // namespace
 
-std::vector<Insn> DecodeRegion(const uint8_t* code, size_t len, uint64_t addr) {
+bool DecodeRegion(const uint8_t* code, size_t len, uint64_t addr, std::vector<Insn>* result,
+                  const char** error) {
+  if (!LoadZydis(error)) return false;
   ZydisDecoder dec;
-  ZydisDecoderInit(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
-  std::vector<Insn> out;
+  g_init(&dec, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64);
+  std::vector<Insn>& out = *result;
+  out.clear();
   out.reserve(len / 4);
   ZydisDecodedInstruction in;
   ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
@@ -23,7 +50,7 @@ std::vector<Insn> DecodeRegion(const uint8_t* code, size_t len, uint64_t addr) {
   while (off < len) {
     Insn x;
     x.addr = addr + off;
-    if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&dec, code + off, len - off, &in, ops))) {
+    if (!ZYAN_SUCCESS(g_decode(&dec, code + off, len - off, &in, ops))) {
       x.len = 1;
       x.valid = false;
       out.push_back(x);
@@ -57,7 +84,7 @@ std::vector<Insn> DecodeRegion(const uint8_t* code, size_t len, uint64_t addr) {
     out.push_back(x);
     off += in.length;
   }
-  return out;
+  return true;
 }
 
 }  // namespace fanstore::intercept

@@ -23,8 +23,11 @@ struct Insn {
   bool valid = true;            // false: bytes Zydis could not decode (one byte consumed)
 };
 
-// Decodes `len` bytes at `code` linearly; `addr` is the address of code[0] as the
-// instructions see it (the live address, or any base in tests).
-std::vector<Insn> DecodeRegion(const uint8_t* code, size_t len, uint64_t addr);
+// Decodes `len` bytes at `code` linearly into `out`; `addr` is the address of code[0] as
+// the instructions see it (the live address, or any base in tests). Zydis is loaded with
+// dlopen on first use, so processes that start from a cached plan never load it. Returns
+// false (with `error` set) if libZydis cannot be loaded.
+bool DecodeRegion(const uint8_t* code, size_t len, uint64_t addr, std::vector<Insn>* out,
+                  const char** error = nullptr);
 
 }  // namespace fanstore::intercept

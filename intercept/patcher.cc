@@ -84,7 +84,9 @@ Result<PatchStats> Install(const HookSpec& spec) {
     img->ReadFunctionEntries();
     const uint64_t len = img->text_end - img->text_start;
     const auto* text = reinterpret_cast<const uint8_t*>(img->text_start);
-    const std::vector<Insn> insns = DecodeRegion(text, len, img->text_start);
+    std::vector<Insn> insns;
+    const char* err = "";
+    if (!DecodeRegion(text, len, img->text_start, &insns, &err)) return Status::Error(err);
     const BranchTargets targets = CollectTargets(insns, img->text_start, len, img->function_entries);
     plans = PlanSites(insns, targets, interest);
     StorePlan(cache, *img, plans);
@@ -123,6 +125,7 @@ Result<PatchStats> Install(const HookSpec& spec) {
     return Status::FromErrno("mprotect of the stubs", errno);
 
   SetHook(spec.hook);
+  SetPrefilter(spec.prefilter, interest);
   const long rc = WritePatches(plans, patches);
   if (rc != 0) return Status::FromErrno("mprotect of libc's text", static_cast<int>(-rc));
 

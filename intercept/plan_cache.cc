@@ -8,17 +8,18 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "intercept/insn.h"
 
 namespace fanstore::intercept {
 namespace {
 
-constexpr char kMagic[8] = {'F', 'S', 'I', 'P', 'L', 'A', 'N', '1'};
+constexpr char kMagic[8] = {'F', 'S', 'I', 'P', 'L', 'A', 'N', '2'};
+constexpr size_t kMaxRange = 32;
 
 struct Record {  // offsets from text_start
   uint32_t syscall_off, start_off, end_off;
   int32_t nr;
   uint32_t decision;
+  uint8_t bytes[kMaxRange];  // the original bytes of [start, end) for patched sites
 };
 
 std::string CacheDir() {
@@ -52,24 +53,6 @@ std::string PlanCachePath(const LibcImage& img, const Interest& interest) {
   return dir + name;
 }
 
-bool StillMatches(const SitePlan& p) {
-  const auto insns =
-      DecodeRegion(reinterpret_cast<const uint8_t*>(p.start), p.end - p.start, p.start);
-  bool saw_syscall = false;
-  uint64_t at = p.start;
-  for (const Insn& x : insns) {
-    if (!x.valid || x.addr != at) return false;
-    if (x.addr == p.syscall_addr) {
-      if (!x.is_syscall) return false;
-      saw_syscall = true;
-    } else if (!x.relocatable) {
-      return false;
-    }
-    at += x.len;
-  }
-  return saw_syscall && at == p.end;
-}
-
 bool LoadPlan(const std::string& path, const LibcImage& img, std::vector<SitePlan>* plans) {
   if (path.empty()) return false;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
@@ -98,11 +81,12 @@ bool LoadPlan(const std::string& path, const LibcImage& img, std::vector<SitePla
     p.decision = static_cast<Decision>(r.decision);
     if (p.decision == Decision::kPatch) {
       if (r.start_off > r.syscall_off || r.end_off > len || r.end_off < r.syscall_off + 2 ||
-          r.end_off - r.start_off < 5)
+          r.end_off - r.start_off < 5 || r.end_off - r.start_off > kMaxRange)
         return false;
       p.start = img.text_start + r.start_off;
       p.end = img.text_start + r.end_off;
-      if (!StillMatches(p)) return false;
+      if (std::memcmp(reinterpret_cast<const void*>(p.start), r.bytes, p.end - p.start) != 0)
+        return false;  // libc is not what the plan was made for
     } else {
       p.reason = "as planned by an earlier process (see the plan cache)";
     }
@@ -121,8 +105,10 @@ void StorePlan(const std::string& path, const LibcImage& img, const std::vector<
     Record r{};
     r.syscall_off = static_cast<uint32_t>(p.syscall_addr - img.text_start);
     if (p.decision == Decision::kPatch) {
+      if (p.end - p.start > kMaxRange) return;  // cannot happen: ranges are <= 4 instructions
       r.start_off = static_cast<uint32_t>(p.start - img.text_start);
       r.end_off = static_cast<uint32_t>(p.end - img.text_start);
+      std::memcpy(r.bytes, reinterpret_cast<const void*>(p.start), p.end - p.start);
     }
     r.nr = p.nr;
     r.decision = static_cast<uint32_t>(p.decision);

@@ -9,11 +9,19 @@
 namespace fanstore::intercept {
 namespace {
 std::shared_ptr<spdlog::logger> g_log;
+spdlog::level::level_enum g_level = spdlog::level::warn;
 }
 
 void InitPreloadLog() {
-  const char* file = std::getenv("FANSTORE_LOG_FILE");
   const char* level = std::getenv("FANSTORE_LOG_LEVEL");
+  if (level) g_level = spdlog::level::from_str(level);
+}
+
+bool LogEnabled(spdlog::level::level_enum level) { return level >= g_level; }
+
+namespace {
+void CreateLogger() {
+  const char* file = std::getenv("FANSTORE_LOG_FILE");
   spdlog::sink_ptr sink;
   if (file && *file) {
     sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file);
@@ -21,12 +29,13 @@ void InitPreloadLog() {
   if (!sink) sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
   g_log = std::make_shared<spdlog::logger>("fanstore", sink);
   g_log->set_pattern("fanstore[%P] %l: %v");
-  g_log->set_level(level ? spdlog::level::from_str(level) : spdlog::level::warn);
+  g_log->set_level(g_level);
   g_log->flush_on(spdlog::level::trace);
 }
+}  // namespace
 
 spdlog::logger& Logger() {
-  if (!g_log) InitPreloadLog();
+  if (!g_log) CreateLogger();
   return *g_log;
 }
 

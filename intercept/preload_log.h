@@ -9,6 +9,8 @@
 #include <memory>
 
 namespace fanstore::intercept {
+// Reads the level; the logger and its sink are created on first use.
 void InitPreloadLog();
+bool LogEnabled(spdlog::level::level_enum level);
 spdlog::logger& Logger();
 }  // namespace fanstore::intercept

@@ -48,7 +48,8 @@ Interest All() {
 }
 
 std::vector<SitePlan> Plan(const Bytes& code, const Interest& interest) {
-  const auto insns = DecodeRegion(code.data(), code.size(), kBase);
+  std::vector<Insn> insns;
+  EXPECT_TRUE(DecodeRegion(code.data(), code.size(), kBase, &insns));
   return PlanSites(insns, CollectTargets(insns, kBase, code.size(), {}), interest);
 }
 
@@ -189,8 +190,8 @@ TEST(PlannerOnThisLibc, EverySiteIsPlannedSafely) {
   EXPECT_GT(img->function_entries.size(), 1000u);
   EXPECT_EQ(img->build_id.size(), 40u) << "a 20-byte GNU build-id";
   const uint64_t len = img->text_end - img->text_start;
-  const auto insns =
-      DecodeRegion(reinterpret_cast<const uint8_t*>(img->text_start), len, img->text_start);
+  std::vector<Insn> insns;
+  ASSERT_TRUE(DecodeRegion(reinterpret_cast<const uint8_t*>(img->text_start), len, img->text_start, &insns));
   const auto targets = CollectTargets(insns, img->text_start, len, img->function_entries);
   const auto plans = PlanSites(insns, targets, All());
   size_t sites = 0, patched = 0, refused = 0, frame = 0;

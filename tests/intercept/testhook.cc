@@ -22,6 +22,9 @@
 #include "intercept/raw_syscall.h"
 
 namespace fanstore::intercept {
+
+int TestPrefilter(long nr, const long a[6]) noexcept;  // testhook_prefilter.cc
+
 namespace {
 
 enum class Mode { kRewrite, kPass, kHandleGetpid };
@@ -126,6 +129,7 @@ HookSpec PreloadHookSpec() {
   g_pid = RawSyscall6(SYS_getpid);
   HookSpec s;
   s.hook = &TestHook;
+  s.prefilter = &TestPrefilter;
   if (g_mode == Mode::kPass) {
     s.interest.all = true;
   } else {
