@@ -37,7 +37,12 @@ int main(int argc, char** argv) {
   ParseOutcome parsed = ParseOptions(argc, argv);
   if (!parsed.run) return parsed.exit_code;
   const Options& o = parsed.options;
-  MpiContext mpi = MpiStart(&argc, &argv);
+  std::string mpi_error;
+  MpiContext mpi = MpiStart(&argc, &argv, &mpi_error);
+  if (!mpi_error.empty()) {
+    cli::Error("fsbench", mpi_error);
+    return cli::kExitFailure;
+  }
   auto fail = [&](const std::string& msg) {
     cli::Error("fsbench", (mpi.active ? "rank " + std::to_string(mpi.rank) + ": " : "") + msg);
     MpiAllOk(mpi, false);

@@ -1,6 +1,7 @@
 // MPI mode: fsbench uses MPI only when it was started by an MPI launcher (mpiexec sets
-// PMI_RANK/PMI_SIZE for MPICH's Hydra, OMPI_COMM_WORLD_SIZE for Open MPI); otherwise it
-// never calls MPI_Init and runs alone.
+// PMI_RANK/PMI_SIZE for MPICH's Hydra); otherwise it never loads MPI and runs alone. The
+// MPICH library is dlopen'ed then, so fsbench needs no MPI installed to run natively (and
+// MPICH's UCX memory hooks stay out of processes that do not use them).
 // Thread-safety: call from the main thread only.
 #pragma once
 
@@ -16,7 +17,9 @@ struct MpiContext {
 };
 
 bool LaunchedByMpi();
-MpiContext MpiStart(int* argc, char*** argv);
+// Starts MPI when launched by mpiexec. Fails (with `error`) only if MPI was wanted and
+// could not be loaded.
+MpiContext MpiStart(int* argc, char*** argv, std::string* error);
 void MpiBarrier(const MpiContext& c);
 // Gathers every rank's bytes at rank 0 (result empty elsewhere).
 std::vector<std::string> MpiGather(const MpiContext& c, const std::string& mine);

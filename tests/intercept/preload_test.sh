@@ -104,6 +104,12 @@ grep -qE "syscall sites" "$S/log" && ok || bad "FANSTORE_LOG_FILE receives the l
 exported=$(nm -D --defined-only "$LIB" | awk '{print $3}' | grep -v '^$' | sort | tr '\n' ' ')
 [ -z "$exported" ] && ok || bad "the preload library exports symbols: $exported"
 
+# Documented limit: an application's own io_uring requests bypass libc, so they are not
+# intercepted; they work exactly as without the library.
+size=$(stat -c %s "$PROBE")
+expect_grep "^uring (read=$size|=unavailable.*)$" "io_uring reads pass through untouched" -- hooked "$PROBE" uring "$PROBE"
+expect_grep "^uring (open=ENOENT|=unavailable.*)$" "io_uring opens are not intercepted" -- hooked "$PROBE" uring $EIO
+
 # Documented limit: a static binary cannot be preloaded; it runs unchanged.
 if [ -n "${PROBE_STATIC:-}" ] && [ -x "$PROBE_STATIC" ]; then
   expect_out "open=ENOENT fopen=ENOENT opendir=ENOENT stat=ENOENT access=ENOENT realpath=ENOENT" \
