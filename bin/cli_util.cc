@@ -27,8 +27,10 @@ std::string HumanBytes(double b) {
 
 std::string ModeString(uint32_t mode) {
   std::string s(10, '-');
-  if (S_ISDIR(mode)) s[0] = 'd';
-  else if (S_ISLNK(mode)) s[0] = 'l';
+  if (S_ISDIR(mode))
+    s[0] = 'd';
+  else if (S_ISLNK(mode))
+    s[0] = 'l';
   const char* rwx = "rwxrwxrwx";
   for (int i = 0; i < 9; ++i)
     if (mode & (1u << (8 - i))) s[1 + i] = rwx[i];
@@ -58,10 +60,18 @@ std::string JsonString(std::string_view s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c >= 0x7f) {
           // Not valid UTF-8 in general: escape every byte outside ASCII as \u00XX so the

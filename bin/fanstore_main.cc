@@ -6,8 +6,9 @@
 
 int main(int argc, char** argv) {
   using namespace fanstore;
-  CLI::App app{"fanstore: pack a training dataset into a few large partition blobs, and "
-               "list, read and verify a packed dataset."};
+  CLI::App app{
+      "fanstore: pack a training dataset into a few large partition blobs, and "
+      "list, read and verify a packed dataset."};
   app.set_version_flag("--version", std::string("fanstore ") + FANSTORE_VERSION);
   app.require_subcommand(1);
 
@@ -15,7 +16,9 @@ int main(int argc, char** argv) {
   std::string compress = "auto";
   bool quiet = false;
   auto* pack = app.add_subcommand("pack", "Pack the tree SRC into the dataset directory OUT");
-  pack->add_option("SRC", po.src, "Source directory (its absolute path becomes the default mount point)")->required();
+  pack->add_option("SRC", po.src,
+                   "Source directory (its absolute path becomes the default mount point)")
+      ->required();
   pack->add_option("OUT", po.out, "Output directory (manifest + part-NNNNN.fsb)")->required();
   pack->add_option("--partitions,-p", po.partitions,
                    "Number of sharded partitions (default: one per 256 MiB of data, at least 1)")

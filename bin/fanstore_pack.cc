@@ -28,8 +28,7 @@ int Pack(const meta::PackOptions& in, bool quiet) {
         "%s in, %s stored (ratio %.3f, %llu compressed), %.2f s, %s/s\n",
         static_cast<unsigned long long>(s.files), static_cast<unsigned long long>(s.dirs),
         static_cast<unsigned long long>(s.symlinks), static_cast<unsigned long long>(s.skipped),
-        s.partitions, cli::HumanBytes(s.bytes_in).c_str(),
-        cli::HumanBytes(s.bytes_stored).c_str(),
+        s.partitions, cli::HumanBytes(s.bytes_in).c_str(), cli::HumanBytes(s.bytes_stored).c_str(),
         s.bytes_in ? static_cast<double>(s.bytes_stored) / s.bytes_in : 1.0,
         static_cast<unsigned long long>(s.compressed_members), s.seconds,
         cli::HumanBytes(s.seconds > 0 ? s.bytes_in / s.seconds : 0).c_str());

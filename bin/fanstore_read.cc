@@ -50,7 +50,9 @@ bool WriteAll(int fd, const uint8_t* p, size_t n) {
   return true;
 }
 
-std::string Display(std::string_view path) { return path.empty() ? "/" : std::string(path); }
+std::string Display(std::string_view path) {
+  return path.empty() ? "/" : std::string(path);
+}
 
 }  // namespace
 
@@ -96,11 +98,12 @@ int Stat(const std::string& data, const std::string& path) {
     return cli::kExitFailure;
   }
   const MemberView v = ds->View(*ref);
-  std::printf("      Path: %s\n      Type: %s\n      Mode: %04o (%s)\n       Uid: %u\n"
-              "       Gid: %u\n      Size: %llu\n    Modify: %s\n",
-              Display(v.path).c_str(), meta::KindName(v.kind()), v.rec.mode & 07777,
-              cli::ModeString(v.rec.mode).c_str(), v.rec.uid, v.rec.gid,
-              static_cast<unsigned long long>(v.rec.size), cli::TimeString(v.rec.mtime_ns).c_str());
+  std::printf(
+      "      Path: %s\n      Type: %s\n      Mode: %04o (%s)\n       Uid: %u\n"
+      "       Gid: %u\n      Size: %llu\n    Modify: %s\n",
+      Display(v.path).c_str(), meta::KindName(v.kind()), v.rec.mode & 07777,
+      cli::ModeString(v.rec.mode).c_str(), v.rec.uid, v.rec.gid,
+      static_cast<unsigned long long>(v.rec.size), cli::TimeString(v.rec.mtime_ns).c_str());
   if (v.kind() == meta::Kind::kSymlink)
     std::printf("    Target: %.*s\n", static_cast<int>(v.target.size()), v.target.data());
   if (v.kind() == meta::Kind::kFile)
@@ -174,9 +177,10 @@ int Verify(const std::string& data, bool quiet) {
       std::printf("%s %s: %zu members\n", part_damaged ? "DAMAGED" : "ok     ",
                   meta::PartitionFileName(p).c_str(), r.size());
   }
-  std::printf("verified %llu members in %zu partitions: %llu damaged members, %llu bad partitions\n",
-              static_cast<unsigned long long>(members), m->partitions.size(),
-              static_cast<unsigned long long>(damaged), static_cast<unsigned long long>(bad_parts));
+  std::printf(
+      "verified %llu members in %zu partitions: %llu damaged members, %llu bad partitions\n",
+      static_cast<unsigned long long>(members), m->partitions.size(),
+      static_cast<unsigned long long>(damaged), static_cast<unsigned long long>(bad_parts));
   return damaged || bad_parts ? cli::kExitFailure : cli::kExitOk;
 }
 
@@ -187,42 +191,46 @@ int Info(const std::string& data, bool json) {
   uint64_t total_size = 0;
   for (const auto& p : m.partitions) total_size += p.file_size;
   if (json) {
-    std::printf("{\"dataset_id\": \"%016llx\", \"source\": %s, \"compress\": %s, \"files\": %llu, "
-                "\"dirs\": %llu, \"symlinks\": %llu, \"bytes\": %llu, \"stored\": %llu, "
-                "\"size\": %llu, \"partitions\": [",
-                static_cast<unsigned long long>(m.dataset_id), cli::JsonString(m.source).c_str(),
-                cli::JsonString(m.compress).c_str(), static_cast<unsigned long long>(m.files),
-                static_cast<unsigned long long>(m.dirs), static_cast<unsigned long long>(m.symlinks),
-                static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.stored),
-                static_cast<unsigned long long>(total_size));
+    std::printf(
+        "{\"dataset_id\": \"%016llx\", \"source\": %s, \"compress\": %s, \"files\": %llu, "
+        "\"dirs\": %llu, \"symlinks\": %llu, \"bytes\": %llu, \"stored\": %llu, "
+        "\"size\": %llu, \"partitions\": [",
+        static_cast<unsigned long long>(m.dataset_id), cli::JsonString(m.source).c_str(),
+        cli::JsonString(m.compress).c_str(), static_cast<unsigned long long>(m.files),
+        static_cast<unsigned long long>(m.dirs), static_cast<unsigned long long>(m.symlinks),
+        static_cast<unsigned long long>(m.bytes), static_cast<unsigned long long>(m.stored),
+        static_cast<unsigned long long>(total_size));
     for (size_t i = 0; i < m.partitions.size(); ++i) {
       const auto& p = m.partitions[i];
-      std::printf("%s{\"id\": %u, \"file\": \"%s\", \"broadcast\": %s, \"members\": %llu, "
-                  "\"bytes\": %llu, \"stored\": %llu, \"size\": %llu}",
-                  i ? ", " : "", p.id, meta::PartitionFileName(p.id).c_str(),
-                  (p.flags & meta::kFlagBroadcast) ? "true" : "false",
-                  static_cast<unsigned long long>(p.members), static_cast<unsigned long long>(p.bytes),
-                  static_cast<unsigned long long>(p.stored), static_cast<unsigned long long>(p.file_size));
+      std::printf(
+          "%s{\"id\": %u, \"file\": \"%s\", \"broadcast\": %s, \"members\": %llu, "
+          "\"bytes\": %llu, \"stored\": %llu, \"size\": %llu}",
+          i ? ", " : "", p.id, meta::PartitionFileName(p.id).c_str(),
+          (p.flags & meta::kFlagBroadcast) ? "true" : "false",
+          static_cast<unsigned long long>(p.members), static_cast<unsigned long long>(p.bytes),
+          static_cast<unsigned long long>(p.stored), static_cast<unsigned long long>(p.file_size));
     }
     std::printf("]}\n");
     return cli::kExitOk;
   }
-  std::printf("dataset    %s\ndataset id %016llx\nsource     %s\ncompress   %s\n"
-              "files      %llu\ndirs       %llu\nsymlinks   %llu\nbytes      %llu (%s)\n"
-              "stored     %llu (%s, ratio %.3f)\non disk    %llu (%s) in %zu partitions\n\n",
-              data.c_str(), static_cast<unsigned long long>(m.dataset_id), m.source.c_str(),
-              m.compress.c_str(), static_cast<unsigned long long>(m.files),
-              static_cast<unsigned long long>(m.dirs), static_cast<unsigned long long>(m.symlinks),
-              static_cast<unsigned long long>(m.bytes), cli::HumanBytes(m.bytes).c_str(),
-              static_cast<unsigned long long>(m.stored), cli::HumanBytes(m.stored).c_str(),
-              m.bytes ? static_cast<double>(m.stored) / m.bytes : 1.0,
-              static_cast<unsigned long long>(total_size), cli::HumanBytes(total_size).c_str(),
-              m.partitions.size());
+  std::printf(
+      "dataset    %s\ndataset id %016llx\nsource     %s\ncompress   %s\n"
+      "files      %llu\ndirs       %llu\nsymlinks   %llu\nbytes      %llu (%s)\n"
+      "stored     %llu (%s, ratio %.3f)\non disk    %llu (%s) in %zu partitions\n\n",
+      data.c_str(), static_cast<unsigned long long>(m.dataset_id), m.source.c_str(),
+      m.compress.c_str(), static_cast<unsigned long long>(m.files),
+      static_cast<unsigned long long>(m.dirs), static_cast<unsigned long long>(m.symlinks),
+      static_cast<unsigned long long>(m.bytes), cli::HumanBytes(m.bytes).c_str(),
+      static_cast<unsigned long long>(m.stored), cli::HumanBytes(m.stored).c_str(),
+      m.bytes ? static_cast<double>(m.stored) / m.bytes : 1.0,
+      static_cast<unsigned long long>(total_size), cli::HumanBytes(total_size).c_str(),
+      m.partitions.size());
   std::printf("%-16s %-9s %10s %14s %14s\n", "partition", "kind", "members", "bytes", "stored");
   for (const auto& p : m.partitions)
     std::printf("%-16s %-9s %10llu %14llu %14llu\n", meta::PartitionFileName(p.id).c_str(),
                 (p.flags & meta::kFlagBroadcast) ? "broadcast" : "sharded",
-                static_cast<unsigned long long>(p.members), static_cast<unsigned long long>(p.bytes),
+                static_cast<unsigned long long>(p.members),
+                static_cast<unsigned long long>(p.bytes),
                 static_cast<unsigned long long>(p.stored));
   return cli::kExitOk;
 }

@@ -11,10 +11,14 @@ namespace {
 
 uint32_t LevelBufSize(int level) {
   switch (level) {
-    case 1: return ISAL_DEF_LVL1_DEFAULT;
-    case 2: return ISAL_DEF_LVL2_DEFAULT;
-    case 3: return ISAL_DEF_LVL3_DEFAULT;
-    default: return 0;
+    case 1:
+      return ISAL_DEF_LVL1_DEFAULT;
+    case 2:
+      return ISAL_DEF_LVL2_DEFAULT;
+    case 3:
+      return ISAL_DEF_LVL3_DEFAULT;
+    default:
+      return 0;
   }
 }
 
@@ -26,7 +30,8 @@ struct Deflater::State {
 };
 
 Deflater::Deflater(int level) : level_(level), state_(std::make_unique<State>()) {
-  if (level < kMinLevel || level > kMaxLevel) throw std::invalid_argument("deflate level out of range");
+  if (level < kMinLevel || level > kMaxLevel)
+    throw std::invalid_argument("deflate level out of range");
   state_->level_buf.resize(LevelBufSize(level));
 }
 

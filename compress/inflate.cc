@@ -10,7 +10,9 @@ struct Inflater::State {
   inflate_state s;
 };
 
-Inflater::Inflater() : state_(std::make_unique<State>()) { Reset(); }
+Inflater::Inflater() : state_(std::make_unique<State>()) {
+  Reset();
+}
 Inflater::~Inflater() = default;
 
 void Inflater::Reset() noexcept {
@@ -22,8 +24,7 @@ int Inflater::Step(std::span<const uint8_t> in, std::span<uint8_t> out, size_t* 
                    size_t* produced) noexcept {
   inflate_state& s = state_->s;
   const uint32_t in_len = in.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(in.size());
-  const uint32_t out_len =
-      out.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(out.size());
+  const uint32_t out_len = out.size() > UINT32_MAX ? UINT32_MAX : static_cast<uint32_t>(out.size());
   s.next_in = const_cast<uint8_t*>(in.data());
   s.avail_in = in_len;
   s.next_out = out.data();

@@ -36,10 +36,14 @@ bool InitCpuState(bool full_xsave) {
 
 const char* VecModeName() {
   switch (fanstore_vec_mode) {
-    case 0: return "xmm0-15";
-    case 1: return "ymm0-15";
-    case 2: return "zmm0-31+k0-7";
-    default: return "XSAVEC";
+    case 0:
+      return "xmm0-15";
+    case 1:
+      return "ymm0-15";
+    case 2:
+      return "zmm0-31+k0-7";
+    default:
+      return "XSAVEC";
   }
 }
 

@@ -1,9 +1,8 @@
 #include "intercept/dispatch.h"
 
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
-
-#include <pthread.h>
 
 #include "intercept/exec_env.h"
 #include "intercept/hook_stack.h"
@@ -12,8 +11,8 @@
 // Top of this thread's hook stack (0 until the entry maps one). Initial-exec TLS so the
 // assembly entry can reach it with one %fs-relative load.
 extern "C" {
-__attribute__((visibility("hidden"), tls_model("initial-exec"))) __thread unsigned long
-    fanstore_hook_stack_top = 0;
+__attribute__((visibility("hidden"),
+               tls_model("initial-exec"))) __thread unsigned long fanstore_hook_stack_top = 0;
 }
 
 namespace fanstore::intercept {
@@ -29,8 +28,9 @@ __attribute__((tls_model("initial-exec"))) __thread bool t_key_set = false;
 void FreeHookStack(void*) {
   const unsigned long top = fanstore_hook_stack_top;
   fanstore_hook_stack_top = 0;
-  if (top) RawSyscall6(SYS_munmap, static_cast<long>(top - FANSTORE_HOOK_STACK_SIZE),
-                       FANSTORE_HOOK_STACK_SIZE);
+  if (top)
+    RawSyscall6(SYS_munmap, static_cast<long>(top - FANSTORE_HOOK_STACK_SIZE),
+                FANSTORE_HOOK_STACK_SIZE);
 }
 
 HookResult ExecWithPolicy(long nr, const long a[6]) noexcept {

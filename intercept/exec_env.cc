@@ -9,8 +9,8 @@ constexpr size_t kArena = 16384;
 constexpr size_t kMaxVars = 64;
 char g_arena[kArena];
 size_t g_used = 0;
-const char* g_lib = nullptr;          // the preload library's path
-const char* g_vars[kMaxVars];         // "FANSTORE_X=value"
+const char* g_lib = nullptr;   // the preload library's path
+const char* g_vars[kMaxVars];  // "FANSTORE_X=value"
 size_t g_nvars = 0;
 bool g_ok = false;
 
@@ -68,7 +68,8 @@ char* const* FixExecEnv(char* const* envp, char** out, size_t out_cap, char* scr
     if (std::strncmp(e, "LD_PRELOAD=", 11) == 0) preload = e + 11;
     for (size_t v = 0; v < g_nvars; ++v) {
       const size_t len = NameLen(g_vars[v]);
-      if (!present[v] && NameLen(e) == len && std::strncmp(e, g_vars[v], len) == 0) present[v] = true;
+      if (!present[v] && NameLen(e) == len && std::strncmp(e, g_vars[v], len) == 0)
+        present[v] = true;
     }
   }
   const bool need_preload = !preload || !ListHas(preload, g_lib);

@@ -15,7 +15,9 @@ struct HookResult {
 };
 
 inline constexpr HookResult kPassToKernel{0, 0};
-inline HookResult Handled(long v) { return HookResult{v, 1}; }
+inline HookResult Handled(long v) {
+  return HookResult{v, 1};
+}
 
 // `args` are the six argument registers (rdi, rsi, rdx, r10, r8, r9). noexcept: no
 // exception may cross the preload boundary.
@@ -30,7 +32,7 @@ using Prefilter = int (*)(long nr, const long args[6]) noexcept;
 struct HookSpec {
   Hook hook = nullptr;
   Prefilter prefilter = nullptr;
-  Interest interest;  // sites of other (known) numbers are left unpatched
+  Interest interest;        // sites of other (known) numbers are left unpatched
   bool full_xsave = false;  // save the whole XCR0 state with XSAVEC (cpu_state.h, mode 3)
 };
 

@@ -10,7 +10,7 @@
 namespace fanstore::intercept {
 
 struct Insn {
-  uint64_t addr = 0;     // address of the first byte
+  uint64_t addr = 0;  // address of the first byte
   uint8_t len = 0;
   bool is_syscall = false;
   bool is_mov_eax_imm = false;  // mov $imm32,%eax (B8 id): sets the syscall number
@@ -20,7 +20,7 @@ struct Insn {
   bool ends_flow = false;       // ret, jmp, ud2, hlt: no fall-through
   int32_t imm = 0;              // for is_mov_eax_imm
   uint64_t target = 0;
-  bool valid = true;            // false: bytes Zydis could not decode (one byte consumed)
+  bool valid = true;  // false: bytes Zydis could not decode (one byte consumed)
 };
 
 // Decodes `len` bytes at `code` linearly into `out`; `addr` is the address of code[0] as

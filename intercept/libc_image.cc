@@ -52,17 +52,20 @@ void LibcImage::ReadFunctionEntries() {
   const int fd = ::open(img.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return;
   Elf64_Ehdr eh;
-  if (PreadAll(fd, &eh, sizeof eh, 0) && eh.e_shentsize == sizeof(Elf64_Shdr) && eh.e_shnum < 4096) {
+  if (PreadAll(fd, &eh, sizeof eh, 0) && eh.e_shentsize == sizeof(Elf64_Shdr) &&
+      eh.e_shnum < 4096) {
     std::vector<Elf64_Shdr> sh(eh.e_shnum);
     if (PreadAll(fd, sh.data(), sh.size() * sizeof(Elf64_Shdr), static_cast<off_t>(eh.e_shoff))) {
       for (const Elf64_Shdr& s : sh) {
         if (s.sh_type != SHT_DYNSYM || s.sh_entsize != sizeof(Elf64_Sym) || s.sh_size > (64u << 20))
           continue;
         std::vector<Elf64_Sym> syms(s.sh_size / sizeof(Elf64_Sym));
-        if (!PreadAll(fd, syms.data(), syms.size() * sizeof(Elf64_Sym), static_cast<off_t>(s.sh_offset)))
+        if (!PreadAll(fd, syms.data(), syms.size() * sizeof(Elf64_Sym),
+                      static_cast<off_t>(s.sh_offset)))
           continue;
         for (const Elf64_Sym& y : syms) {
-          if (ELF64_ST_TYPE(y.st_info) != STT_FUNC && ELF64_ST_TYPE(y.st_info) != STT_GNU_IFUNC) continue;
+          if (ELF64_ST_TYPE(y.st_info) != STT_FUNC && ELF64_ST_TYPE(y.st_info) != STT_GNU_IFUNC)
+            continue;
           if (y.st_shndx == SHN_UNDEF || y.st_value == 0) continue;
           img.function_entries.push_back(img.load_base + y.st_value);
         }

@@ -12,11 +12,11 @@
 namespace fanstore::intercept {
 
 struct LibcImage {
-  std::string path;          // as the loader names it
-  uint64_t load_base = 0;    // dlpi_addr
-  uint64_t text_start = 0;   // the executable PT_LOAD, live addresses
+  std::string path;         // as the loader names it
+  uint64_t load_base = 0;   // dlpi_addr
+  uint64_t text_start = 0;  // the executable PT_LOAD, live addresses
   uint64_t text_end = 0;
-  std::string build_id;      // hex of NT_GNU_BUILD_ID ("" if the file has none)
+  std::string build_id;                    // hex of NT_GNU_BUILD_ID ("" if the file has none)
   std::vector<uint64_t> function_entries;  // filled by ReadFunctionEntries()
 
   // Finds the loaded libc (cheap: loader data only).

@@ -70,7 +70,8 @@ __attribute__((noinline)) long WritePatches(const std::vector<SitePlan>& plans,
 Result<PatchStats> Install(const HookSpec& spec) {
   const auto t0 = std::chrono::steady_clock::now();
   PatchStats st;
-  if (!InitCpuState(spec.full_xsave)) return Status::Error("the CPU or kernel lacks XSAVE: interception stays off");
+  if (!InitCpuState(spec.full_xsave))
+    return Status::Error("the CPU or kernel lacks XSAVE: interception stays off");
   st.xsave_bytes = static_cast<uint32_t>(fanstore_xsave_size);
   auto img = LibcImage::Locate();
   if (!img.ok()) return img.status();
@@ -87,7 +88,8 @@ Result<PatchStats> Install(const HookSpec& spec) {
     std::vector<Insn> insns;
     const char* err = "";
     if (!DecodeRegion(text, len, img->text_start, &insns, &err)) return Status::Error(err);
-    const BranchTargets targets = CollectTargets(insns, img->text_start, len, img->function_entries);
+    const BranchTargets targets =
+        CollectTargets(insns, img->text_start, len, img->function_entries);
     plans = PlanSites(insns, targets, interest);
     StorePlan(cache, *img, plans);
   }
@@ -109,8 +111,7 @@ Result<PatchStats> Install(const HookSpec& spec) {
     SitePlan& p = plans[i];
     if (p.decision != Decision::kPatch) continue;
     const uint64_t at = reinterpret_cast<uint64_t>(region) + off;
-    std::vector<uint8_t> stub =
-        BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot);
+    std::vector<uint8_t> stub = BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot);
     if (stub.empty() || off + stub.size() > region_size || !Rel32Reaches(p.start + 5, at)) {
       p.decision = Decision::kRefused;
       p.reason = "stub out of reach";
@@ -136,8 +137,12 @@ Result<PatchStats> Install(const HookSpec& spec) {
         ++st.patched;
         st.unknown_nr_patched += p.nr < 0;
         break;
-      case Decision::kUninteresting: ++st.uninteresting; break;
-      case Decision::kOriginalFrame: ++st.original_frame; break;
+      case Decision::kUninteresting:
+        ++st.uninteresting;
+        break;
+      case Decision::kOriginalFrame:
+        ++st.original_frame;
+        break;
       case Decision::kRefused:
         ++st.refused;
         ++st.refusals[p.reason];

@@ -17,9 +17,9 @@ namespace fanstore::intercept {
 
 struct PatchStats {
   uint64_t sites = 0, patched = 0, uninteresting = 0, original_frame = 0, refused = 0;
-  uint64_t unknown_nr_patched = 0;  // stubs with the run-time clone/vfork check
+  uint64_t unknown_nr_patched = 0;           // stubs with the run-time clone/vfork check
   std::map<std::string, uint64_t> refusals;  // reason -> count
-  bool plan_cached = false;  // the plan came from the plan cache (plan_cache.h)
+  bool plan_cached = false;                  // the plan came from the plan cache (plan_cache.h)
   double decode_ms = 0, total_ms = 0;
   uint64_t stub_bytes = 0;
   uint32_t xsave_bytes = 0;

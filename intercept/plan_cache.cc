@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <cstring>
 
-
 namespace fanstore::intercept {
 namespace {
 
@@ -74,7 +73,8 @@ bool LoadPlan(const std::string& path, const LibcImage& img, std::vector<SitePla
   for (uint64_t i = 0; i < n; ++i) {
     Record r;
     std::memcpy(&r, buf.data() + 16 + i * sizeof(Record), sizeof r);
-    if (r.decision > static_cast<uint32_t>(Decision::kRefused) || r.syscall_off >= len) return false;
+    if (r.decision > static_cast<uint32_t>(Decision::kRefused) || r.syscall_off >= len)
+      return false;
     SitePlan p;
     p.syscall_addr = img.text_start + r.syscall_off;
     p.nr = r.nr;

@@ -29,10 +29,14 @@ bool MustRunInOriginalFrame(long nr) {
 
 const char* DecisionName(Decision d) {
   switch (d) {
-    case Decision::kPatch: return "patched";
-    case Decision::kUninteresting: return "left (not of interest)";
-    case Decision::kOriginalFrame: return "left (runs in the original frame)";
-    case Decision::kRefused: return "refused";
+    case Decision::kPatch:
+      return "patched";
+    case Decision::kUninteresting:
+      return "left (not of interest)";
+    case Decision::kOriginalFrame:
+      return "left (runs in the original frame)";
+    case Decision::kRefused:
+      return "refused";
   }
   return "?";
 }

@@ -60,7 +60,7 @@ struct SitePlan {
   uint64_t start = 0, end = 0;  // the patched range (kPatch only)
   int nr = -1;                  // the syscall number if known from the code, else -1
   Decision decision = Decision::kRefused;
-  std::string reason;           // for everything but kPatch
+  std::string reason;  // for everything but kPatch
   bool operator==(const SitePlan&) const = default;
 };
 

@@ -10,14 +10,16 @@ namespace fanstore::intercept {
 namespace {
 std::shared_ptr<spdlog::logger> g_log;
 spdlog::level::level_enum g_level = spdlog::level::warn;
-}
+}  // namespace
 
 void InitPreloadLog() {
   const char* level = std::getenv("FANSTORE_LOG_LEVEL");
   if (level) g_level = spdlog::level::from_str(level);
 }
 
-bool LogEnabled(spdlog::level::level_enum level) { return level >= g_level; }
+bool LogEnabled(spdlog::level::level_enum level) {
+  return level >= g_level;
+}
 
 namespace {
 void CreateLogger() {

@@ -8,7 +8,8 @@ namespace fanstore::intercept {
 namespace {
 
 void Put32(std::vector<uint8_t>& v, int32_t x) {
-  for (int i = 0; i < 4; ++i) v.push_back(static_cast<uint8_t>(static_cast<uint32_t>(x) >> (8 * i)));
+  for (int i = 0; i < 4; ++i)
+    v.push_back(static_cast<uint8_t>(static_cast<uint32_t>(x) >> (8 * i)));
 }
 
 }  // namespace

@@ -22,7 +22,8 @@ Status CheckAgainstManifest(const PartitionReader& p, const Manifest& m, uint32_
 Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   struct stat st;
   if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno(dir, errno);
-  if (!S_ISDIR(st.st_mode)) return Status::Error(dir + ": not a directory (expected a packed dataset)");
+  if (!S_ISDIR(st.st_mode))
+    return Status::Error(dir + ": not a directory (expected a packed dataset)");
   auto m = Manifest::Load(dir);
   if (!m.ok()) return m.status();
   auto ds = std::make_unique<Dataset>();
@@ -46,8 +47,8 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
       auto [it, inserted] = ds->by_path_.try_emplace(v.path, MemberRef{p, i});
       if (!inserted) {
         if (v.kind() == Kind::kDir && ds->View(it->second).kind() == Kind::kDir) continue;
-        return Status::Error(r.name() + ": member '" + std::string(v.path) +
-                             "' also stored in " + ds->parts_[it->second.partition].name());
+        return Status::Error(r.name() + ": member '" + std::string(v.path) + "' also stored in " +
+                             ds->parts_[it->second.partition].name());
       }
     }
   }

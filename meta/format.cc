@@ -14,17 +14,22 @@ namespace fanstore::meta {
 
 const char* KindName(Kind k) {
   switch (k) {
-    case Kind::kFile: return "file";
-    case Kind::kDir: return "directory";
-    case Kind::kSymlink: return "symlink";
+    case Kind::kFile:
+      return "file";
+    case Kind::kDir:
+      return "directory";
+    case Kind::kSymlink:
+      return "symlink";
   }
   return "unknown";
 }
 
 const char* CodecName(Codec c) {
   switch (c) {
-    case Codec::kRaw: return "raw";
-    case Codec::kDeflate: return "deflate";
+    case Codec::kRaw:
+      return "raw";
+    case Codec::kDeflate:
+      return "deflate";
   }
   return "unknown";
 }
@@ -58,7 +63,8 @@ Status PartitionHeader::DecodeFrom(const uint8_t* in, PartitionHeader* h) {
     return Status::Error("unsupported format version " + std::to_string(h->version) +
                          " (this build reads " + std::to_string(kFormatVersion) + ")");
   h->header_crc = GET(32, header_crc);
-  if (compress::Crc32c(0, in, 60) != h->header_crc) return Status::Error("header checksum mismatch");
+  if (compress::Crc32c(0, in, 60) != h->header_crc)
+    return Status::Error("header checksum mismatch");
   std::memcpy(h->magic, in, 8);
   h->flags = GET(32, flags);
   h->partition_id = GET(32, partition_id);
@@ -127,10 +133,10 @@ Status PartitionFooter::DecodeFrom(const uint8_t* in, PartitionFooter* f) {
     return Status::Error("bad footer magic (truncated or not a FanStore partition)");
   f->version = GET(32, version);
   if (f->version != kFormatVersion)
-    return Status::Error("unsupported format version " + std::to_string(f->version) +
-                         " in footer");
+    return Status::Error("unsupported format version " + std::to_string(f->version) + " in footer");
   f->footer_crc = GET(32, footer_crc);
-  if (compress::Crc32c(0, in, 60) != f->footer_crc) return Status::Error("footer checksum mismatch");
+  if (compress::Crc32c(0, in, 60) != f->footer_crc)
+    return Status::Error("footer checksum mismatch");
   std::memcpy(f->magic, in, 8);
   f->partition_id = GET(32, partition_id);
   f->index_offset = GET(64, index_offset);

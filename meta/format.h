@@ -15,8 +15,8 @@
 namespace fanstore::meta {
 
 inline constexpr uint32_t kFormatVersion = 1;
-inline constexpr uint64_t kBlockAlign = 4096;     // raw members start on this boundary
-inline constexpr uint64_t kDataStart = 4096;      // header block; member data starts here
+inline constexpr uint64_t kBlockAlign = 4096;  // raw members start on this boundary
+inline constexpr uint64_t kDataStart = 4096;   // header block; member data starts here
 inline constexpr std::string_view kPartitionMagic = "FANSTPRT";
 inline constexpr std::string_view kFooterMagic = "FANSTFTR";
 
@@ -31,15 +31,15 @@ const char* CodecName(Codec c);
 struct PartitionHeader {
   char magic[8];
   uint32_t version;
-  uint32_t flags;            // kFlagBroadcast
+  uint32_t flags;  // kFlagBroadcast
   uint32_t partition_id;
   uint32_t partition_count;  // of the whole dataset
   uint64_t dataset_id;       // same in every partition and the manifest of one pack
   uint64_t member_count;
-  uint64_t data_end;         // end of the member data region (== footer.index_offset)
+  uint64_t data_end;  // end of the member data region (== footer.index_offset)
   uint64_t reserved0;
   uint32_t reserved1;
-  uint32_t header_crc;       // CRC32C of bytes [0, 60)
+  uint32_t header_crc;  // CRC32C of bytes [0, 60)
 
   static constexpr size_t kSize = 64;
   void EncodeTo(uint8_t* out) const;
@@ -57,10 +57,10 @@ struct IndexRecord {
   uint32_t mode;         // st_mode, type bits included
   uint32_t uid;
   uint32_t gid;
-  uint32_t crc32c;       // of the uncompressed bytes (file data or symlink target)
-  uint8_t kind;          // Kind
-  uint8_t codec;         // Codec
-  uint16_t reserved;     // zero
+  uint32_t crc32c;    // of the uncompressed bytes (file data or symlink target)
+  uint8_t kind;       // Kind
+  uint8_t codec;      // Codec
+  uint16_t reserved;  // zero
 
   static constexpr size_t kSize = 64;
   void EncodeTo(uint8_t* out) const;
@@ -72,13 +72,13 @@ struct PartitionFooter {
   char magic[8];
   uint32_t version;
   uint32_t partition_id;
-  uint64_t index_offset;   // 8-aligned, == header.data_end
+  uint64_t index_offset;  // 8-aligned, == header.data_end
   uint64_t member_count;
-  uint64_t strings_offset; // == index_offset + member_count * IndexRecord::kSize
-  uint64_t strings_size;   // footer starts at strings_offset + strings_size
+  uint64_t strings_offset;  // == index_offset + member_count * IndexRecord::kSize
+  uint64_t strings_size;    // footer starts at strings_offset + strings_size
   uint64_t dataset_id;
-  uint32_t index_crc;      // CRC32C of the index records and the string table
-  uint32_t footer_crc;     // CRC32C of bytes [0, 60)
+  uint32_t index_crc;   // CRC32C of the index records and the string table
+  uint32_t footer_crc;  // CRC32C of bytes [0, 60)
 
   static constexpr size_t kSize = 64;
   void EncodeTo(uint8_t* out) const;

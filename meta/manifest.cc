@@ -113,11 +113,16 @@ Result<Manifest> Manifest::Decode(const std::string& text) {
       auto v = UnescapeField(val);
       if (!v.ok()) return bad("bad " + key);
       (key == "source" ? m.source : m.compress) = *v;
-    } else if (key == "files") { FANSTORE_RETURN_IF_ERROR(num(&m.files));
-    } else if (key == "dirs") { FANSTORE_RETURN_IF_ERROR(num(&m.dirs));
-    } else if (key == "symlinks") { FANSTORE_RETURN_IF_ERROR(num(&m.symlinks));
-    } else if (key == "bytes") { FANSTORE_RETURN_IF_ERROR(num(&m.bytes));
-    } else if (key == "stored") { FANSTORE_RETURN_IF_ERROR(num(&m.stored));
+    } else if (key == "files") {
+      FANSTORE_RETURN_IF_ERROR(num(&m.files));
+    } else if (key == "dirs") {
+      FANSTORE_RETURN_IF_ERROR(num(&m.dirs));
+    } else if (key == "symlinks") {
+      FANSTORE_RETURN_IF_ERROR(num(&m.symlinks));
+    } else if (key == "bytes") {
+      FANSTORE_RETURN_IF_ERROR(num(&m.bytes));
+    } else if (key == "stored") {
+      FANSTORE_RETURN_IF_ERROR(num(&m.stored));
     } else if (key == "partitions") {
       FANSTORE_RETURN_IF_ERROR(num(&nparts));
       if (nparts == 0 || nparts > (1u << 20)) return bad("bad partition count");
@@ -125,7 +130,8 @@ Result<Manifest> Manifest::Decode(const std::string& text) {
     } else if (key == "partition") {
       PartitionSummary p;
       uint64_t id = 0;
-      if (!ParseU64(val, &id) || id != m.partitions.size()) return bad("partition lines out of order");
+      if (!ParseU64(val, &id) || id != m.partitions.size())
+        return bad("partition lines out of order");
       p.id = static_cast<uint32_t>(id);
       std::string file, kv;
       ls >> file;
@@ -137,13 +143,20 @@ Result<Manifest> Manifest::Decode(const std::string& text) {
         const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
         uint64_t x = 0;
         if (!ParseU64(v, &x, k == "index_crc" ? 16 : 10)) return bad("bad partition field " + k);
-        if (k == "flags") p.flags = static_cast<uint32_t>(x);
-        else if (k == "members") p.members = x;
-        else if (k == "bytes") p.bytes = x;
-        else if (k == "stored") p.stored = x;
-        else if (k == "size") p.file_size = x;
-        else if (k == "index_crc") p.index_crc = static_cast<uint32_t>(x);
-        else return bad("unknown partition field " + k);
+        if (k == "flags")
+          p.flags = static_cast<uint32_t>(x);
+        else if (k == "members")
+          p.members = x;
+        else if (k == "bytes")
+          p.bytes = x;
+        else if (k == "stored")
+          p.stored = x;
+        else if (k == "size")
+          p.file_size = x;
+        else if (k == "index_crc")
+          p.index_crc = static_cast<uint32_t>(x);
+        else
+          return bad("unknown partition field " + k);
         ++seen;
       }
       if (seen != 6) return bad("incomplete partition line");

@@ -17,11 +17,11 @@ inline constexpr const char* kManifestName = "manifest";
 
 struct Manifest {
   uint64_t dataset_id = 0;
-  std::string source;        // absolute path of the packed tree: the default mount point
-  std::string compress;      // the --compress mode used
+  std::string source;    // absolute path of the packed tree: the default mount point
+  std::string compress;  // the --compress mode used
   uint64_t files = 0, dirs = 0, symlinks = 0;
-  uint64_t bytes = 0;        // uncompressed file bytes
-  uint64_t stored = 0;       // stored file bytes
+  uint64_t bytes = 0;   // uncompressed file bytes
+  uint64_t stored = 0;  // stored file bytes
   std::vector<PartitionSummary> partitions;
 
   std::string Encode() const;

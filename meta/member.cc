@@ -7,8 +7,8 @@ bool IsValidMemberPath(std::string_view path) {
   size_t start = 0;
   for (;;) {
     const size_t slash = path.find('/', start);
-    const std::string_view comp =
-        path.substr(start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
+    const std::string_view comp = path.substr(
+        start, slash == std::string_view::npos ? std::string_view::npos : slash - start);
     if (comp.empty() || comp == "." || comp == ".." || comp.find('\0') != std::string_view::npos)
       return false;
     if (slash == std::string_view::npos) return true;

@@ -10,14 +10,14 @@
 namespace fanstore::meta {
 
 struct Member {
-  std::string path;            // relative, '/'-separated, "" for the root
+  std::string path;  // relative, '/'-separated, "" for the root
   Kind kind = Kind::kFile;
-  uint32_t mode = 0;           // st_mode with type bits
+  uint32_t mode = 0;  // st_mode with type bits
   uint32_t uid = 0;
   uint32_t gid = 0;
-  uint64_t size = 0;           // st_size (symlink: target length)
+  uint64_t size = 0;  // st_size (symlink: target length)
   int64_t mtime_ns = 0;
-  std::string target;          // symlink target
+  std::string target;  // symlink target
   // Set by the writer / read from the index:
   uint64_t data_offset = 0;
   uint64_t stored_size = 0;

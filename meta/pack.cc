@@ -35,7 +35,9 @@ struct Encoded {
 class Encoder {
  public:
   Encoder(int rootfd, const std::string& src, const CompressMode& mode)
-      : rootfd_(rootfd), src_(src), mode_(mode),
+      : rootfd_(rootfd),
+        src_(src),
+        mode_(mode),
         deflater_(mode.kind == CompressMode::kNone ? 0 : mode.level) {}
 
   // Whole-member path for members of at most kStreamThreshold bytes.
@@ -113,7 +115,8 @@ class Encoder {
     out.resize(m.size);
     auto got = ReadSome(*fd, m, out.data(), out.size());
     Status s = got.ok() ? Status::Ok() : got.status();
-    if (s.ok() && *got != m.size) s = Status::Error(Show(m) + ": file changed while packing (it shrank)");
+    if (s.ok() && *got != m.size)
+      s = Status::Error(Show(m) + ": file changed while packing (it shrank)");
     if (s.ok()) s = CheckAtEnd(*fd, m);
     ::close(*fd);
     return s;
@@ -156,7 +159,8 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
       auto n = enc.ReadSome(fd, m, chunk.data(), chunk.size());
       if (!n.ok()) return n.status();
       total += *n;
-      if (total > m.size) return Status::Error(enc.Show(m) + ": file changed while packing (it grew)");
+      if (total > m.size)
+        return Status::Error(enc.Show(m) + ": file changed while packing (it grew)");
       crc = compress::Crc32c(crc, chunk.data(), *n);
       const bool last = *n < chunk.size() || total == m.size;
       if (deflate) {
@@ -169,7 +173,8 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
       }
       if (last) break;
     }
-    if (total != m.size) return Status::Error(enc.Show(m) + ": file changed while packing (it shrank)");
+    if (total != m.size)
+      return Status::Error(enc.Show(m) + ": file changed while packing (it shrank)");
     FANSTORE_RETURN_IF_ERROR(enc.CheckAtEnd(fd, m));
     const uint64_t stored = w.offset() - *start;
     if (deflate && !enc.Keep(stored, m.size)) {  // the rest did not compress: store raw
@@ -255,7 +260,8 @@ Status PrepareOutput(const PackOptions& o, std::string* src_abs, std::string* ou
     const bool empty_dir = S_ISDIR(st.st_mode) && fs::is_empty(*out_abs, ec);
     const bool dataset = S_ISDIR(st.st_mode) && fs::exists(*out_abs + "/" + kManifestName, ec);
     if (!empty_dir && !dataset)
-      return Status::Error(o.out + ": exists and is not a FanStore dataset; refusing to replace it");
+      return Status::Error(o.out +
+                           ": exists and is not a FanStore dataset; refusing to replace it");
   } else if (errno != ENOENT) {
     return Status::FromErrno(o.out, errno);
   }
@@ -286,9 +292,12 @@ Result<CompressMode> CompressMode::Parse(const std::string& s) {
 
 std::string CompressMode::ToString() const {
   switch (kind) {
-    case kNone: return "none";
-    case kAuto: return "auto";
-    default: return std::to_string(level);
+    case kNone:
+      return "none";
+    case kAuto:
+      return "auto";
+    default:
+      return std::to_string(level);
   }
 }
 
@@ -297,15 +306,15 @@ bool LooksCompressed(const uint8_t* p, size_t n) {
     if (n < at + sig.size()) return false;
     return std::memcmp(p + at, std::data(sig), sig.size()) == 0;
   };
-  return starts({0xFF, 0xD8, 0xFF}) ||                          // JPEG
-         starts({0x89, 'P', 'N', 'G'}) ||                       // PNG
-         starts({'G', 'I', 'F', '8'}) ||                        // GIF
-         starts({0x1F, 0x8B}) ||                                // gzip
-         starts({'P', 'K', 0x03, 0x04}) ||                      // zip, npz, docx
-         starts({0xFD, '7', 'z', 'X', 'Z'}) ||                  // xz
-         starts({0x28, 0xB5, 0x2F, 0xFD}) ||                    // zstd
-         starts({'B', 'Z', 'h'}) ||                             // bzip2
-         starts({'f', 't', 'y', 'p'}, 4) ||                     // MP4 / MOV / HEIC
+  return starts({0xFF, 0xD8, 0xFF}) ||                                       // JPEG
+         starts({0x89, 'P', 'N', 'G'}) ||                                    // PNG
+         starts({'G', 'I', 'F', '8'}) ||                                     // GIF
+         starts({0x1F, 0x8B}) ||                                             // gzip
+         starts({'P', 'K', 0x03, 0x04}) ||                                   // zip, npz, docx
+         starts({0xFD, '7', 'z', 'X', 'Z'}) ||                               // xz
+         starts({0x28, 0xB5, 0x2F, 0xFD}) ||                                 // zstd
+         starts({'B', 'Z', 'h'}) ||                                          // bzip2
+         starts({'f', 't', 'y', 'p'}, 4) ||                                  // MP4 / MOV / HEIC
          (starts({'R', 'I', 'F', 'F'}) && starts({'W', 'E', 'B', 'P'}, 8));  // WebP
 }
 
@@ -357,7 +366,8 @@ Result<PackStats> Pack(const PackOptions& o) {
     return Status::FromErrno(tmp, e);
   }
 
-  const unsigned threads = o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
   Pipeline pipe(jobs.size(), 4 * static_cast<size_t>(threads));
   std::vector<std::thread> workers;
   for (unsigned t = 0; t < threads; ++t) {

@@ -41,7 +41,7 @@ struct PackOptions {
   uint32_t partitions = 0;  // 0: DefaultPartitions(bytes)
   std::vector<std::string> broadcast;
   CompressMode compress;
-  unsigned threads = 0;     // 0: all cores
+  unsigned threads = 0;  // 0: all cores
   bool force = false;
   std::function<void(const std::string&)> warn;
   std::function<void(const PackProgress&)> progress;  // called after each member

@@ -74,7 +74,8 @@ Status PartitionReader::Open(const std::string& file) {
       f.strings_size <= footer_at - f.strings_offset &&
       f.strings_offset + f.strings_size == footer_at &&
       header_.partition_id < header_.partition_count;
-  if (!layout_ok) return Status::Error(file + ": header and footer disagree (damaged or truncated)");
+  if (!layout_ok)
+    return Status::Error(file + ": header and footer disagree (damaged or truncated)");
 
   count_ = static_cast<size_t>(f.member_count);
   index_.resize(count_ * IndexRecord::kSize);
@@ -122,9 +123,8 @@ Status PartitionReader::CheckRecords() {
         break;
       case Kind::kFile:
         if (!S_ISREG(r.mode)) return bad("inconsistent file record");
-        if (r.stored_size > 0 &&
-            (r.data_offset < kDataStart || r.data_offset > data_end ||
-             r.stored_size > data_end - r.data_offset))
+        if (r.stored_size > 0 && (r.data_offset < kDataStart || r.data_offset > data_end ||
+                                  r.stored_size > data_end - r.data_offset))
           return bad("data outside the partition's data region");
         if (codec == Codec::kRaw &&
             (r.stored_size != r.size || (r.size > 0 && r.data_offset % kBlockAlign != 0)))

@@ -16,8 +16,8 @@ PartitionWriter::~PartitionWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Status PartitionWriter::Open(const std::string& file, uint32_t id, uint32_t count,
-                             uint32_t flags, uint64_t dataset_id) {
+Status PartitionWriter::Open(const std::string& file, uint32_t id, uint32_t count, uint32_t flags,
+                             uint64_t dataset_id) {
   file_ = file;
   fd_ = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) return Status::FromErrno(file, errno);

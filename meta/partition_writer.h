@@ -18,9 +18,9 @@ struct PartitionSummary {
   uint32_t id = 0;
   uint32_t flags = 0;
   uint64_t members = 0;
-  uint64_t bytes = 0;         // uncompressed file bytes
-  uint64_t stored = 0;        // stored file bytes
-  uint64_t file_size = 0;     // of the blob
+  uint64_t bytes = 0;      // uncompressed file bytes
+  uint64_t stored = 0;     // stored file bytes
+  uint64_t file_size = 0;  // of the blob
   uint32_t index_crc = 0;
 };
 
@@ -53,8 +53,8 @@ class PartitionWriter {
 
   int fd_ = -1;
   std::string file_;
-  uint64_t offset_ = 0;               // logical end of what was written
-  std::vector<uint8_t> buf_;          // pending bytes at [offset_ - buf_.size(), offset_)
+  uint64_t offset_ = 0;       // logical end of what was written
+  std::vector<uint8_t> buf_;  // pending bytes at [offset_ - buf_.size(), offset_)
   std::vector<uint8_t> index_;
   std::string strings_;
   std::string last_path_;

@@ -20,9 +20,12 @@ Member FromStat(std::string path, const struct stat& st) {
   m.gid = st.st_gid;
   m.size = static_cast<uint64_t>(st.st_size);
   m.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-  if (S_ISDIR(st.st_mode)) m.kind = Kind::kDir;
-  else if (S_ISLNK(st.st_mode)) m.kind = Kind::kSymlink;
-  else m.kind = Kind::kFile;
+  if (S_ISDIR(st.st_mode))
+    m.kind = Kind::kDir;
+  else if (S_ISLNK(st.st_mode))
+    m.kind = Kind::kSymlink;
+  else
+    m.kind = Kind::kFile;
   return m;
 }
 
@@ -81,7 +84,8 @@ struct Walker {
       const bool is_dir = m.kind == Kind::kDir;
       out.members.push_back(std::move(m));
       if (is_dir) {
-        const int cfd = ::openat(::dirfd(d), n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        const int cfd =
+            ::openat(::dirfd(d), n.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (cfd < 0) {
           result = Status::FromErrno(Show(child), errno);
           break;

@@ -36,7 +36,7 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}       // NOLINT: implicit by design
   Result(Status error) : v_(std::move(error)) {}  // NOLINT: must be a failed Status
 
   bool ok() const { return v_.index() == 0; }
@@ -55,8 +55,8 @@ class Result {
 }  // namespace fanstore
 
 // Returns early from a function returning Status (or Result) if `expr` failed.
-#define FANSTORE_RETURN_IF_ERROR(expr)           \
-  do {                                           \
-    ::fanstore::Status _st = (expr);             \
-    if (!_st.ok()) return _st;                   \
+#define FANSTORE_RETURN_IF_ERROR(expr) \
+  do {                                 \
+    ::fanstore::Status _st = (expr);   \
+    if (!_st.ok()) return _st;         \
   } while (0)

@@ -24,7 +24,8 @@ Status DropCaches() {
   if (fd < 0 || ::write(fd, "3\n", 2) != 2) {
     const int e = errno;
     if (fd >= 0) ::close(fd);
-    return Status::Error(std::string("--drop-caches: /proc/sys/vm/drop_caches: ") + std::strerror(e) +
+    return Status::Error(std::string("--drop-caches: /proc/sys/vm/drop_caches: ") +
+                         std::strerror(e) +
                          " (needs root outside a container; leave the option out for a warm run)");
   }
   ::close(fd);

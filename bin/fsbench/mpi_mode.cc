@@ -84,7 +84,7 @@ std::vector<std::string> MpiGather(const MpiContext& c, const std::string& mine)
     all.resize(static_cast<size_t>(total));
   }
   g_mpi.gatherv(mine.data(), len, MPI_BYTE, all.data(), lens.data(), displs.data(), MPI_BYTE, 0,
-              MPI_COMM_WORLD);
+                MPI_COMM_WORLD);
   std::vector<std::string> out;
   if (c.rank == 0)
     for (int i = 0; i < c.size; ++i) out.push_back(all.substr(displs[i], lens[i]));

@@ -1,7 +1,6 @@
 #include "bin/fsbench/options.h"
 
 #include <CLI/CLI.hpp>
-
 #include <map>
 
 #include "bin/cli_util.h"
@@ -10,17 +9,25 @@ namespace fanstore::fsbench {
 
 const char* OpName(Op op) {
   switch (op) {
-    case Op::kStat: return "stat";
-    case Op::kOpenClose: return "open-close";
-    case Op::kRead: return "read";
-    case Op::kReadRange: return "read-range";
-    case Op::kReaddir: return "readdir";
-    case Op::kMixed: return "mixed";
+    case Op::kStat:
+      return "stat";
+    case Op::kOpenClose:
+      return "open-close";
+    case Op::kRead:
+      return "read";
+    case Op::kReadRange:
+      return "read-range";
+    case Op::kReaddir:
+      return "readdir";
+    case Op::kMixed:
+      return "mixed";
   }
   return "?";
 }
 
-const char* PatternName(Pattern p) { return p == Pattern::kRandom ? "random" : "sequential"; }
+const char* PatternName(Pattern p) {
+  return p == Pattern::kRandom ? "random" : "sequential";
+}
 
 ParseOutcome ParseOptions(int argc, const char* const* argv) {
   ParseOutcome out;
@@ -38,22 +45,27 @@ ParseOutcome ParseOptions(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--pattern", pattern, "random (a new permutation each epoch) | sequential")
       ->capture_default_str();
-  app.add_option("--epochs", o.epochs, "Passes over the file list")->capture_default_str()
+  app.add_option("--epochs", o.epochs, "Passes over the file list")
+      ->capture_default_str()
       ->check(CLI::Range(1u, 1000000u));
   app.add_option("--files-from", o.files_from,
                  "File list (one path per line, relative to PATH or absolute) instead of a walk");
-  app.add_option("--threads,-t", o.threads, "Threads per process")->capture_default_str()
+  app.add_option("--threads,-t", o.threads, "Threads per process")
+      ->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
-  app.add_option("--processes,-p", o.processes, "Forked worker processes")->capture_default_str()
+  app.add_option("--processes,-p", o.processes, "Forked worker processes")
+      ->capture_default_str()
       ->check(CLI::Range(1u, 256u));
   app.add_option("--duration", o.duration, "Run for S seconds (epochs repeat) instead of --epochs")
       ->check(CLI::PositiveNumber);
   app.add_option("--files", o.max_files, "Stop after N files (operations) in all")
       ->check(CLI::PositiveNumber);
   app.add_flag("--warmup", o.warmup, "Read every file once, untimed, before measuring");
-  app.add_option("--seed", o.seed, "Seed of the permutations and random ranges")->capture_default_str();
+  app.add_option("--seed", o.seed, "Seed of the permutations and random ranges")
+      ->capture_default_str();
   app.add_option("--read-size", o.read_size, "Bytes per read call (read-range: largest range)")
-      ->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+      ->capture_default_str()
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
   app.add_flag("--drop-caches", o.drop_caches,
                "sync and drop the page cache before measuring (needs root)");
   app.add_flag("--json", o.json, "Print the results as JSON (configuration included)");
@@ -64,12 +76,14 @@ ParseOutcome ParseOptions(int argc, const char* const* argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     out.exit_code = e.get_exit_code() == 0 ? app.exit(e) : cli::kExitUsage;
-    if (e.get_exit_code() != 0) cli::Error("fsbench", std::string(e.what()) + " (see fsbench --help)");
+    if (e.get_exit_code() != 0)
+      cli::Error("fsbench", std::string(e.what()) + " (see fsbench --help)");
     return out;
   }
   static const std::map<std::string, Op> ops = {
-      {"stat", Op::kStat}, {"open-close", Op::kOpenClose}, {"read", Op::kRead},
-      {"read-range", Op::kReadRange}, {"readdir", Op::kReaddir}, {"mixed", Op::kMixed}};
+      {"stat", Op::kStat},       {"open-close", Op::kOpenClose},
+      {"read", Op::kRead},       {"read-range", Op::kReadRange},
+      {"readdir", Op::kReaddir}, {"mixed", Op::kMixed}};
   if (!ops.contains(op)) {
     cli::Error("fsbench", "--op: unknown operation '" + op + "' (see fsbench --help)");
     out.exit_code = cli::kExitUsage;

@@ -21,15 +21,15 @@ struct Options {
   std::string files_from;
   unsigned threads = 1;
   unsigned processes = 1;
-  double duration = 0;      // seconds; 0: run `epochs` passes
-  uint64_t max_files = 0;   // 0: no limit
+  double duration = 0;     // seconds; 0: run `epochs` passes
+  uint64_t max_files = 0;  // 0: no limit
   bool warmup = false;
   uint64_t seed = 1;
   uint64_t read_size = 256 * 1024;
   bool drop_caches = false;
   bool json = false;
-  std::string baseline;     // JSON of a single-rank run, for MPI efficiency
-  bool no_split = false;    // MPI: every rank reads every file instead of a 1/N share
+  std::string baseline;   // JSON of a single-rank run, for MPI efficiency
+  bool no_split = false;  // MPI: every rank reads every file instead of a 1/N share
   bool quiet = false;
 };
 

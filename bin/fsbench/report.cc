@@ -39,8 +39,8 @@ std::string Report::Table() const {
     << " epochs=" << (c.duration > 0 ? std::string("-") : std::to_string(c.epochs))
     << " threads=" << c.threads << " processes=" << c.processes;
   if (ranks > 1) o << " ranks=" << ranks;
-  o << "\n  " << files_listed << " files (" << cli::HumanBytes(bytes_listed) << "), "
-    << dirs_listed << " dirs; " << Fmt("%.3f", total.seconds) << " s measured\n";
+  o << "\n  " << files_listed << " files (" << cli::HumanBytes(bytes_listed) << "), " << dirs_listed
+    << " dirs; " << Fmt("%.3f", total.seconds) << " s measured\n";
   char line[256];
   std::snprintf(line, sizeof line, "%-11s %10s %12s %10s %9s %9s %9s %9s %7s\n", "op", "count",
                 "ops/s", "MB/s", "p50", "p90", "p99", "max", "errors");
@@ -99,14 +99,15 @@ std::string Report::Json() const {
   o << "\"seconds\": " << total.seconds << ", \"items\": " << total.items
     << ", \"bytes\": " << total.bytes << ", \"errors\": " << total.errors
     << ", \"items_per_s\": " << items_per_s()
-    << ", \"mb_per_s\": " << (total.seconds > 0 ? total.bytes / total.seconds / 1e6 : 0) << ", \"ops\": [";
+    << ", \"mb_per_s\": " << (total.seconds > 0 ? total.bytes / total.seconds / 1e6 : 0)
+    << ", \"ops\": [";
   bool first = true;
   for (int i = 0; i < kNumOps; ++i) {
     const OpStats& s = total.ops[i];
     if (s.ops == 0 && s.errors == 0) continue;
     const double secs = total.seconds > 0 ? total.seconds : 1;
-    o << (first ? "" : ", ") << "{\"op\": \"" << OpName(kMeasuredOps[i]) << "\", \"count\": " << s.ops
-      << ", \"bytes\": " << s.bytes << ", \"errors\": " << s.errors
+    o << (first ? "" : ", ") << "{\"op\": \"" << OpName(kMeasuredOps[i])
+      << "\", \"count\": " << s.ops << ", \"bytes\": " << s.bytes << ", \"errors\": " << s.errors
       << ", \"ops_per_s\": " << s.ops / secs << ", \"mb_per_s\": " << s.bytes / secs / 1e6
       << ", \"latency_ns\": {\"p50\": " << s.latency.Percentile(50)
       << ", \"p90\": " << s.latency.Percentile(90) << ", \"p99\": " << s.latency.Percentile(99)
@@ -123,8 +124,8 @@ std::string Report::Json() const {
     for (size_t i = 0; i < per_rank.size(); ++i) {
       const auto& r = per_rank[i];
       o << (i ? ", " : "") << "{\"rank\": " << r.rank << ", \"items\": " << r.items
-        << ", \"bytes\": " << r.bytes << ", \"errors\": " << r.errors << ", \"seconds\": " << r.seconds
-        << ", \"items_per_s\": " << r.items_per_s() << "}";
+        << ", \"bytes\": " << r.bytes << ", \"errors\": " << r.errors
+        << ", \"seconds\": " << r.seconds << ", \"items_per_s\": " << r.items_per_s() << "}";
       lo = std::min(lo, r.items_per_s());
       hi = std::max(hi, r.items_per_s());
     }

@@ -24,11 +24,11 @@ struct Report {
   Options options;
   uint64_t files_listed = 0, dirs_listed = 0, bytes_listed = 0;
   int ranks = 1;
-  RunResult total;                     // merged over ranks; seconds = slowest rank
-  std::vector<RankSummary> per_rank;   // MPI only
+  RunResult total;                    // merged over ranks; seconds = slowest rank
+  std::vector<RankSummary> per_rank;  // MPI only
   std::optional<double> baseline_items_per_s;
 
-  double items_per_s() const;          // aggregate: sum over ranks of each rank's rate
+  double items_per_s() const;  // aggregate: sum over ranks of each rank's rate
   std::string Table() const;
   std::string Json() const;
 };

@@ -21,14 +21,15 @@ using Clock = std::chrono::steady_clock;
 
 uint64_t NowNs() {
   return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count());
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+          .count());
 }
 
 // State shared by every worker of every process (MAP_SHARED, survives fork).
 struct Shared {
-  std::atomic<uint64_t> next;   // next item index to claim
-  std::atomic<uint32_t> go;     // start barrier
-  std::atomic<uint32_t> stop;   // duration elapsed
+  std::atomic<uint64_t> next;  // next item index to claim
+  std::atomic<uint32_t> go;    // start barrier
+  std::atomic<uint32_t> stop;  // duration elapsed
 };
 
 constexpr size_t kMaxErrorSamples = 5;
@@ -36,7 +37,11 @@ constexpr size_t kMaxErrorSamples = 5;
 class Worker {
  public:
   Worker(const Options& o, const Workload& w, int rank, int nranks, Shared* shared)
-      : o_(o), w_(w), rank_(rank), nranks_(nranks), shared_(shared),
+      : o_(o),
+        w_(w),
+        rank_(rank),
+        nranks_(nranks),
+        shared_(shared),
         n_items_(o.op == Op::kReaddir ? w.dirs.size() : w.files.size()),
         buf_(static_cast<size_t>(o.read_size)) {}
 
@@ -73,7 +78,8 @@ class Worker {
   }
 
  private:
-  void Fail(RunResult& r, OpStats& s, const std::string& path, int err, const char* what = nullptr) {
+  void Fail(RunResult& r, OpStats& s, const std::string& path, int err,
+            const char* what = nullptr) {
     ++s.errors;
     ++r.errors;
     if (r.error_samples.size() < kMaxErrorSamples)
@@ -82,11 +88,21 @@ class Worker {
 
   void DoItem(uint32_t i, uint64_t k, RunResult& r) {
     switch (o_.op) {
-      case Op::kStat: Stat(w_.files[i], r); break;
-      case Op::kOpenClose: OpenClose(w_.files[i], r); break;
-      case Op::kRead: Read(i, r); break;
-      case Op::kReadRange: ReadRange(i, k, r); break;
-      case Op::kReaddir: Readdir(w_.dirs[i], r); break;
+      case Op::kStat:
+        Stat(w_.files[i], r);
+        break;
+      case Op::kOpenClose:
+        OpenClose(w_.files[i], r);
+        break;
+      case Op::kRead:
+        Read(i, r);
+        break;
+      case Op::kReadRange:
+        ReadRange(i, k, r);
+        break;
+      case Op::kReaddir:
+        Readdir(w_.dirs[i], r);
+        break;
       case Op::kMixed:
         Stat(w_.files[i], r);
         Read(i, r);
@@ -300,7 +316,8 @@ bool RunResult::Deserialize(const std::string& s, RunResult* r) {
 }
 
 RunResult Run(const Options& o, const Workload& w, int rank, int nranks) {
-  void* mem = ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  void* mem =
+      ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
     RunResult r;
     r.errors = 1;

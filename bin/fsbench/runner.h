@@ -18,8 +18,8 @@ namespace fanstore::fsbench {
 
 // Measured operations (kMixed is recorded as kStat + kRead).
 inline constexpr int kNumOps = 5;
-inline constexpr Op kMeasuredOps[kNumOps] = {Op::kStat, Op::kOpenClose, Op::kRead,
-                                              Op::kReadRange, Op::kReaddir};
+inline constexpr Op kMeasuredOps[kNumOps] = {Op::kStat, Op::kOpenClose, Op::kRead, Op::kReadRange,
+                                             Op::kReaddir};
 int OpIndex(Op op);
 
 struct OpStats {
@@ -32,10 +32,10 @@ struct OpStats {
 
 struct RunResult {
   std::array<OpStats, kNumOps> ops;
-  uint64_t items = 0;    // files (or directories for readdir) processed
+  uint64_t items = 0;  // files (or directories for readdir) processed
   uint64_t bytes = 0;
   uint64_t errors = 0;
-  double seconds = 0;    // wall time of the measured phase
+  double seconds = 0;                      // wall time of the measured phase
   std::vector<std::string> error_samples;  // the first few, "path: reason"
 
   void Merge(const RunResult& o);

@@ -12,9 +12,9 @@
 namespace fanstore::fsbench {
 
 struct Workload {
-  std::vector<std::string> files;   // absolute paths
-  std::vector<uint64_t> sizes;      // st_size of each file at listing time
-  std::vector<std::string> dirs;    // absolute paths, for --op readdir
+  std::vector<std::string> files;  // absolute paths
+  std::vector<uint64_t> sizes;     // st_size of each file at listing time
+  std::vector<std::string> dirs;   // absolute paths, for --op readdir
   uint64_t total_bytes = 0;
 };
 

@@ -31,10 +31,30 @@ TEST(ParseOptions, DefaultsAreTheDataLoaderPattern) {
 }
 
 TEST(ParseOptions, ReadsEveryOption) {
-  const ParseOutcome p = Parse({"/d", "--op", "read-range", "--pattern", "sequential", "--epochs", "3",
-                                "-t", "4", "-p", "2", "--duration", "1.5", "--files", "99",
-                                "--warmup", "--seed", "7", "--read-size", "4096", "--json",
-                                "--no-split", "--files-from", "list.txt"});
+  const ParseOutcome p = Parse({"/d",
+                                "--op",
+                                "read-range",
+                                "--pattern",
+                                "sequential",
+                                "--epochs",
+                                "3",
+                                "-t",
+                                "4",
+                                "-p",
+                                "2",
+                                "--duration",
+                                "1.5",
+                                "--files",
+                                "99",
+                                "--warmup",
+                                "--seed",
+                                "7",
+                                "--read-size",
+                                "4096",
+                                "--json",
+                                "--no-split",
+                                "--files-from",
+                                "list.txt"});
   ASSERT_TRUE(p.run);
   const Options& o = p.options;
   EXPECT_EQ(o.op, Op::kReadRange);
@@ -110,7 +130,8 @@ TEST(LatencyHistogram, PercentilesWithinOnePercent) {
   std::sort(v.begin(), v.end());
   for (double p : {50.0, 90.0, 99.0, 99.9}) {
     const uint64_t exact = v[static_cast<size_t>(std::ceil(p / 100 * v.size())) - 1];
-    EXPECT_NEAR(static_cast<double>(h.Percentile(p)), static_cast<double>(exact), exact * 0.01) << p;
+    EXPECT_NEAR(static_cast<double>(h.Percentile(p)), static_cast<double>(exact), exact * 0.01)
+        << p;
   }
   EXPECT_EQ(h.max(), v.back());
 }
@@ -204,8 +225,8 @@ TEST(Report, JsonEchoesTheConfigurationAndResults) {
   rep.total.ops[OpIndex(Op::kStat)].latency.Record(1000);
   const std::string j = rep.Json();
   for (const char* key : {"\"tool\": \"fsbench\"", "\"config\": {", "\"op\": \"mixed\"",
-                          "\"path\": \"/data \\\"x\\\"\"", "\"items_per_s\": 5", "\"latency_ns\": {",
-                          "\"p99\": 1000", "\"files_listed\": 10"})
+                          "\"path\": \"/data \\\"x\\\"\"", "\"items_per_s\": 5",
+                          "\"latency_ns\": {", "\"p99\": 1000", "\"files_listed\": 10"})
     EXPECT_NE(j.find(key), std::string::npos) << key << " in " << j;
 }
 

@@ -11,7 +11,9 @@ TEST(Crc32c, MatchesTheStandardCheckValue) {
   EXPECT_EQ(Crc32c(0, "123456789", 9), 0xE3069283u);
 }
 
-TEST(Crc32c, EmptyInputIsZero) { EXPECT_EQ(Crc32c(0, "", 0), 0u); }
+TEST(Crc32c, EmptyInputIsZero) {
+  EXPECT_EQ(Crc32c(0, "", 0), 0u);
+}
 
 TEST(Crc32c, ComposesAcrossCalls) {
   const std::string s = "the quick brown fox jumps over the lazy dog";

@@ -1,16 +1,19 @@
+#include "compress/deflate.h"
+
 #include <gtest/gtest.h>
 
 #include <cerrno>
 #include <vector>
 
-#include "compress/deflate.h"
 #include "compress/inflate.h"
 #include "tests/testutil.h"
 
 namespace fanstore::compress {
 namespace {
 
-std::vector<uint8_t> Bytes(const std::string& s) { return {s.begin(), s.end()}; }
+std::vector<uint8_t> Bytes(const std::string& s) {
+  return {s.begin(), s.end()};
+}
 
 class DeflateLevel : public ::testing::TestWithParam<int> {};
 

@@ -12,7 +12,8 @@ std::vector<std::string> Fix(std::vector<const char*> env) {
   env.push_back(nullptr);
   char* out[64];
   char scratch[512];
-  char* const* r = FixExecEnv(const_cast<char* const*>(env.data()), out, 64, scratch, sizeof scratch);
+  char* const* r =
+      FixExecEnv(const_cast<char* const*>(env.data()), out, 64, scratch, sizeof scratch);
   std::vector<std::string> v;
   for (char* const* e = r; *e; ++e) v.emplace_back(*e);
   return v;
@@ -41,9 +42,10 @@ TEST_F(ExecEnv, CompleteEnvironmentIsUnchanged) {
 }
 
 TEST_F(ExecEnv, OtherPreloadsAreKeptAfterOurs) {
-  EXPECT_EQ(Fix({"LD_PRELOAD=/usr/lib/libjemalloc.so", "FANSTORE_DATA=/d", "FANSTORE_LOG_LEVEL=x"}),
-            (std::vector<std::string>{"FANSTORE_DATA=/d", "FANSTORE_LOG_LEVEL=x",
-                                      "LD_PRELOAD=/opt/lib/libfanstore.so:/usr/lib/libjemalloc.so"}));
+  EXPECT_EQ(
+      Fix({"LD_PRELOAD=/usr/lib/libjemalloc.so", "FANSTORE_DATA=/d", "FANSTORE_LOG_LEVEL=x"}),
+      (std::vector<std::string>{"FANSTORE_DATA=/d", "FANSTORE_LOG_LEVEL=x",
+                                "LD_PRELOAD=/opt/lib/libfanstore.so:/usr/lib/libjemalloc.so"}));
 }
 
 TEST_F(ExecEnv, ExplicitOptOutIsRespected) {

@@ -30,11 +30,13 @@ Bytes MovEax(int32_t nr) {
 const Bytes kSyscall = {0x0F, 0x05};
 const Bytes kCmpRax4095 = {0x48, 0x3D, 0x01, 0xF0, 0xFF, 0xFF};  // cmp $-4095,%rax
 const Bytes kRet = {0xC3};
-const Bytes kMovEdiToEax = {0x89, 0xF8};                       // mov %edi,%eax
-const Bytes kMovRcxToR10 = {0x49, 0x89, 0xCA};                 // mov %rcx,%r10
-const Bytes kXorSil80 = {0x40, 0x80, 0xF6, 0x80};              // xor $0x80,%sil
+const Bytes kMovEdiToEax = {0x89, 0xF8};                              // mov %edi,%eax
+const Bytes kMovRcxToR10 = {0x49, 0x89, 0xCA};                        // mov %rcx,%r10
+const Bytes kXorSil80 = {0x40, 0x80, 0xF6, 0x80};                     // xor $0x80,%sil
 const Bytes kLeaRipRdx = {0x48, 0x8D, 0x15, 0x10, 0x00, 0x00, 0x00};  // lea 0x10(%rip),%rdx
-Bytes JmpRel8(int8_t d) { return {0xEB, static_cast<uint8_t>(d)}; }
+Bytes JmpRel8(int8_t d) {
+  return {0xEB, static_cast<uint8_t>(d)};
+}
 
 Interest Only(std::initializer_list<long> nrs) {
   Interest i;
@@ -111,16 +113,14 @@ TEST(Planner, SyscallThatIsABranchTargetExtendsForward) {
 
 TEST(Planner, BranchTargetRightAfterTheSyscallStaysOutsideTheRange) {
   // mov $39,%eax; syscall; L: cmp ...; jmp L   -> the 7-byte shape, L untouched
-  const auto plans =
-      Plan(Cat({MovEax(SYS_getpid), kSyscall, kCmpRax4095, JmpRel8(-8)}), All());
+  const auto plans = Plan(Cat({MovEax(SYS_getpid), kSyscall, kCmpRax4095, JmpRel8(-8)}), All());
   ASSERT_EQ(plans.size(), 1u);
   EXPECT_EQ(plans[0], Patch(5, 0, 7, SYS_getpid));
 }
 
 TEST(Planner, RefusesWhenNeitherSideCanMove) {
   // ret; mov %edi,%eax; syscall; L: cmp ...; jmp L
-  const auto plans =
-      Plan(Cat({kRet, kMovEdiToEax, kSyscall, kCmpRax4095, JmpRel8(-8)}), All());
+  const auto plans = Plan(Cat({kRet, kMovEdiToEax, kSyscall, kCmpRax4095, JmpRel8(-8)}), All());
   ASSERT_EQ(plans.size(), 1u);
   EXPECT_EQ(plans[0].decision, Decision::kRefused);
   EXPECT_FALSE(plans[0].reason.empty());
@@ -147,11 +147,11 @@ TEST(Stub, KnownNumberStubIsExact) {
   const uint64_t stub = 0x20000, slot = 0x1FFF0;
   const Bytes s = BuildStub(p, code.data(), stub, slot);
   const Bytes want = Cat({
-      MovEax(SYS_getpid),                        // pre: the mov
-      {0x48, 0x8D, 0x64, 0x24, 0x80},            // lea -0x80(%rsp),%rsp
-      {0xFF, 0x15, 0xE0, 0xFF, 0xFF, 0xFF},      // call *slot(%rip): 0x1FFF0 - 0x20010
-      {0x48, 0x8D, 0xA4, 0x24, 0x80, 0, 0, 0},   // lea 0x80(%rsp),%rsp
-      {0xE9, 0xEA, 0xFF, 0xFE, 0xFF},            // jmp 0x10007: 0x10007 - 0x2001D
+      MovEax(SYS_getpid),                       // pre: the mov
+      {0x48, 0x8D, 0x64, 0x24, 0x80},           // lea -0x80(%rsp),%rsp
+      {0xFF, 0x15, 0xE0, 0xFF, 0xFF, 0xFF},     // call *slot(%rip): 0x1FFF0 - 0x20010
+      {0x48, 0x8D, 0xA4, 0x24, 0x80, 0, 0, 0},  // lea 0x80(%rsp),%rsp
+      {0xE9, 0xEA, 0xFF, 0xFE, 0xFF},           // jmp 0x10007: 0x10007 - 0x2001D
   });
   EXPECT_EQ(s, want);
   EXPECT_EQ(BuildPatch(p, stub), (Bytes{0xE9, 0xFB, 0xFF, 0x00, 0x00, 0xCC, 0xCC}));
@@ -191,7 +191,8 @@ TEST(PlannerOnThisLibc, EverySiteIsPlannedSafely) {
   EXPECT_EQ(img->build_id.size(), 40u) << "a 20-byte GNU build-id";
   const uint64_t len = img->text_end - img->text_start;
   std::vector<Insn> insns;
-  ASSERT_TRUE(DecodeRegion(reinterpret_cast<const uint8_t*>(img->text_start), len, img->text_start, &insns));
+  ASSERT_TRUE(DecodeRegion(reinterpret_cast<const uint8_t*>(img->text_start), len, img->text_start,
+                           &insns));
   const auto targets = CollectTargets(insns, img->text_start, len, img->function_entries);
   const auto plans = PlanSites(insns, targets, All());
   size_t sites = 0, patched = 0, refused = 0, frame = 0;

@@ -56,11 +56,11 @@ __attribute__((target("avx512f"), noinline)) void ScribbleAvx512() {
       ".endr\n"
       "kxnorw %%k0, %%k0, %%k1\n kxnorw %%k0, %%k0, %%k2\n kxnorw %%k0, %%k0, %%k3\n"
       "kxnorw %%k0, %%k0, %%k4\n kxnorw %%k0, %%k0, %%k5\n kxnorw %%k0, %%k0, %%k6\n"
-      "kxnorw %%k0, %%k0, %%k7\n"
-      ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-      "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19",
-      "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29",
-      "xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7");
+      "kxnorw %%k0, %%k0, %%k7\n" ::
+          : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+            "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19",
+            "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28",
+            "xmm29", "xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7");
 }
 
 __attribute__((target("avx"), noinline)) void ScribbleAvx() {
@@ -68,14 +68,16 @@ __attribute__((target("avx"), noinline)) void ScribbleAvx() {
       "vpcmpeqd %%ymm0, %%ymm0, %%ymm0\n"
       ".irp r,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15\n"
       "vmovdqa %%ymm0, %%ymm\\r\n"
-      ".endr\n"
-      ::: "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-      "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+      ".endr\n" ::
+          : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+            "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
 }
 
 void Scribble() {
-  if (__builtin_cpu_supports("avx512f")) ScribbleAvx512();
-  else if (__builtin_cpu_supports("avx")) ScribbleAvx();
+  if (__builtin_cpu_supports("avx512f"))
+    ScribbleAvx512();
+  else if (__builtin_cpu_supports("avx"))
+    ScribbleAvx();
   const unsigned mxcsr = 0x1f80 | 0x6000 | 0x8040;  // round to zero, FTZ, DAZ
   const unsigned short fcw = 0x0f7f;                // x87: round to zero, single precision
   asm volatile("ldmxcsr %0\n fldcw %1" : : "m"(mxcsr), "m"(fcw));
@@ -95,10 +97,10 @@ HookResult TestHook(long nr, const long a[6]) noexcept {
       return g_mode == Mode::kRewrite ? OnPath(a[0]) : kPassToKernel;
     case SYS_readlink:
       return g_mode == Mode::kRewrite && IsTestPath(a[0], "/fanstore-test") ? Handled(-EHOSTDOWN)
-                                                                             : kPassToKernel;
+                                                                            : kPassToKernel;
     case SYS_readlinkat:
       return g_mode == Mode::kRewrite && IsTestPath(a[1], "/fanstore-test") ? Handled(-EHOSTDOWN)
-                                                                             : kPassToKernel;
+                                                                            : kPassToKernel;
     case SYS_openat:
     case SYS_newfstatat:
     case SYS_statx:
@@ -133,9 +135,9 @@ HookSpec PreloadHookSpec() {
   if (g_mode == Mode::kPass) {
     s.interest.all = true;
   } else {
-    for (long nr : {SYS_getpid, SYS_open, SYS_openat, SYS_stat, SYS_lstat, SYS_newfstatat,
-                    SYS_statx, SYS_access, SYS_faccessat, SYS_faccessat2, SYS_readlink,
-                    SYS_readlinkat})
+    for (long nr :
+         {SYS_getpid, SYS_open, SYS_openat, SYS_stat, SYS_lstat, SYS_newfstatat, SYS_statx,
+          SYS_access, SYS_faccessat, SYS_faccessat2, SYS_readlink, SYS_readlinkat})
       s.interest.nrs.set(nr);
   }
   return s;

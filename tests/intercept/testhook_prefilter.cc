@@ -41,7 +41,8 @@ int TestPrefilter(long nr, const long a[6]) noexcept {
     case SYS_faccessat:
     case SYS_faccessat2:
     case SYS_readlinkat:
-      return UnderTestDir(a[1]) || (a[1] && *reinterpret_cast<const char*>(a[1]) == 0 && VirtualFd(a[0]));
+      return UnderTestDir(a[1]) ||
+             (a[1] && *reinterpret_cast<const char*>(a[1]) == 0 && VirtualFd(a[0]));
     case SYS_read:
     case SYS_write:
     case SYS_close:

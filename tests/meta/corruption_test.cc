@@ -1,9 +1,8 @@
 // Damage to a packed dataset is always a clear error naming the file (and member), never a
 // crash or wrong bytes. Run under the asan preset by ci/test.sh.
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <filesystem>
 
@@ -153,7 +152,8 @@ TEST_F(Corruption, RandomDamageNeverCrashes) {
   std::mt19937 rng(42);
   for (int round = 0; round < 300; ++round) {
     std::string bytes = whole;
-    for (int k = 0; k < 1 + round % 4; ++k) bytes[rng() % bytes.size()] ^= static_cast<char>(1 + rng() % 255);
+    for (int k = 0; k < 1 + round % 4; ++k)
+      bytes[rng() % bytes.size()] ^= static_cast<char>(1 + rng() % 255);
     testing::WriteFile(part_, bytes);
     auto ds = Dataset::Open(t_ / "out");
     if (!ds.ok()) continue;
@@ -167,7 +167,8 @@ TEST_F(Corruption, RandomDamageNeverCrashes) {
       });
       // Either an error, or exactly the original bytes: never silently wrong.
       if (s.ok() && std::string(p) != "link") {
-        EXPECT_EQ(got, testing::ReadFile(t_ / ("src/" + std::string(p)))) << p << " round " << round;
+        EXPECT_EQ(got, testing::ReadFile(t_ / ("src/" + std::string(p))))
+            << p << " round " << round;
       }
     }
   }

@@ -93,7 +93,7 @@ TEST(IndexRecord, RoundTripsEveryField) {
   r.data_offset = 1ull << 40;
   r.size = 5ull << 30;  // > 4 GiB
   r.stored_size = 123;
-  r.mtime_ns = -5;      // before the epoch
+  r.mtime_ns = -5;  // before the epoch
   r.path_offset = 99;
   r.path_length = 7;
   r.mode = 0100644;

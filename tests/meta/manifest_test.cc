@@ -15,10 +15,20 @@ Manifest Sample() {
   m.symlinks = 1;
   m.bytes = 1000;
   m.stored = 900;
-  m.partitions.push_back({.id = 0, .flags = 0, .members = 7, .bytes = 600, .stored = 500,
-                          .file_size = 12345, .index_crc = 0x1234});
-  m.partitions.push_back({.id = 1, .flags = kFlagBroadcast, .members = 5, .bytes = 400,
-                          .stored = 400, .file_size = 777, .index_crc = 0xffffffff});
+  m.partitions.push_back({.id = 0,
+                          .flags = 0,
+                          .members = 7,
+                          .bytes = 600,
+                          .stored = 500,
+                          .file_size = 12345,
+                          .index_crc = 0x1234});
+  m.partitions.push_back({.id = 1,
+                          .flags = kFlagBroadcast,
+                          .members = 5,
+                          .bytes = 400,
+                          .stored = 400,
+                          .file_size = 777,
+                          .index_crc = 0xffffffff});
   return m;
 }
 

@@ -2,11 +2,10 @@
 #include "meta/pack.h"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <filesystem>
 #include <map>
@@ -77,7 +76,7 @@ std::string ReadMember(const Dataset& ds, const std::string& path) {
 // Every entry of the source tree is in the dataset with the same metadata and bytes, and
 // the dataset has nothing else.
 void ExpectSameAsSource(const std::string& src, const Dataset& ds) {
-  for (auto& e : fs::recursive_directory_iterator(src)) {  // does not follow symlinks
+  for (auto& e : fs::recursive_directory_iterator(src)) {              // does not follow symlinks
     const std::string rel = e.path().string().substr(src.size() + 1);  // no symlink resolution
     struct stat st;
     ASSERT_EQ(::lstat(e.path().c_str(), &st), 0);
@@ -325,7 +324,8 @@ TEST(PackBadInput, FileThatChangesSizeFailsThePackAndLeavesNoOutput) {
     const Status s = PackError(o);
     ASSERT_FALSE(s.ok()) << victim;
     EXPECT_NE(s.message().find(std::string(victim) + ": file changed while packing"),
-              std::string::npos) << s.message();
+              std::string::npos)
+        << s.message();
     EXPECT_FALSE(fs::exists(t / "out"));
     for (auto& e : fs::directory_iterator(t.path()))
       EXPECT_EQ(e.path().filename().string().find("out.fanstore-partial"), std::string::npos);

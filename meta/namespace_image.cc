@@ -1,0 +1,168 @@
+#include "meta/namespace_image.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "meta/dataset.h"
+
+namespace fanstore::meta {
+namespace {
+
+uint64_t Align8(uint64_t x) { return (x + 7) & ~uint64_t{7}; }
+
+}  // namespace
+
+uint64_t NamespaceView::Hash(std::string_view s) noexcept {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h ^ (h >> 29);
+}
+
+std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string>& partition_paths) {
+  // Every member once (directories merged), in path order.
+  std::vector<std::pair<std::string_view, MemberRef>> all;
+  std::vector<std::string_view> stack = {""};
+  while (!stack.empty()) {
+    const std::string_view dir = stack.back();
+    stack.pop_back();
+    all.emplace_back(dir, *ds.Lookup(dir));
+    for (const MemberRef& r : ds.Children(dir)) {
+      const MemberView v = ds.View(r);
+      if (v.kind() == Kind::kDir) stack.push_back(v.path);
+      else all.emplace_back(v.path, r);
+    }
+  }
+  std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  const uint64_t n = all.size();
+  std::vector<ImageEntry> entries(n);
+  std::string strings;
+  std::vector<uint32_t> children;
+  // Index of each path, for parents.
+  std::vector<std::pair<std::string_view, uint32_t>> index;
+  index.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) index.emplace_back(all[i].first, i);
+  auto find = [&](std::string_view p) {
+    auto it = std::lower_bound(index.begin(), index.end(), p,
+                               [](const auto& a, std::string_view b) { return a.first < b; });
+    return it->second;
+  };
+  for (uint32_t i = 0; i < n; ++i) {
+    const MemberView v = ds.View(all[i].second);
+    ImageEntry& e = entries[i];
+    e = ImageEntry{};
+    e.size = v.rec.size;
+    e.mtime_ns = v.rec.mtime_ns;
+    e.data_offset = v.rec.data_offset;
+    e.stored_size = v.rec.stored_size;
+    e.path_off = static_cast<uint32_t>(strings.size());
+    e.path_len = static_cast<uint32_t>(v.path.size());
+    strings.append(v.path);
+    if (v.kind() == Kind::kSymlink) strings.append(v.target);
+    e.mode = v.rec.mode;
+    e.uid = v.rec.uid;
+    e.gid = v.rec.gid;
+    e.crc32c = v.rec.crc32c;
+    e.partition = static_cast<uint16_t>(all[i].second.partition);
+    e.kind = v.rec.kind;
+    e.codec = v.rec.codec;
+    e.nlink = v.kind() == Kind::kDir ? 2 : 1;
+    e.parent = i == 0 ? 0 : find(ParentPath(v.path));
+    e.first_child = 0;
+    e.child_count = 0;
+  }
+  // Children lists in name order (entries are in path order; group by parent).
+  std::vector<std::vector<uint32_t>> kids(n);
+  for (uint32_t i = 1; i < n; ++i) {
+    kids[entries[i].parent].push_back(i);
+    if (entries[i].kind == static_cast<uint8_t>(Kind::kDir)) ++entries[entries[i].parent].nlink;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    auto& k = kids[i];
+    std::sort(k.begin(), k.end(), [&](uint32_t a, uint32_t b) {
+      return BaseName(all[a].first) < BaseName(all[b].first);
+    });
+    entries[i].first_child = static_cast<uint32_t>(children.size());
+    entries[i].child_count = static_cast<uint32_t>(k.size());
+    children.insert(children.end(), k.begin(), k.end());
+  }
+  uint64_t buckets = 16;
+  while (buckets < n * 2) buckets <<= 1;
+  std::vector<uint32_t> table(buckets, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    uint64_t b = NamespaceView::Hash(all[i].first) & (buckets - 1);
+    while (table[b]) b = (b + 1) & (buckets - 1);
+    table[b] = i + 1;
+  }
+  std::string parts;
+  for (const std::string& p : partition_paths) parts += p + '\0';
+
+  ImageHeader h{};
+  std::memcpy(h.magic, kImageMagic.data(), 8);
+  h.version = 1;
+  h.partition_count = static_cast<uint32_t>(partition_paths.size());
+  h.entry_count = n;
+  h.bucket_count = buckets;
+  h.entries_off = Align8(sizeof h);
+  h.buckets_off = Align8(h.entries_off + n * sizeof(ImageEntry));
+  h.children_off = Align8(h.buckets_off + buckets * 4);
+  h.strings_off = Align8(h.children_off + children.size() * 4);
+  h.parts_off = Align8(h.strings_off + strings.size());
+  h.total_size = h.parts_off + parts.size();
+  h.dataset_id = ds.manifest().dataset_id;
+  std::string out(h.total_size, '\0');
+  std::memcpy(out.data(), &h, sizeof h);
+  std::memcpy(out.data() + h.entries_off, entries.data(), n * sizeof(ImageEntry));
+  std::memcpy(out.data() + h.buckets_off, table.data(), buckets * 4);
+  std::memcpy(out.data() + h.children_off, children.data(), children.size() * 4);
+  std::memcpy(out.data() + h.strings_off, strings.data(), strings.size());
+  std::memcpy(out.data() + h.parts_off, parts.data(), parts.size());
+  return out;
+}
+
+Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {
+  if (b.size() < sizeof(ImageHeader)) return Status::Error("namespace image: truncated");
+  NamespaceView v;
+  v.h_ = reinterpret_cast<const ImageHeader*>(b.data());
+  const ImageHeader& h = *v.h_;
+  if (std::memcmp(h.magic, kImageMagic.data(), 8) != 0 || h.version != 1)
+    return Status::Error("namespace image: bad magic or version");
+  const bool ok = h.total_size == b.size() && h.entry_count > 0 && h.entry_count < (1ull << 32) &&
+                  (h.bucket_count & (h.bucket_count - 1)) == 0 && h.bucket_count >= h.entry_count &&
+                  h.entries_off + h.entry_count * sizeof(ImageEntry) <= h.buckets_off &&
+                  h.buckets_off + h.bucket_count * 4 <= h.children_off &&
+                  h.children_off <= h.strings_off && h.strings_off <= h.parts_off &&
+                  h.parts_off <= h.total_size;
+  if (!ok) return Status::Error("namespace image: inconsistent layout");
+  v.entries_ = reinterpret_cast<const ImageEntry*>(b.data() + h.entries_off);
+  v.buckets_ = reinterpret_cast<const uint32_t*>(b.data() + h.buckets_off);
+  v.children_ = reinterpret_cast<const uint32_t*>(b.data() + h.children_off);
+  v.strings_ = reinterpret_cast<const char*>(b.data() + h.strings_off);
+  const char* p = reinterpret_cast<const char*>(b.data() + h.parts_off);
+  const char* end = reinterpret_cast<const char*>(b.data() + h.total_size);
+  for (uint32_t i = 0; i < h.partition_count; ++i) {
+    const char* z = static_cast<const char*>(std::memchr(p, 0, end - p));
+    if (!z) return Status::Error("namespace image: partition paths truncated");
+    v.part_paths_.push_back(p);
+    p = z + 1;
+  }
+  return v;
+}
+
+std::string_view NamespaceView::name(const ImageEntry& e) const {
+  return BaseName(path(e));
+}
+
+uint32_t NamespaceView::Lookup(std::string_view p) const noexcept {
+  const uint64_t mask = h_->bucket_count - 1;
+  for (uint64_t b = Hash(p) & mask;; b = (b + 1) & mask) {
+    const uint32_t v = buckets_[b];
+    if (v == 0) return kNoEntry;
+    const ImageEntry& e = entries_[v - 1];
+    if (e.path_len == p.size() && std::memcmp(strings_ + e.path_off, p.data(), p.size()) == 0)
+      return v - 1;
+  }
+}
+
+}  // namespace fanstore::meta

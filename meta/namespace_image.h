@@ -1,0 +1,92 @@
+// NamespaceImage: the whole namespace of a job as one read-only, position-independent
+// block of bytes that fanrun builds once (from a Dataset) and every application process
+// maps from shared memory. Lookups run directly on the image (an open-addressing table of
+// path hashes), so a forked or exec'd process attaches with one mmap and builds nothing.
+// Layout: ImageHeader, ImageEntry[entry_count] in path order (root first), uint32
+// buckets[bucket_count] (entry index + 1, 0 = empty, linear probing), uint32 children[]
+// (each directory's children in name order), strings (paths; a symlink's target follows
+// its path), partition file paths (NUL-terminated, in partition order).
+// Thread-safety: immutable once built; any number of threads and processes read it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meta/format.h"
+#include "meta/status.h"
+
+namespace fanstore::meta {
+
+class Dataset;
+
+inline constexpr std::string_view kImageMagic = "FSNSIMG1";
+inline constexpr uint32_t kNoEntry = UINT32_MAX;
+
+struct ImageHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t partition_count;
+  uint64_t entry_count;
+  uint64_t bucket_count;  // a power of two
+  uint64_t entries_off, buckets_off, children_off, strings_off, parts_off;
+  uint64_t total_size;
+  uint64_t dataset_id;
+};
+
+struct ImageEntry {
+  uint64_t size;
+  int64_t mtime_ns;
+  uint64_t data_offset;
+  uint64_t stored_size;
+  uint32_t path_off, path_len;   // in the string table
+  uint32_t parent;               // entry index (the root is its own parent)
+  uint32_t first_child;          // index into children[] (directories)
+  uint32_t child_count;
+  uint32_t mode, uid, gid;
+  uint32_t crc32c;
+  uint32_t nlink;                // 2 + subdirectories for directories, 1 otherwise
+  uint16_t partition;
+  uint8_t kind;                  // Kind
+  uint8_t codec;                 // Codec
+  uint32_t reserved;
+};
+static_assert(sizeof(ImageEntry) == 80);
+
+// Builds the image of `ds`; `partition_paths[i]` is where partition i can be read.
+std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string>& partition_paths);
+
+// A view of an image in memory (typically a read-only mapping).
+class NamespaceView {
+ public:
+  // Checks the header and that every section lies inside `bytes`.
+  static Result<NamespaceView> Attach(std::span<const uint8_t> bytes);
+
+  uint64_t size() const { return h_->entry_count; }
+  const ImageEntry& entry(uint32_t i) const { return entries_[i]; }
+  std::string_view path(const ImageEntry& e) const { return {strings_ + e.path_off, e.path_len}; }
+  std::string_view name(const ImageEntry& e) const;
+  std::string_view target(const ImageEntry& e) const {
+    return {strings_ + e.path_off + e.path_len, static_cast<size_t>(e.size)};
+  }
+  // The entry index of `path` (relative, no leading '/', "" = root), or kNoEntry.
+  uint32_t Lookup(std::string_view path) const noexcept;
+  uint32_t Child(const ImageEntry& dir, uint32_t k) const { return children_[dir.first_child + k]; }
+  uint32_t partition_count() const { return h_->partition_count; }
+  const char* partition_path(uint32_t p) const { return part_paths_[p]; }
+  uint64_t dataset_id() const { return h_->dataset_id; }
+
+  static uint64_t Hash(std::string_view s) noexcept;
+
+ private:
+  const ImageHeader* h_ = nullptr;
+  const ImageEntry* entries_ = nullptr;
+  const uint32_t* buckets_ = nullptr;
+  const uint32_t* children_ = nullptr;
+  const char* strings_ = nullptr;
+  std::vector<const char*> part_paths_;
+};
+
+}  // namespace fanstore::meta
