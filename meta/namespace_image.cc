@@ -14,12 +14,6 @@ uint64_t Align8(uint64_t x) { return (x + 7) & ~uint64_t{7}; }
 
 }  // namespace
 
-uint64_t NamespaceView::Hash(std::string_view s) noexcept {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h ^ (h >> 29);
-}
-
 std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string>& partition_paths) {
   // Every member once (directories merged), in path order.
   std::vector<std::pair<std::string_view, MemberRef>> all;
@@ -119,50 +113,6 @@ std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string
   std::memcpy(out.data() + h.strings_off, strings.data(), strings.size());
   std::memcpy(out.data() + h.parts_off, parts.data(), parts.size());
   return out;
-}
-
-Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {
-  if (b.size() < sizeof(ImageHeader)) return Status::Error("namespace image: truncated");
-  NamespaceView v;
-  v.h_ = reinterpret_cast<const ImageHeader*>(b.data());
-  const ImageHeader& h = *v.h_;
-  if (std::memcmp(h.magic, kImageMagic.data(), 8) != 0 || h.version != 1)
-    return Status::Error("namespace image: bad magic or version");
-  const bool ok = h.total_size == b.size() && h.entry_count > 0 && h.entry_count < (1ull << 32) &&
-                  (h.bucket_count & (h.bucket_count - 1)) == 0 && h.bucket_count >= h.entry_count &&
-                  h.entries_off + h.entry_count * sizeof(ImageEntry) <= h.buckets_off &&
-                  h.buckets_off + h.bucket_count * 4 <= h.children_off &&
-                  h.children_off <= h.strings_off && h.strings_off <= h.parts_off &&
-                  h.parts_off <= h.total_size;
-  if (!ok) return Status::Error("namespace image: inconsistent layout");
-  v.entries_ = reinterpret_cast<const ImageEntry*>(b.data() + h.entries_off);
-  v.buckets_ = reinterpret_cast<const uint32_t*>(b.data() + h.buckets_off);
-  v.children_ = reinterpret_cast<const uint32_t*>(b.data() + h.children_off);
-  v.strings_ = reinterpret_cast<const char*>(b.data() + h.strings_off);
-  const char* p = reinterpret_cast<const char*>(b.data() + h.parts_off);
-  const char* end = reinterpret_cast<const char*>(b.data() + h.total_size);
-  for (uint32_t i = 0; i < h.partition_count; ++i) {
-    const char* z = static_cast<const char*>(std::memchr(p, 0, end - p));
-    if (!z) return Status::Error("namespace image: partition paths truncated");
-    v.part_paths_.push_back(p);
-    p = z + 1;
-  }
-  return v;
-}
-
-std::string_view NamespaceView::name(const ImageEntry& e) const {
-  return BaseName(path(e));
-}
-
-uint32_t NamespaceView::Lookup(std::string_view p) const noexcept {
-  const uint64_t mask = h_->bucket_count - 1;
-  for (uint64_t b = Hash(p) & mask;; b = (b + 1) & mask) {
-    const uint32_t v = buckets_[b];
-    if (v == 0) return kNoEntry;
-    const ImageEntry& e = entries_[v - 1];
-    if (e.path_len == p.size() && std::memcmp(strings_ + e.path_off, p.data(), p.size()) == 0)
-      return v - 1;
-  }
 }
 
 }  // namespace fanstore::meta

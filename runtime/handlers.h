@@ -1,0 +1,57 @@
+// The system-call handlers of the runtime: each takes the six raw arguments and returns a
+// HookResult (a kernel-style value, or pass to the kernel for anything outside the
+// dataset). handlers_path.cc has the path-taking calls, handlers_fd.cc the fd calls.
+// Thread-safety: every handler is safe from any thread; the hook (hook.cc) never calls
+// them in a vfork child except the few that only pass through.
+#pragma once
+
+#include <sys/stat.h>
+
+#include "intercept/hook_api.h"
+#include "meta/namespace_image.h"
+#include "runtime/resolve.h"
+
+namespace fanstore::runtime {
+
+using intercept::Handled;
+using intercept::HookResult;
+using intercept::kPassToKernel;
+
+// Shared helpers.
+void FillStat(uint32_t entry, struct stat* st);
+bool IsDirEntry(uint32_t entry);
+// A new virtual fd (a placeholder kernel fd) for `entry` opened with `flags`, or -errno.
+long OpenVirtual(uint32_t entry, int flags);
+// Replaces virtual fd `fd` in place by a sealed memfd holding the member's bytes (for
+// mmap of compressed members); returns 0 or -errno.
+long UpgradeToMemfd(long fd);
+// Runs a syscall with a path argument replaced (for kRewritten resolutions).
+long WithPath(long nr, const long a[6], int path_arg, const char* path);
+
+// Path calls.
+HookResult OnOpenat(long nr, const long a[6]);
+HookResult OnStatPath(long nr, const long a[6]);
+HookResult OnStatx(const long a[6]);
+HookResult OnAccess(long nr, const long a[6]);
+HookResult OnReadlink(long nr, const long a[6]);
+HookResult OnChdir(long nr, const long a[6]);
+HookResult OnGetcwd(const long a[6]);
+HookResult OnStatfs(long nr, const long a[6]);
+HookResult OnXattrPath(long nr, const long a[6]);
+HookResult OnMutationPath(long nr, const long a[6]);
+
+// Fd calls.
+HookResult OnRead(long nr, const long a[6]);
+HookResult OnLseek(const long a[6]);
+HookResult OnClose(const long a[6]);
+HookResult OnCloseRange(const long a[6]);
+HookResult OnDup(long nr, const long a[6]);
+HookResult OnFcntl(const long a[6]);
+HookResult OnIoctl(const long a[6]);
+HookResult OnGetdents(const long a[6]);
+HookResult OnFstat(const long a[6]);
+HookResult OnMmap(const long a[6]);
+HookResult OnCopy(long nr, const long a[6]);
+HookResult OnFdMisc(long nr, const long a[6]);
+
+}  // namespace fanstore::runtime

@@ -1,0 +1,347 @@
+#include <fcntl.h>
+#include <linux/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "intercept/raw_syscall.h"
+#include "meta/format.h"
+#include "runtime/fd_table.h"
+#include "runtime/handlers.h"
+#include "runtime/state.h"
+
+namespace fanstore::runtime {
+
+using intercept::RawSyscall6;
+using meta::Kind;
+
+namespace {
+
+constexpr long kDev = 0xFA57;
+
+const char* Str(long p) { return reinterpret_cast<const char*>(p); }
+
+HookResult Err(int e) { return Handled(-e); }
+
+HookResult FromResolved(const Resolved& r, long nr, const long a[6], int path_arg) {
+  if (r.kind == Resolved::kError) return Err(r.err);
+  if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, path_arg, r.path.c_str()));
+  return kPassToKernel;
+}
+
+// The parent directory of `path` as seen from dirfd, for calls that create a name.
+Resolved ResolveParent(long dirfd, const char* path) {
+  std::string p(path);
+  while (p.size() > 1 && p.back() == '/') p.pop_back();
+  const size_t slash = p.rfind('/');
+  if (slash == std::string::npos) return Resolve(dirfd, ".", kFollow);
+  return Resolve(dirfd, slash == 0 ? "/" : p.substr(0, slash).c_str(), kFollow);
+}
+
+bool IsSymlink(uint32_t e) {
+  return Get()->ns.entry(e).kind == static_cast<uint8_t>(Kind::kSymlink);
+}
+
+}  // namespace
+
+bool IsDirEntry(uint32_t entry) {
+  return Get()->ns.entry(entry).kind == static_cast<uint8_t>(Kind::kDir);
+}
+
+void FillStat(uint32_t idx, struct stat* st) {
+  const meta::ImageEntry& e = Get()->ns.entry(idx);
+  std::memset(st, 0, sizeof *st);
+  st->st_dev = kDev;
+  st->st_ino = idx + 1;
+  st->st_mode = e.mode;
+  st->st_nlink = e.nlink;
+  st->st_uid = e.uid;
+  st->st_gid = e.gid;
+  st->st_size = static_cast<off_t>(e.size);
+  st->st_blksize = 4096;
+  // As ext4 reports them: whole 4 KiB blocks; short ("fast") symlinks take none.
+  st->st_blocks = S_ISLNK(e.mode) ? 0 : static_cast<blkcnt_t>((e.size + 4095) / 4096 * 8);
+  const timespec t{static_cast<time_t>(e.mtime_ns / 1000000000), static_cast<long>(e.mtime_ns % 1000000000)};
+  st->st_atim = st->st_mtim = st->st_ctim = t;
+}
+
+long WithPath(long nr, const long a[6], int path_arg, const char* path) {
+  long b[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+  b[path_arg] = reinterpret_cast<long>(path);
+  // dirfd-relative calls get an absolute path: the dirfd no longer matters.
+  return RawSyscall6(nr, b[0], b[1], b[2], b[3], b[4], b[5]);
+}
+
+long OpenVirtual(uint32_t entry, int flags) {
+  const long fd = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"),
+                              O_PATH | (flags & O_CLOEXEC));
+  if (fd < 0) return fd;
+  if (fd >= kMaxFds || Get()->IsReservedFd(fd)) {
+    RawSyscall6(SYS_close, fd);
+    return -EMFILE;
+  }
+  const int d = Fds().NewDesc(entry, flags);
+  if (d < 0) {
+    RawSyscall6(SYS_close, fd);
+    return d;
+  }
+  Fds().Bind(static_cast<int>(fd), d);
+  return fd;
+}
+
+HookResult OnOpenat(long nr, const long a[6]) {
+  const bool at = nr == SYS_openat;
+  const long dirfd = at ? a[0] : AT_FDCWD;
+  const char* path = Str(at ? a[1] : a[0]);
+  const int flags = static_cast<int>(at ? a[2] : a[1]);
+  const bool nofollow = flags & (O_NOFOLLOW | O_PATH);
+  const Resolved r = Resolve(dirfd, path, nofollow ? 0 : kFollow);
+  if (r.kind == Resolved::kNative) return kPassToKernel;
+  if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, at ? 1 : 0, r.path.c_str()));
+  if (r.kind == Resolved::kError) {
+    if (r.err == ENOENT && (flags & O_CREAT)) {
+      const Resolved parent = ResolveParent(dirfd, path);
+      if (parent.kind == Resolved::kVirtual && IsDirEntry(parent.entry)) return Err(EROFS);
+    }
+    return Err(r.err);
+  }
+  const uint32_t e = r.entry;
+  if ((flags & O_CREAT) && (flags & O_EXCL)) return Err(EEXIST);
+  if (IsSymlink(e) && (flags & O_NOFOLLOW) && !(flags & O_PATH)) return Err(ELOOP);
+  const int acc = flags & O_ACCMODE;
+  if (IsDirEntry(e)) {
+    if (acc != O_RDONLY || (flags & O_TRUNC)) return Err(EISDIR);
+  } else {
+    if (flags & O_DIRECTORY) return Err(ENOTDIR);
+    if (acc != O_RDONLY || (flags & O_TRUNC)) return Err(EROFS);
+  }
+  return Handled(OpenVirtual(e, flags));
+}
+
+HookResult OnStatPath(long nr, const long a[6]) {
+  // stat(path, buf) lstat(path, buf) newfstatat(dirfd, path, buf, flags)
+  long dirfd = AT_FDCWD;
+  const char* path;
+  struct stat* buf;
+  int rflags = kFollow;
+  int path_arg = 0;
+  if (nr == SYS_newfstatat) {
+    dirfd = a[0];
+    path = Str(a[1]);
+    buf = reinterpret_cast<struct stat*>(a[2]);
+    if (a[3] & AT_SYMLINK_NOFOLLOW) rflags = 0;
+    if (a[3] & AT_EMPTY_PATH) rflags |= kEmptyOk;
+    path_arg = 1;
+  } else {
+    path = Str(a[0]);
+    buf = reinterpret_cast<struct stat*>(a[1]);
+    if (nr == SYS_lstat) rflags = 0;
+  }
+  const Resolved r = Resolve(dirfd, path, rflags);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, path_arg);
+  FillStat(r.entry, buf);
+  return Handled(0);
+}
+
+HookResult OnStatx(const long a[6]) {
+  // statx(dirfd, path, flags, mask, buf)
+  int rflags = (a[2] & AT_SYMLINK_NOFOLLOW) ? 0 : kFollow;
+  if (a[2] & AT_EMPTY_PATH) rflags |= kEmptyOk;
+  const Resolved r = Resolve(a[0], Str(a[1]), rflags);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, SYS_statx, a, 1);
+  struct stat st;
+  FillStat(r.entry, &st);
+  auto* x = reinterpret_cast<struct statx*>(a[4]);
+  std::memset(x, 0, sizeof *x);
+  x->stx_mask = STATX_BASIC_STATS;
+  x->stx_blksize = static_cast<uint32_t>(st.st_blksize);
+  x->stx_nlink = static_cast<uint32_t>(st.st_nlink);
+  x->stx_uid = st.st_uid;
+  x->stx_gid = st.st_gid;
+  x->stx_mode = static_cast<uint16_t>(st.st_mode);
+  x->stx_ino = st.st_ino;
+  x->stx_size = static_cast<uint64_t>(st.st_size);
+  x->stx_blocks = static_cast<uint64_t>(st.st_blocks);
+  const statx_timestamp t{st.st_mtim.tv_sec, static_cast<uint32_t>(st.st_mtim.tv_nsec), 0};
+  x->stx_atime = x->stx_ctime = x->stx_mtime = t;
+  x->stx_dev_major = 0;
+  x->stx_dev_minor = static_cast<uint32_t>(kDev);
+  return Handled(0);
+}
+
+HookResult OnAccess(long nr, const long a[6]) {
+  // access(path, mode) faccessat(dirfd, path, mode) faccessat2(dirfd, path, mode, flags)
+  const bool at = nr != SYS_access;
+  const long dirfd = at ? a[0] : AT_FDCWD;
+  const int mode = static_cast<int>(at ? a[2] : a[1]);
+  int rflags = kFollow;
+  if (nr == SYS_faccessat2) {
+    if (a[3] & AT_SYMLINK_NOFOLLOW) rflags = 0;
+    if (a[3] & AT_EMPTY_PATH) rflags |= kEmptyOk;
+  }
+  const Resolved r = Resolve(dirfd, Str(at ? a[1] : a[0]), rflags);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, at ? 1 : 0);
+  if (mode & W_OK) return Err(EROFS);
+  const meta::ImageEntry& e = Get()->ns.entry(r.entry);
+  const uid_t uid = static_cast<uid_t>(RawSyscall6((nr == SYS_faccessat2 && (a[3] & AT_EACCESS)) ? SYS_geteuid : SYS_getuid));
+  const gid_t gid = static_cast<gid_t>(RawSyscall6(SYS_getgid));
+  if (uid == 0) {
+    if ((mode & X_OK) && !S_ISDIR(e.mode) && !(e.mode & 0111)) return Err(EACCES);
+    return Handled(0);
+  }
+  const unsigned shift = uid == e.uid ? 6 : (gid == e.gid ? 3 : 0);
+  const unsigned have = (e.mode >> shift) & 7;
+  const unsigned want = ((mode & R_OK) ? 4 : 0) | ((mode & X_OK) ? 1 : 0);
+  return Handled((have & want) == want ? 0 : -EACCES);
+}
+
+HookResult OnReadlink(long nr, const long a[6]) {
+  // readlink(path, buf, size) readlinkat(dirfd, path, buf, size)
+  const bool at = nr == SYS_readlinkat;
+  const char* path = Str(at ? a[1] : a[0]);
+  char* buf = reinterpret_cast<char*>(at ? a[2] : a[1]);
+  const long size = at ? a[3] : a[2];
+  if (size <= 0) return kPassToKernel;
+  // /proc/self/fd/N of a virtual fd names the member under the mount point.
+  int fd = -1;
+  if (path && std::sscanf(path, "/proc/self/fd/%d", &fd) == 1 && Fds().Lookup(fd)) {
+    const std::string p = MountPath(Fds().Lookup(fd)->entry);
+    const size_t n = std::min<size_t>(p.size(), static_cast<size_t>(size));
+    std::memcpy(buf, p.data(), n);
+    return Handled(static_cast<long>(n));
+  }
+  const Resolved r = Resolve(at ? a[0] : AT_FDCWD, path, 0);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, at ? 1 : 0);
+  if (!IsSymlink(r.entry)) return Err(EINVAL);
+  const std::string_view t = Get()->ns.target(Get()->ns.entry(r.entry));
+  const size_t n = std::min<size_t>(t.size(), static_cast<size_t>(size));
+  std::memcpy(buf, t.data(), n);
+  return Handled(static_cast<long>(n));
+}
+
+HookResult OnChdir(long nr, const long a[6]) {
+  Resolved r;
+  if (nr == SYS_fchdir) {
+    OpenFile* f = Fds().Lookup(a[0]);
+    if (!f) {
+      const long rc = RawSyscall6(SYS_fchdir, a[0]);
+      if (rc == 0) SetCwdNative();
+      return Handled(rc);
+    }
+    r.kind = Resolved::kVirtual;
+    r.entry = f->entry;
+  } else {
+    r = Resolve(AT_FDCWD, Str(a[0]), kFollow);
+    if (r.kind == Resolved::kError) return Err(r.err);
+    if (r.kind != Resolved::kVirtual) {
+      const long rc = r.kind == Resolved::kRewritten ? RawSyscall6(SYS_chdir, reinterpret_cast<long>(r.path.c_str()))
+                                                     : RawSyscall6(SYS_chdir, a[0]);
+      if (rc == 0) SetCwdNative();
+      return Handled(rc);
+    }
+  }
+  if (!IsDirEntry(r.entry)) return Err(ENOTDIR);
+  // Follow natively too when the directory exists there (fanrun's skeleton), so children
+  // inherit a kernel cwd that means the same place.
+  RawSyscall6(SYS_chdir, reinterpret_cast<long>(MountPath(r.entry).c_str()));
+  SetCwdVirtual(r.entry);
+  return Handled(0);
+}
+
+HookResult OnGetcwd(const long a[6]) {
+  uint32_t cwd;
+  if (!CwdIsVirtual(&cwd)) return kPassToKernel;
+  const std::string p = MountPath(cwd);
+  if (p.size() + 1 > static_cast<size_t>(a[1])) return Err(ERANGE);
+  std::memcpy(reinterpret_cast<char*>(a[0]), p.c_str(), p.size() + 1);
+  return Handled(static_cast<long>(p.size() + 1));
+}
+
+HookResult OnStatfs(long nr, const long a[6]) {
+  uint32_t entry;
+  if (nr == SYS_fstatfs) {
+    OpenFile* f = Fds().Lookup(a[0]);
+    if (!f) return kPassToKernel;
+    entry = f->entry;
+  } else {
+    const Resolved r = Resolve(AT_FDCWD, Str(a[0]), kFollow);
+    if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, 0);
+    entry = r.entry;
+  }
+  (void)entry;
+  auto* s = reinterpret_cast<struct statfs*>(a[1]);
+  std::memset(s, 0, sizeof *s);
+  s->f_type = 0x46414E53;  // "FANS"
+  s->f_bsize = 4096;
+  s->f_frsize = 4096;
+  s->f_files = static_cast<fsfilcnt_t>(Get()->ns.size());
+  s->f_namelen = 255;
+  s->f_flags = ST_RDONLY | ST_NOSUID | ST_NODEV;
+  return Handled(0);
+}
+
+HookResult OnXattrPath(long nr, const long a[6]) {
+  const bool nofollow = nr == SYS_lgetxattr || nr == SYS_llistxattr || nr == SYS_lsetxattr ||
+                        nr == SYS_lremovexattr;
+  const Resolved r = Resolve(AT_FDCWD, Str(a[0]), nofollow ? 0 : kFollow);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, 0);
+  switch (nr) {
+    case SYS_getxattr:
+    case SYS_lgetxattr: return Err(ENODATA);
+    case SYS_listxattr:
+    case SYS_llistxattr: return Handled(0);
+    default: return Err(EROFS);  // set/remove
+  }
+}
+
+HookResult OnMutationPath(long nr, const long a[6]) {
+  // Which argument is the path that must exist (kExisting) or be created (kNew).
+  long dirfd = AT_FDCWD;
+  const char* path = nullptr;
+  bool creates = false, nofollow = true;
+  int path_arg = 0;
+  switch (nr) {
+    case SYS_unlink: case SYS_rmdir: path = Str(a[0]); break;
+    case SYS_truncate: case SYS_chmod: case SYS_chown: case SYS_utime: case SYS_utimes:
+      path = Str(a[0]); nofollow = false; break;
+    case SYS_lchown: path = Str(a[0]); break;
+    case SYS_mkdir: case SYS_mknod: path = Str(a[0]); creates = true; break;
+    case SYS_unlinkat: dirfd = a[0]; path = Str(a[1]); path_arg = 1; break;
+    case SYS_mkdirat: case SYS_mknodat: dirfd = a[0]; path = Str(a[1]); path_arg = 1; creates = true; break;
+    case SYS_fchmodat: case SYS_fchownat: case SYS_utimensat: case SYS_futimesat:
+      dirfd = a[0]; path = Str(a[1]); path_arg = 1; nofollow = (a[3] & AT_SYMLINK_NOFOLLOW) != 0;
+      if (nr == SYS_fchmodat || nr == SYS_futimesat) nofollow = false;
+      if (nr == SYS_utimensat && !path) return kPassToKernel;  // futimens(fd): fd form
+      break;
+    case SYS_rename: case SYS_link: path = Str(a[0]); break;
+    case SYS_renameat: case SYS_renameat2: case SYS_linkat: dirfd = a[0]; path = Str(a[1]); path_arg = 1; break;
+    case SYS_symlink: path = Str(a[1]); creates = true; path_arg = 1; break;
+    case SYS_symlinkat: dirfd = a[1]; path = Str(a[2]); creates = true; path_arg = 2; break;
+    default: return kPassToKernel;
+  }
+  const Resolved r = Resolve(dirfd, path, nofollow ? 0 : kFollow);
+  if (r.kind == Resolved::kVirtual) return Err(creates ? EEXIST : EROFS);
+  if (r.kind == Resolved::kError) {
+    if (r.err == ENOENT && creates) {
+      const Resolved parent = ResolveParent(dirfd, path);
+      if (parent.kind == Resolved::kVirtual) return Err(EROFS);
+    }
+    return Err(r.err);
+  }
+  if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, path_arg, r.path.c_str()));
+  // The destination of a rename or link inside the dataset.
+  if (nr == SYS_rename || nr == SYS_link || nr == SYS_renameat || nr == SYS_renameat2 || nr == SYS_linkat) {
+    const bool at = nr != SYS_rename && nr != SYS_link;
+    const Resolved d = ResolveParent(at ? a[2] : AT_FDCWD, Str(at ? a[3] : a[1]));
+    if (d.kind == Resolved::kVirtual) return Err(EXDEV);
+  }
+  return kPassToKernel;
+}
+
+}  // namespace fanstore::runtime

@@ -1,0 +1,181 @@
+#include "runtime/member_io.h"
+
+#include <liburing.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "compress/crc32c.h"
+#include "compress/inflate.h"
+#include "intercept/preload_log.h"
+#include "intercept/raw_syscall.h"
+#include "meta/format.h"
+#include "runtime/state.h"
+
+namespace fanstore::runtime {
+namespace {
+
+using meta::Codec;
+using meta::ImageEntry;
+
+constexpr uint64_t kCacheMax = 8ull << 20;  // members up to this size may be cached whole
+constexpr int kCacheSlots = 16;
+
+std::atomic<uint64_t> s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors;
+
+struct Ring {
+  io_uring ring;
+  pid_t owner = 0;
+  bool ok = false;
+  ~Ring() {
+    if (ok && owner == static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)))
+      io_uring_queue_exit(&ring);
+  }
+};
+thread_local Ring t_ring;
+
+// pread of a blob through this thread's io_uring (a fork child makes its own ring).
+long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
+  const pid_t me = static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid));
+  if (t_ring.owner != me) {
+    t_ring.ok = io_uring_queue_init(8, &t_ring.ring, 0) == 0;
+    t_ring.owner = me;
+  }
+  size_t done = 0;
+  while (done < len) {
+    long n;
+    if (t_ring.ok) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&t_ring.ring);
+      io_uring_prep_read(sqe, fd, static_cast<char*>(buf) + done, static_cast<unsigned>(
+                         std::min<size_t>(len - done, 1u << 30)), off + done);
+      io_uring_cqe* cqe = nullptr;
+      const int rc = io_uring_submit_and_wait(&t_ring.ring, 1);
+      if (rc < 0 || io_uring_peek_cqe(&t_ring.ring, &cqe) != 0) return rc < 0 ? rc : -EIO;
+      n = cqe->res;
+      io_uring_cqe_seen(&t_ring.ring, cqe);
+    } else {
+      n = intercept::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(static_cast<char*>(buf) + done),
+                                 static_cast<long>(len - done), static_cast<long>(off + done));
+    }
+    if (n == -EINTR || n == -EAGAIN) continue;
+    if (n < 0) return n;
+    if (n == 0) return -EIO;  // the blob is shorter than its index says
+    done += static_cast<size_t>(n);
+  }
+  return static_cast<long>(done);
+}
+
+long Damaged(const State& s, const ImageEntry& e, const char* why) {
+  s_errors.fetch_add(1, std::memory_order_relaxed);
+  intercept::Logger().error("{}: member '{}': {}", s.parts[e.partition], s.ns.path(e), why);
+  return -EIO;
+}
+
+// The whole (uncompressed, verified) bytes of a member into `out`.
+long LoadWhole(State& s, const ImageEntry& e, uint8_t* out) {
+  const int fd = s.BlobFd(e.partition);
+  if (fd < 0) return fd;
+  if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
+    const long n = PreadBlob(fd, out, e.size, e.data_offset);
+    if (n < 0) return n;
+    if (s.verify_raw && compress::Crc32c(0, out, e.size) != e.crc32c)
+      return Damaged(s, e, "checksum mismatch (damaged data)");
+    return n;
+  }
+  std::unique_ptr<uint8_t[]> stored(new (std::nothrow) uint8_t[e.stored_size]);
+  if (!stored) return -ENOMEM;
+  const long n = PreadBlob(fd, stored.get(), e.stored_size, e.data_offset);
+  if (n < 0) return n;
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = compress::InflateExact({stored.get(), e.stored_size}, {out, e.size});
+  s_inflates.fetch_add(1, std::memory_order_relaxed);
+  s_inflate_ns.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - t0).count()),
+                         std::memory_order_relaxed);
+  if (rc != 0) return Damaged(s, e, "damaged compressed data");
+  if (compress::Crc32c(0, out, e.size) != e.crc32c) return Damaged(s, e, "checksum mismatch (damaged data)");
+  return static_cast<long>(e.size);
+}
+
+struct Cache {
+  std::mutex mu;
+  struct Slot {
+    uint32_t entry = meta::kNoEntry;
+    uint64_t tick = 0;
+    std::shared_ptr<std::vector<uint8_t>> data;
+  } slots[kCacheSlots];
+  uint64_t tick = 0;
+
+  std::shared_ptr<std::vector<uint8_t>> Find(uint32_t entry) {
+    std::lock_guard lk(mu);
+    for (auto& sl : slots)
+      if (sl.entry == entry) {
+        sl.tick = ++tick;
+        return sl.data;
+      }
+    return nullptr;
+  }
+  void Put(uint32_t entry, std::shared_ptr<std::vector<uint8_t>> d) {
+    std::lock_guard lk(mu);
+    Slot* victim = &slots[0];
+    for (auto& sl : slots)
+      if (sl.tick < victim->tick) victim = &sl;
+    victim->entry = entry;
+    victim->tick = ++tick;
+    victim->data = std::move(d);
+  }
+};
+Cache& TheCache() {
+  static Cache* c = new Cache();
+  return *c;
+}
+
+}  // namespace
+
+ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
+  State& s = *Get();
+  const ImageEntry& e = s.ns.entry(entry);
+  if (off >= e.size || len == 0) return 0;
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(len, e.size - off));
+  s_reads.fetch_add(1, std::memory_order_relaxed);
+  const bool raw = e.codec == static_cast<uint8_t>(Codec::kRaw);
+  // The whole member in one read: straight into the caller's buffer.
+  if (off == 0 && n == e.size) {
+    const long r = LoadWhole(s, e, static_cast<uint8_t*>(dst));
+    if (r > 0) s_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+    return r;
+  }
+  if (raw && e.size > kCacheMax) {  // large raw member: read the range directly
+    const int fd = s.BlobFd(e.partition);
+    if (fd < 0) return fd;
+    const long r = PreadBlob(fd, dst, n, e.data_offset + off);
+    if (r > 0) s_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+    return r;
+  }
+  auto data = TheCache().Find(entry);
+  if (data) {
+    s_hits.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    data = std::make_shared<std::vector<uint8_t>>(e.size);
+    const long r = LoadWhole(s, e, data->data());
+    if (r < 0) return r;
+    TheCache().Put(entry, data);
+  }
+  std::memcpy(dst, data->data() + off, n);
+  s_bytes.fetch_add(n, std::memory_order_relaxed);
+  return static_cast<ssize_t>(n);
+}
+
+IoStats SnapshotIoStats() {
+  return IoStats{s_reads.load(), s_bytes.load(), s_inflates.load(), s_inflate_ns.load(),
+                 s_hits.load(), s_errors.load()};
+}
+
+}  // namespace fanstore::runtime

@@ -1,0 +1,26 @@
+// Reading a member's bytes: raw members straight from their blob (io_uring, one ring per
+// thread, re-created after fork; pread where io_uring is unavailable), compressed members
+// inflated whole with ISA-L and checked against their CRC32C (raw ones too with
+// FANSTORE_VERIFY=all). A read that does not take a small member whole at once loads the
+// member into a small per-process cache, so Python's and PIL's many short reads are
+// served from memory. A damaged member is EIO for that file and one log line naming the
+// partition and member.
+// Thread-safety: safe from any thread (the cache has a lock); never from a vfork child.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+
+namespace fanstore::runtime {
+
+// Copies up to `len` bytes of entry `entry` from offset `off` into `dst`. Returns the
+// number of bytes (0 at or past the end) or a negative errno.
+ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len);
+
+struct IoStats {
+  uint64_t reads = 0, bytes = 0, inflates = 0, inflate_ns = 0, cache_hits = 0, errors = 0;
+};
+IoStats SnapshotIoStats();
+
+}  // namespace fanstore::runtime

@@ -1,0 +1,218 @@
+#include "runtime/resolve.h"
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <string_view>
+#include <vector>
+
+#include "intercept/raw_syscall.h"
+#include "meta/format.h"
+#include "runtime/fd_table.h"
+#include "runtime/prefilter_state.h"
+#include "runtime/state.h"
+
+namespace fanstore::runtime {
+namespace {
+
+using meta::ImageEntry;
+using meta::Kind;
+
+constexpr int kMaxHops = 40;
+std::atomic<int64_t> g_cwd{-2};  // -2 unknown, -1 native, else entry
+
+bool IsDir(const ImageEntry& e) { return e.kind == static_cast<uint8_t>(Kind::kDir); }
+
+// The child of `dir` named `name` (binary search: children are in name order).
+uint32_t Child(const State& s, uint32_t dir, std::string_view name) {
+  const ImageEntry& d = s.ns.entry(dir);
+  uint32_t lo = 0, hi = d.child_count;
+  while (lo < hi) {
+    const uint32_t mid = (lo + hi) / 2;
+    const uint32_t c = s.ns.Child(d, mid);
+    const int cmp = s.ns.name(s.ns.entry(c)).compare(name);
+    if (cmp == 0) return c;
+    if (cmp < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return meta::kNoEntry;
+}
+
+// If `path` is the mount point or below it, the part after it (no leading '/').
+bool UnderMount(const State& s, std::string_view path, std::string_view* rest) {
+  if (path.size() < s.mount.size() || path.compare(0, s.mount.size(), s.mount) != 0) return false;
+  if (path.size() > s.mount.size() && path[s.mount.size()] != '/' && s.mount != "/") return false;
+  *rest = path.substr(s.mount.size());
+  return true;
+}
+
+Resolved Error(int e) {
+  Resolved r;
+  r.kind = Resolved::kError;
+  r.err = e;
+  return r;
+}
+
+// Walks `rest` from entry `start`. `follow` applies to the last component.
+Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow) {
+  std::vector<std::string_view> todo;  // remaining components, last first
+  std::deque<std::string> owned;       // symlink targets (stable addresses: todo views them)
+  auto push = [&](std::string_view p) {
+    std::vector<std::string_view> comps;
+    size_t i = 0;
+    while (i <= p.size()) {
+      const size_t j = p.find('/', i);
+      const size_t end = j == std::string_view::npos ? p.size() : j;
+      if (end > i) comps.push_back(p.substr(i, end - i));
+      if (j == std::string_view::npos) break;
+      i = j + 1;
+    }
+    for (auto it = comps.rbegin(); it != comps.rend(); ++it) todo.push_back(*it);
+  };
+  const bool trailing_slash = !rest.empty() && rest.back() == '/';
+  push(rest);
+  uint32_t cur = start;
+  int hops = 0;
+  while (!todo.empty()) {
+    const std::string_view c = todo.back();
+    todo.pop_back();
+    const ImageEntry& ce = s.ns.entry(cur);
+    if (!IsDir(ce)) return Error(ENOTDIR);
+    if (c == ".") continue;
+    if (c == "..") {
+      if (cur == 0) {
+        // Leaving the dataset: the rest is native, below the mount point's parent.
+        Resolved r;
+        r.kind = Resolved::kRewritten;
+        const size_t slash = s.mount.rfind('/');
+        r.path = slash == 0 ? "/" : s.mount.substr(0, slash);
+        for (auto it = todo.rbegin(); it != todo.rend(); ++it) {
+          if (r.path.back() != '/') r.path += '/';
+          r.path += *it;
+        }
+        if (trailing_slash) r.path += '/';
+        return r;
+      }
+      cur = ce.parent;
+      continue;
+    }
+    const uint32_t next = Child(s, cur, c);
+    if (next == meta::kNoEntry) return Error(ENOENT);
+    const ImageEntry& ne = s.ns.entry(next);
+    const bool last = todo.empty();
+    if (ne.kind == static_cast<uint8_t>(Kind::kSymlink) && (!last || follow || trailing_slash)) {
+      if (++hops > kMaxHops) return Error(ELOOP);
+      const std::string_view t = s.ns.target(ne);
+      if (!t.empty() && t[0] == '/') {
+        std::string_view inside;
+        if (!UnderMount(s, t, &inside)) {
+          Resolved r;
+          r.kind = Resolved::kRewritten;
+          r.path = std::string(t);
+          for (auto it = todo.rbegin(); it != todo.rend(); ++it) r.path += "/" + std::string(*it);
+          if (trailing_slash) r.path += '/';
+          return r;
+        }
+        owned.emplace_back(inside);
+        push(owned.back());
+        cur = 0;
+      } else {
+        owned.emplace_back(t);
+        push(owned.back());
+      }
+      continue;
+    }
+    cur = next;
+  }
+  if (trailing_slash && !IsDir(s.ns.entry(cur))) return Error(ENOTDIR);
+  Resolved r;
+  r.kind = Resolved::kVirtual;
+  r.entry = cur;
+  return r;
+}
+
+void RefreshCwd(const State& s) {
+  char buf[4096];
+  const long n = intercept::RawSyscall6(SYS_getcwd, reinterpret_cast<long>(buf), sizeof buf);
+  std::string_view rest;
+  if (n > 0 && UnderMount(s, std::string_view(buf, static_cast<size_t>(n - 1)), &rest)) {
+    const Resolved r = Walk(s, 0, rest, true);
+    if (r.kind == Resolved::kVirtual && IsDir(s.ns.entry(r.entry))) {
+      g_cwd.store(r.entry);
+      g_prefilter.cwd_virtual.store(1);
+      return;
+    }
+  }
+  g_cwd.store(-1);
+  g_prefilter.cwd_virtual.store(0);
+}
+
+}  // namespace
+
+bool CwdIsVirtual(uint32_t* entry) {
+  const State* s = Get();
+  int64_t c = g_cwd.load(std::memory_order_relaxed);
+  if (c == -2 && s) {
+    RefreshCwd(*s);
+    c = g_cwd.load(std::memory_order_relaxed);
+  }
+  if (c < 0) return false;
+  *entry = static_cast<uint32_t>(c);
+  return true;
+}
+
+void SetCwdVirtual(uint32_t entry) {
+  g_cwd.store(entry);
+  g_prefilter.cwd_virtual.store(1);
+}
+void SetCwdNative() {
+  g_cwd.store(-2);  // recomputed on the next relative path: a native chdir may enter the mount
+  g_prefilter.cwd_virtual.store(1);
+}
+
+std::string MountPath(uint32_t entry) {
+  const State& s = *Get();
+  const std::string_view p = s.ns.path(s.ns.entry(entry));
+  if (p.empty()) return s.mount;
+  return (s.mount == "/" ? "" : s.mount) + "/" + std::string(p);
+}
+
+Resolved Resolve(long dirfd, const char* path, int flags) {
+  const State* s = Get();
+  if (!s || !path) return Resolved{};
+  const std::string_view p(path);
+  const bool follow = flags & kFollow;
+  if (p.empty()) {
+    if (!(flags & kEmptyOk)) {
+      if (Fds().Lookup(dirfd)) return Error(ENOENT);
+      return Resolved{};
+    }
+    if (OpenFile* f = Fds().Lookup(dirfd)) {
+      Resolved r;
+      r.kind = Resolved::kVirtual;
+      r.entry = f->entry;
+      return r;
+    }
+    return Resolved{};
+  }
+  if (p[0] == '/') {
+    std::string_view rest;
+    if (!UnderMount(*s, p, &rest)) return Resolved{};
+    return Walk(*s, 0, rest, follow);
+  }
+  if (dirfd == AT_FDCWD) {
+    uint32_t cwd;
+    if (!CwdIsVirtual(&cwd)) return Resolved{};
+    return Walk(*s, cwd, p, follow);
+  }
+  if (OpenFile* f = Fds().Lookup(dirfd)) {
+    if (!IsDir(s->ns.entry(f->entry))) return Error(ENOTDIR);
+    return Walk(*s, f->entry, p, follow);
+  }
+  return Resolved{};
+}
+
+}  // namespace fanstore::runtime

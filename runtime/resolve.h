@@ -1,0 +1,33 @@
+// Path resolution: decides whether a (dirfd, path) pair names something in the dataset,
+// following the kernel's rules: absolute paths under the mount point, relative paths
+// against the (virtual) current directory or a virtual directory fd, ".", "..", repeated
+// slashes, a trailing slash (directories only), and symlinks inside the dataset (40 hops,
+// then ELOOP). A path that leaves the dataset ("..", or a symlink pointing outside) is
+// handed back as a native absolute path for the kernel.
+// Thread-safety: Resolve is reentrant; the cwd is process-local (SetCwd from chdir).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace fanstore::runtime {
+
+struct Resolved {
+  enum Kind { kNative, kVirtual, kRewritten, kError } kind = kNative;
+  uint32_t entry = 0;  // kVirtual
+  int err = 0;         // kError: positive errno
+  std::string path;    // kRewritten: an absolute native path
+};
+
+inline constexpr int kFollow = 1;     // follow a final symlink
+inline constexpr int kEmptyOk = 2;    // AT_EMPTY_PATH: "" names dirfd itself
+
+Resolved Resolve(long dirfd, const char* path, int flags);
+// The absolute path of an entry under the mount point.
+std::string MountPath(uint32_t entry);
+// The cached current directory: an entry when it is inside the dataset.
+bool CwdIsVirtual(uint32_t* entry);
+void SetCwdVirtual(uint32_t entry);
+void SetCwdNative();
+
+}  // namespace fanstore::runtime

@@ -1,0 +1,91 @@
+#include "runtime/state.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "intercept/raw_syscall.h"
+
+namespace fanstore::runtime {
+namespace {
+
+State* g_state = nullptr;
+
+void AfterFork() {
+  if (g_state) g_state->pid.store(static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)));
+}
+
+}  // namespace
+
+State* Get() { return g_state; }
+
+bool State::InVforkChild() const {
+  return static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)) != pid.load(std::memory_order_relaxed);
+}
+
+int State::BlobFd(uint32_t p) {
+  if (p >= parts.size()) return -EIO;
+  int fd = blob_fds[p].load(std::memory_order_acquire);
+  if (fd >= 0) return fd;
+  const long raw = intercept::RawSyscall6(SYS_openat, AT_FDCWD,
+                                          reinterpret_cast<long>(parts[p].c_str()),
+                                          O_RDONLY | O_CLOEXEC);
+  if (raw < 0) return static_cast<int>(raw);
+  // Move it into the reserved range, top down: partition p at reserved top - 1 - p.
+  const long target = intercept::RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC, reserved_lo);
+  intercept::RawSyscall6(SYS_close, raw);
+  if (target < 0) return static_cast<int>(target);
+  int expected = -1;
+  if (!blob_fds[p].compare_exchange_strong(expected, static_cast<int>(target))) {
+    intercept::RawSyscall6(SYS_close, target);  // another thread won
+    return expected;
+  }
+  return static_cast<int>(target);
+}
+
+Status Init() {
+  const char* image = std::getenv("FANSTORE_IMAGE");
+  if (!image || !*image) return Status::Ok();  // not under fanrun: stay out of the way
+  const int fd = ::open(image, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(image, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Status::FromErrno(image, errno);
+  }
+  void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (m == MAP_FAILED) return Status::FromErrno(image, errno);
+  auto view = meta::NamespaceView::Attach({static_cast<const uint8_t*>(m), static_cast<size_t>(st.st_size)});
+  if (!view.ok()) return Status::Error(std::string(image) + ": " + view.status().message());
+  auto* s = new State();
+  s->ns = *view;
+  const char* mount = std::getenv("FANSTORE_MOUNT");
+  if (!mount || mount[0] != '/') return Status::Error("FANSTORE_MOUNT must be an absolute path");
+  s->mount = mount;
+  while (s->mount.size() > 1 && s->mount.back() == '/') s->mount.pop_back();
+  for (uint32_t p = 0; p < s->ns.partition_count(); ++p) s->parts.emplace_back(s->ns.partition_path(p));
+  s->blob_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
+  for (size_t p = 0; p <= s->parts.size(); ++p) s->blob_fds[p].store(-1);
+  const char* verify = std::getenv("FANSTORE_VERIFY");
+  s->verify_raw = verify && std::strcmp(verify, "all") == 0;
+  if (const char* st_env = std::getenv("FANSTORE_STATS")) s->stats_target = st_env;
+  struct rlimit rl;
+  ::getrlimit(RLIMIT_NOFILE, &rl);
+  const long soft = static_cast<long>(rl.rlim_cur);
+  const long need = static_cast<long>(s->parts.size()) + 8;
+  s->reserved_lo = static_cast<int>(soft - need > 64 ? soft - need : 0);
+  s->pid.store(::getpid());
+  pthread_atfork(nullptr, nullptr, AfterFork);
+  g_state = s;
+  return Status::Ok();
+}
+
+}  // namespace fanstore::runtime

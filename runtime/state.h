@@ -1,0 +1,47 @@
+// The runtime's per-process state: the attached namespace image, the mount point, the
+// partition blobs (opened lazily into a reserved fd range at the top of RLIMIT_NOFILE) and
+// the process identity used to recognise vfork children.
+//   FANSTORE_IMAGE   path of the namespace image fanrun published (required)
+//   FANSTORE_MOUNT   absolute mount point (default: the image's recorded source path)
+//   FANSTORE_VERIFY  all | compressed (default): which members' CRC32C is checked on read
+//   FANSTORE_STATS   1 (stderr) or a path: per-process statistics written at exit
+// Thread-safety: Init from the constructor; afterwards read-only except the blob fd slots
+// (atomic) and the cached cwd (see Cwd()).
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "meta/namespace_image.h"
+#include "meta/status.h"
+
+namespace fanstore::runtime {
+
+struct State {
+  meta::NamespaceView ns;
+  std::string mount;              // absolute, no trailing '/'
+  std::vector<std::string> parts; // partition blob paths
+  bool verify_raw = false;
+  std::string stats_target;       // "" | "1" | path
+  int reserved_lo = 0;            // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)
+  std::atomic<pid_t> pid{0};      // this process (updated in forked children)
+  std::unique_ptr<std::atomic<int>[]> blob_fds;
+
+  // The blob fd of partition p, opened on first use; a negative errno on failure.
+  int BlobFd(uint32_t p);
+  // True in a vfork/CLONE_VM child: it shares the parent's memory, so the hook must not
+  // allocate, lock or change shared tables there.
+  bool InVforkChild() const;
+  bool IsReservedFd(long fd) const { return fd >= reserved_lo && reserved_lo > 0; }
+};
+
+// nullptr when no dataset is configured (FANSTORE_IMAGE unset): everything passes through.
+State* Get();
+Status Init();
+
+}  // namespace fanstore::runtime
