@@ -33,7 +33,9 @@ class FdTable {
   bool Unbind(int fd);
   // The description of a virtual fd, or nullptr.
   OpenFile* Lookup(long fd) const;
-  int DescOf(long fd) const {
+  // `fd` as it arrives in a register: only its low 32 bits are the fd (an int).
+  int DescOf(long fd_arg) const {
+    const int fd = static_cast<int>(fd_arg);
     return fd >= 0 && fd < kMaxFds ? fd_[fd].load(std::memory_order_acquire) : -1;
   }
   OpenFile& desc(int d) { return slab_[d]; }

@@ -13,11 +13,15 @@ PrefilterState g_prefilter;
 
 namespace {
 
-bool VirtualFd(long fd) {
+// fds are ints to the kernel: only the register's low half counts.
+bool VirtualFd(long fd_arg) {
+  const int fd = static_cast<int>(fd_arg);
   return fd >= 0 && fd < kMaxFds &&
          (g_prefilter.fd_bits[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1);
 }
-bool Reserved(long fd) { return g_prefilter.reserved_lo > 0 && fd >= g_prefilter.reserved_lo; }
+bool Reserved(long fd) {
+  return g_prefilter.reserved_lo > 0 && static_cast<int>(fd) >= g_prefilter.reserved_lo;
+}
 
 // Could (dirfd, path) name something under the mount point?
 bool MaybeOurs(long dirfd, long p) {
@@ -30,7 +34,7 @@ bool MaybeOurs(long dirfd, long p) {
       if (s[i] != m[i]) return false;
     return s[i] == '/' || s[i] == 0 || g_prefilter.mount_len == 1;
   }
-  if (dirfd == AT_FDCWD) return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
+  if (static_cast<int>(dirfd) == AT_FDCWD) return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
   return VirtualFd(dirfd);
 }
 

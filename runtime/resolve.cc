@@ -180,7 +180,9 @@ std::string MountPath(uint32_t entry) {
   return (s.mount == "/" ? "" : s.mount) + "/" + std::string(p);
 }
 
-Resolved Resolve(long dirfd, const char* path, int flags) {
+Resolved Resolve(long dirfd_arg, const char* path, int flags) {
+  // The kernel takes dirfd as an int; the register's upper half is not part of it.
+  const int dirfd = static_cast<int>(dirfd_arg);
   const State* s = Get();
   if (!s || !path) return Resolved{};
   const std::string_view p(path);

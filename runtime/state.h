@@ -37,7 +37,9 @@ struct State {
   // True in a vfork/CLONE_VM child: it shares the parent's memory, so the hook must not
   // allocate, lock or change shared tables there.
   bool InVforkChild() const;
-  bool IsReservedFd(long fd) const { return fd >= reserved_lo && reserved_lo > 0; }
+  bool IsReservedFd(long fd) const {
+    return reserved_lo > 0 && static_cast<int>(fd) >= reserved_lo;
+  }
 };
 
 // nullptr when no dataset is configured (FANSTORE_IMAGE unset): everything passes through.

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Real programs read the same tree natively and through fanrun (mounted where nothing
+# exists natively) and must print byte-identical output: coreutils, tar, cp + diff, and
+# Python's ways into files. The tree is packed raw and compressed; both are checked.
+# Usage: programs_test.sh FANSTORE FANRUN SOURCE_DIR
+FANSTORE=$1
+FANRUN=$2
+SRCDIR=$3
+. "$SRCDIR/tests/bin/lib.sh"
+S=$SCRATCH
+PY=/usr/bin/python3
+T=$S/src
+export FANSTORE_CACHE_DIR=$S/cache
+mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
+
+# The tree: real JPEGs in class folders, text, an .npy, symlinks, edge-case names.
+$PY "$SRCDIR/bench/gen_dataset.py" imagenet "$T" --files 60 --classes 3 --mean-kb 6 --real-jpeg >/dev/null
+mkdir -p "$T/meta/empty dir" "$T/deep/a/b/c"
+seq 1 20000 >"$T/meta/numbers.txt"
+printf 'x' >"$T/meta/one"
+: >"$T/meta/empty"
+printf 'spaces' >"$T/meta/with space.txt"
+echo deep >"$T/deep/a/b/c/leaf.txt"
+ln -s numbers.txt "$T/meta/link"
+ln -s ../deep/a "$T/meta/dirlink"
+$PY -c "import numpy as np; np.save('$T/meta/array.npy', (np.arange(30000, dtype=np.float32) % 97).reshape(300, 100))"
+touch -d '2020-01-02 03:04:05.123456789' "$T/meta/one"
+
+$FANSTORE pack -q --compress none "$T" "$S/raw" || bad "pack raw"
+$FANSTORE pack -q --compress 3 "$T" "$S/z" || bad "pack compressed"
+MNT=$S/mnt
+
+same() {  # same DESCRIPTION CMD-STRING: run in $T natively and in $MNT under fanrun
+  local what=$1 cmd=$2 packed
+  (cd "$T" && bash -c "$cmd") >"$S/native.out" 2>&1
+  for packed in raw z; do
+    "$FANRUN" --data "$S/$packed" --mount "$MNT" -- bash -c "cd '$MNT' && $cmd" >"$S/fan.out" 2>&1
+    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
+      bad "$what ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
+    fi
+  done
+}
+
+same "find -printf" "find . -printf '%p %s %y %m\n' | LC_ALL=C sort"
+same "ls -lR" "ls -lR --time-style=full-iso"
+same "du -ab" "du -ab | LC_ALL=C sort -k2"
+same "md5sum of every file" "find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum"
+same "tar c | tar tv" "tar cf - . | tar tvf - --full-time | LC_ALL=C sort -k6"
+same "cat" "cat meta/numbers.txt meta/link | md5sum"
+same "head -c" "head -c 1000 meta/numbers.txt; head -c 77 meta/array.npy | od -c | tail -2"
+same "wc -c" "wc -c meta/* 2>&1 | LC_ALL=C sort"
+same "stat" "stat -c '%n %s %F %a %h %Y %U %G' meta/one meta/link meta/dirlink meta 'meta/empty dir'"
+same "relative paths, .. and symlinks" "cd meta/dirlink/b && cat c/leaf.txt ../../../meta/one && ls .. && pwd -P | sed 's|.*/||'"
+same "python os.walk + read + sha256" "$PY $SRCDIR/tests/runtime/py_probe.py walk"
+same "python pathlib.rglob" "$PY $SRCDIR/tests/runtime/py_probe.py rglob"
+same "python mmap" "$PY $SRCDIR/tests/runtime/py_probe.py mmap meta/numbers.txt"
+same "numpy.load(mmap_mode='r')" "$PY $SRCDIR/tests/runtime/py_probe.py npy meta/array.npy"
+same "PIL Image.open().load()" "$PY $SRCDIR/tests/runtime/py_probe.py pil train"
+same "python subprocess.run" "$PY $SRCDIR/tests/runtime/py_probe.py subprocess meta/numbers.txt"
+mkdir -p "$S/copies-native" "$S/copies-fan"
+same "shutil.copyfile" "rm -rf $S/copies; mkdir -p $S/copies; $PY $SRCDIR/tests/runtime/py_probe.py copyfile $S/copies"
+
+# cp -r of a subtree out of the mount, then diff -r against the source.
+for packed in raw z; do
+  rm -rf "$S/cpout"
+  "$FANRUN" --data "$S/$packed" --mount "$MNT" -- cp -r "$MNT/train" "$S/cpout" || bad "cp -r ($packed)"
+  diff -r "$S/cpout" "$T/train" >/dev/null && ok || bad "cp -r then diff -r ($packed)"
+done
+
+# Writes are refused with EROFS and nothing changes.
+"$FANRUN" --data "$S/raw" --mount "$MNT" -- bash -c "touch '$MNT/meta/new' 2>&1; rm '$MNT/meta/one' 2>&1; mkdir '$MNT/x' 2>&1; echo hi > '$MNT/meta/one'" >"$S/w.out" 2>&1
+[ "$(grep -c 'Read-only file system' "$S/w.out")" -eq 4 ] && ok || bad "mutations give EROFS: $(cat "$S/w.out")"
+[ ! -d "$MNT" ] && ok || bad "the mount point's skeleton is removed at exit"
+
+# fanrun itself: exit status, signals, bad data.
+"$FANRUN" --data "$S/raw" --mount "$MNT" -- sh -c 'exit 7'
+[ $? -eq 7 ] && ok || bad "CMD's exit status passes through"
+"$FANRUN" --data "$S/raw" --mount "$MNT" -- sh -c 'kill -TERM $$'
+[ $? -eq 143 ] && ok || bad "CMD killed by SIGTERM: fanrun dies the same way"
+expect_rc 125 "fanrun with a missing dataset" -- "$FANRUN" --data "$S/nope" -- true
+expect_err_line "fanrun: $S/nope: No such file or directory" "missing dataset error"
+expect_rc 127 "fanrun with a missing command" -- "$FANRUN" --data "$S/raw" --mount "$MNT" -- no-such-command-xyz
+expect_rc 2 "fanrun without a command" -- "$FANRUN" --data "$S/raw"
+finish
