@@ -325,6 +325,15 @@ HookResult OnMutationPath(long nr, const long a[6]) {
     case SYS_symlinkat: dirfd = a[1]; path = Str(a[2]); creates = true; path_arg = 2; break;
     default: return kPassToKernel;
   }
+  // unlink, rmdir and rename check the mount for writing before looking the name up (as
+  // Linux does on a read-only mount): a name in a dataset directory is EROFS even if missing.
+  const bool removes = nr == SYS_unlink || nr == SYS_unlinkat || nr == SYS_rmdir ||
+                       nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2;
+  if (removes) {
+    const Resolved parent = ResolveParent(dirfd, path);
+    if (parent.kind == Resolved::kVirtual) return Err(IsDirEntry(parent.entry) ? EROFS : ENOTDIR);
+    if (parent.kind == Resolved::kError) return Err(parent.err);
+  }
   const Resolved r = Resolve(dirfd, path, nofollow ? 0 : kFollow);
   if (r.kind == Resolved::kVirtual) return Err(creates ? EEXIST : EROFS);
   if (r.kind == Resolved::kError) {

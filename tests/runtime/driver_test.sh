@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# The syscall driver on the native tree (a read-only bind mount of it, so writes fail with
+# EROFS there too) and under fanrun on the packed tree, raw and compressed: every line of
+# output (result and errno of each call) must be identical.
+# Usage: driver_test.sh FANSTORE FANRUN DRIVER SOURCE_DIR
+FANSTORE=$1
+FANRUN=$2
+DRIVER=$3
+SRCDIR=$4
+. "$SRCDIR/tests/bin/lib.sh"
+S=$SCRATCH
+export FANSTORE_CACHE_DIR=$S/cache
+mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
+T=$S/src
+mkdir -p "$T/meta/empty dir" "$T/deep/a/b/c"
+seq 1 3000 >"$T/meta/numbers.txt"
+printf 'x' >"$T/meta/one"
+echo leaf >"$T/deep/a/b/c/leaf.txt"
+ln -s numbers.txt "$T/meta/link"
+ln -s ../deep/a "$T/meta/dirlink"
+touch -d '2021-03-04 05:06:07.5' "$T/meta/one"
+RO=$S/ro
+mkdir -p "$RO"
+cleanup_ro() { umount "$RO" 2>/dev/null; }
+if ! { mount --bind "$T" "$RO" && mount -o remount,ro,bind "$RO"; } 2>"$S/mount.err"; then
+  cleanup_ro
+  echo "SKIP: a read-only bind mount is needed for the native side ($(head -1 "$S/mount.err"))"
+  finish
+  exit $?
+fi
+"$DRIVER" "$RO" >"$S/native.out" 2>&1
+cleanup_ro
+[ "$(wc -l <"$S/native.out")" -gt 100 ] && ok || bad "native driver run: $(tail -3 "$S/native.out")"
+for mode in none 3; do
+  "$FANSTORE" pack -q --compress $mode "$T" "$S/p$mode" || bad "pack $mode"
+  "$FANRUN" --data "$S/p$mode" --mount "$S/mnt" -- "$DRIVER" "$S/mnt" >"$S/fan.out" 2>&1
+  if cmp -s "$S/native.out" "$S/fan.out"; then ok; else bad "driver output differs (compress $mode):
+$(diff "$S/native.out" "$S/fan.out" | head -30)"; fi
+done
+finish

@@ -1,0 +1,227 @@
+/* syscall_driver: a fixed sequence of file-system calls on a tree, one output line per
+ * call with its result and errno name. Run natively (in a read-only bind mount of the
+ * source) and under fanrun (in the mount point): the outputs must be identical.
+ * fd numbers are printed as "fd", never as numbers. Usage: syscall_driver DIR */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+#include <termios.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+static const char* E(void) { return strerrorname_np(errno) ? strerrorname_np(errno) : "E?"; }
+#define SHOW(name, expr)                                    \
+  do {                                                      \
+    errno = 0;                                              \
+    long _r = (long)(expr);                                 \
+    if (_r < 0) printf("%-34s -1 %s\n", name, E());         \
+    else printf("%-34s %ld\n", name, _r);                   \
+  } while (0)
+#define SHOWFD(name, fd)                                    \
+  do {                                                      \
+    if ((fd) < 0) printf("%-34s -1 %s\n", name, E());       \
+    else printf("%-34s fd\n", name);                        \
+  } while (0)
+
+static unsigned long Sum(const unsigned char* p, long n) {
+  unsigned long h = 1469598103934665603ul;
+  for (long i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ul;
+  return h;
+}
+
+static void Stat(const char* label, int rc, const struct stat* st) {
+  if (rc < 0) printf("%-34s -1 %s\n", label, E());
+  else printf("%-34s mode=%o size=%lld nlink=%lu mtime=%lld.%09ld uid=%u\n", label, st->st_mode,
+              (long long)st->st_size, (unsigned long)st->st_nlink, (long long)st->st_mtim.tv_sec,
+              st->st_mtim.tv_nsec, st->st_uid);
+}
+
+int main(int argc, char** argv) {
+  if (argc != 2 || chdir(argv[1]) != 0) {
+    fprintf(stderr, "usage: syscall_driver DIR\n");
+    return 2;
+  }
+  char buf[65536];
+  struct stat st;
+  errno = 0;
+  /* open and read */
+  int fd = open("meta/numbers.txt", O_RDONLY);
+  SHOWFD("open file", fd);
+  long n = read(fd, buf, 10);
+  printf("%-34s %ld %lx\n", "read 10", n, Sum((unsigned char*)buf, n));
+  SHOW("lseek SET 5", lseek(fd, 5, SEEK_SET));
+  n = read(fd, buf, 7);
+  printf("%-34s %ld %.7s\n", "read 7 at 5", n, buf);
+  SHOW("lseek CUR 0", lseek(fd, 0, SEEK_CUR));
+  SHOW("lseek END -3", lseek(fd, -3, SEEK_END));
+  n = read(fd, buf, 100);
+  printf("%-34s %ld\n", "read at end-3", n);
+  SHOW("read at EOF", read(fd, buf, 100));
+  SHOW("lseek bad whence", lseek(fd, 0, 42));
+  SHOW("lseek negative", lseek(fd, -1, SEEK_SET));
+  SHOW("lseek past end", lseek(fd, 1000000, SEEK_SET));
+  SHOW("read past end", read(fd, buf, 10));
+  SHOW("SEEK_DATA 0", lseek(fd, 0, SEEK_DATA));
+  SHOW("SEEK_HOLE 0", lseek(fd, 0, SEEK_HOLE));
+  SHOW("SEEK_DATA past end", lseek(fd, 10000000, SEEK_DATA));
+  n = pread(fd, buf, 20, 100);
+  printf("%-34s %ld %lx\n", "pread 20@100", n, Sum((unsigned char*)buf, n));
+  SHOW("pread negative", pread(fd, buf, 20, -5));
+  lseek(fd, 0, SEEK_SET);
+  char a[5], b[9];
+  struct iovec iov[2] = {{a, sizeof a}, {b, sizeof b}};
+  n = readv(fd, iov, 2);
+  printf("%-34s %ld %.5s|%.9s\n", "readv 5+9", n, a, b);
+  n = preadv(fd, iov, 2, 50);
+  printf("%-34s %ld %.5s|%.9s\n", "preadv 5+9 @50", n, a, b);
+  Stat("fstat", fstat(fd, &st), &st);
+  Stat("fstatat AT_EMPTY_PATH", fstatat(fd, "", &st, AT_EMPTY_PATH), &st);
+  SHOW("fcntl F_GETFL accmode", fcntl(fd, F_GETFL) & O_ACCMODE);
+  SHOW("fcntl F_GETFD", fcntl(fd, F_GETFD));
+  SHOW("fcntl F_SETFD CLOEXEC", fcntl(fd, F_SETFD, FD_CLOEXEC));
+  SHOW("fcntl F_GETFD again", fcntl(fd, F_GETFD));
+  struct termios t;
+  SHOW("ioctl TCGETS", ioctl(fd, TCGETS, &t));
+  int avail = -1;
+  lseek(fd, 100, SEEK_SET);
+  SHOW("ioctl FIONREAD rc", ioctl(fd, FIONREAD, &avail));
+  printf("%-34s %d\n", "FIONREAD value", avail);
+  SHOW("posix_fadvise", posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL));
+  SHOW("write to read-only fd", write(fd, "x", 1));
+  /* dup shares the offset */
+  int d = dup(fd);
+  SHOWFD("dup", d);
+  lseek(fd, 7, SEEK_SET);
+  SHOW("offset seen through dup", lseek(d, 0, SEEK_CUR));
+  int d2 = fcntl(fd, F_DUPFD_CLOEXEC, 50);
+  SHOW("F_DUPFD_CLOEXEC >= 50", d2 >= 50 ? 1 : -1);
+  SHOW("dup2 onto 60", dup2(fd, 60) == 60 ? 60 : -1);
+  n = read(60, buf, 3);
+  printf("%-34s %ld %.3s\n", "read via dup2 fd", n, buf);
+  SHOW("close dup", close(d));
+  SHOW("close F_DUPFD", close(d2));
+  SHOW("close 60", close(60));
+  SHOW("close", close(fd));
+  SHOW("read after close", read(fd, buf, 1));
+  SHOW("close again", close(fd));
+  SHOW("fstat after close", fstat(fd, &st));
+  /* mmap */
+  fd = open("meta/numbers.txt", O_RDONLY);
+  fstat(fd, &st);
+  void* m = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (m == MAP_FAILED) printf("%-34s -1 %s\n", "mmap", E());
+  else printf("%-34s ok %lx\n", "mmap", Sum(m, st.st_size));
+  if (m != MAP_FAILED) munmap(m, st.st_size);
+  void* w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  SHOW("mmap shared writable", w == MAP_FAILED ? -1 : 0);
+  close(fd);
+  /* open errors */
+  SHOWFD("open missing", open("meta/nope", O_RDONLY));
+  SHOWFD("open file/child", open("meta/numbers.txt/x", O_RDONLY));
+  SHOWFD("open dir O_WRONLY", open("meta", O_WRONLY));
+  SHOWFD("open file O_WRONLY", open("meta/numbers.txt", O_WRONLY));
+  SHOWFD("open file O_RDWR", open("meta/numbers.txt", O_RDWR));
+  SHOWFD("open O_CREAT new", open("meta/new.txt", O_CREAT | O_WRONLY, 0644));
+  SHOWFD("open O_CREAT|O_EXCL existing", open("meta/numbers.txt", O_CREAT | O_EXCL | O_RDONLY, 0644));
+  SHOWFD("open O_DIRECTORY on file", open("meta/numbers.txt", O_RDONLY | O_DIRECTORY));
+  SHOWFD("open O_NOFOLLOW on symlink", open("meta/link", O_RDONLY | O_NOFOLLOW));
+  SHOWFD("open symlink (followed)", open("meta/link", O_RDONLY));
+  SHOWFD("open missing in missing dir", open("nodir/x", O_RDONLY));
+  SHOWFD("open trailing slash on file", open("meta/numbers.txt/", O_RDONLY));
+  fd = open("meta", O_RDONLY | O_DIRECTORY);
+  SHOWFD("open dir", fd);
+  SHOW("read on dir", read(fd, buf, 10));
+  int fd2 = openat(fd, "numbers.txt", O_RDONLY);
+  SHOWFD("openat relative to dir fd", fd2);
+  close(fd2);
+  SHOWFD("openat dirfd=file", openat(open("meta/one", O_RDONLY), "x", O_RDONLY));
+  Stat("fstatat relative to dir fd", fstatat(fd, "one", &st, 0), &st);
+  close(fd);
+  /* directory listing */
+  DIR* dir = opendir("meta");
+  char names[64][300];
+  int k = 0;
+  struct dirent* de;
+  while ((de = readdir(dir)) && k < 64) snprintf(names[k++], 300, "%s:%d", de->d_name, de->d_type);
+  closedir(dir);
+  qsort(names, k, 300, (int (*)(const void*, const void*))strcmp);
+  printf("%-34s", "readdir meta");
+  for (int i = 0; i < k; ++i) printf(" %s", names[i]);
+  printf("\n");
+  SHOW("opendir on file", opendir("meta/one") ? 0 : -1);
+  /* stat family */
+  Stat("stat file", stat("meta/one", &st), &st);
+  Stat("stat dir", stat("meta", &st), &st);
+  Stat("stat symlink", stat("meta/link", &st), &st);
+  Stat("lstat symlink", lstat("meta/link", &st), &st);
+  Stat("stat missing", stat("meta/nope", &st), &st);
+  Stat("stat through file", stat("meta/one/x", &st), &st);
+  Stat("stat with ..", stat("meta/../meta/one", &st), &st);
+  Stat("stat dir symlink/..", stat("meta/dirlink/b/c/leaf.txt", &st), &st);
+  struct statx sx;
+  errno = 0;
+  int rc = statx(AT_FDCWD, "meta/one", 0, STATX_BASIC_STATS, &sx);
+  printf("%-34s %d size=%llu mode=%o mtime=%lld.%u basic=%d\n", "statx", rc, (unsigned long long)sx.stx_size,
+         sx.stx_mode, (long long)sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec,
+         (sx.stx_mask & STATX_BASIC_STATS) == STATX_BASIC_STATS);
+  n = readlink("meta/link", buf, sizeof buf);
+  printf("%-34s %ld %.*s\n", "readlink", n, (int)(n > 0 ? n : 0), buf);
+  SHOW("readlink on file", readlink("meta/one", buf, sizeof buf));
+  n = readlink("meta/link", buf, 3);
+  printf("%-34s %ld %.3s\n", "readlink truncated", n, buf);
+  SHOW("access R_OK", access("meta/one", R_OK));
+  SHOW("access W_OK", access("meta/one", W_OK));
+  SHOW("access X_OK file", access("meta/one", X_OK));
+  SHOW("access X_OK dir", access("meta", X_OK));
+  SHOW("access missing", access("meta/nope", F_OK));
+  SHOW("faccessat2 AT_EACCESS", syscall(SYS_faccessat2, AT_FDCWD, "meta/one", R_OK, AT_EACCESS));
+  /* mutations */
+  SHOW("mkdir", mkdir("meta/newdir", 0755));
+  SHOW("mkdir existing", mkdir("meta", 0755));
+  SHOW("rmdir", rmdir("meta/empty dir"));
+  SHOW("rmdir missing", rmdir("meta/nope"));
+  SHOW("unlink", unlink("meta/one"));
+  SHOW("unlink missing", unlink("meta/nope"));
+  SHOW("rename", rename("meta/one", "meta/two"));
+  SHOW("rename missing", rename("meta/nope", "meta/two"));
+  SHOW("link", link("meta/one", "meta/hard"));
+  SHOW("symlink new", symlink("one", "meta/sym2"));
+  SHOW("symlink existing", symlink("one", "meta/link"));
+  SHOW("chmod", chmod("meta/one", 0600));
+  SHOW("chown", chown("meta/one", 0, 0));
+  SHOW("truncate", truncate("meta/one", 0));
+  SHOW("utimensat", utimensat(AT_FDCWD, "meta/one", NULL, 0));
+  SHOW("setxattr", setxattr("meta/one", "user.x", "1", 1, 0));
+  SHOW("getxattr", getxattr("meta/one", "user.x", buf, sizeof buf));
+  SHOW("listxattr", listxattr("meta/one", buf, sizeof buf));
+  fd = open("meta/one", O_RDONLY);
+  SHOW("ftruncate", ftruncate(fd, 0));
+  SHOW("fchmod", fchmod(fd, 0600));
+  close(fd);
+  struct statfs sfs;
+  rc = statfs("meta", &sfs);
+  printf("%-34s %d rdonly=%d\n", "statfs", rc, rc == 0 && (sfs.f_flags & ST_RDONLY) != 0);
+  /* cwd */
+  SHOW("chdir meta", chdir("meta"));
+  char cwd[4096];
+  printf("%-34s %s\n", "getcwd basename", getcwd(cwd, sizeof cwd) ? strrchr(cwd, '/') + 1 : E());
+  SHOWFD("open relative after chdir", open("one", O_RDONLY));
+  SHOW("chdir file", chdir("one"));
+  SHOW("chdir ..", chdir(".."));
+  fd = open("deep", O_RDONLY | O_DIRECTORY);
+  SHOW("fchdir", fchdir(fd));
+  printf("%-34s %s\n", "getcwd basename", getcwd(cwd, sizeof cwd) ? strrchr(cwd, '/') + 1 : E());
+  SHOWFD("open relative after fchdir", open("a/b/c/leaf.txt", O_RDONLY));
+  return 0;
+}
