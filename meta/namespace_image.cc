@@ -83,24 +83,25 @@ std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string
   }
   uint64_t buckets = 16;
   while (buckets < n * 2) buckets <<= 1;
-  std::vector<uint32_t> table(buckets, 0);
+  std::vector<ImageBucket> table(buckets, ImageBucket{0, 0});
   for (uint32_t i = 0; i < n; ++i) {
-    uint64_t b = NamespaceView::Hash(all[i].first) & (buckets - 1);
-    while (table[b]) b = (b + 1) & (buckets - 1);
-    table[b] = i + 1;
+    const uint64_t hash = NamespaceView::Hash(all[i].first);
+    uint64_t b = hash & (buckets - 1);
+    while (table[b].entry_plus_one) b = (b + 1) & (buckets - 1);
+    table[b] = ImageBucket{i + 1, static_cast<uint32_t>(hash >> 32)};
   }
   std::string parts;
   for (const std::string& p : partition_paths) parts += p + '\0';
 
   ImageHeader h{};
   std::memcpy(h.magic, kImageMagic.data(), 8);
-  h.version = 1;
+  h.version = 2;
   h.partition_count = static_cast<uint32_t>(partition_paths.size());
   h.entry_count = n;
   h.bucket_count = buckets;
   h.entries_off = Align8(sizeof h);
   h.buckets_off = Align8(h.entries_off + n * sizeof(ImageEntry));
-  h.children_off = Align8(h.buckets_off + buckets * 4);
+  h.children_off = Align8(h.buckets_off + buckets * sizeof(ImageBucket));
   h.strings_off = Align8(h.children_off + children.size() * 4);
   h.parts_off = Align8(h.strings_off + strings.size());
   h.total_size = h.parts_off + parts.size();
@@ -108,7 +109,7 @@ std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string
   std::string out(h.total_size, '\0');
   std::memcpy(out.data(), &h, sizeof h);
   std::memcpy(out.data() + h.entries_off, entries.data(), n * sizeof(ImageEntry));
-  std::memcpy(out.data() + h.buckets_off, table.data(), buckets * 4);
+  std::memcpy(out.data() + h.buckets_off, table.data(), buckets * sizeof(ImageBucket));
   std::memcpy(out.data() + h.children_off, children.data(), children.size() * 4);
   std::memcpy(out.data() + h.strings_off, strings.data(), strings.size());
   std::memcpy(out.data() + h.parts_off, parts.data(), parts.size());

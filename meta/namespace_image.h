@@ -2,8 +2,9 @@
 // block of bytes that fanrun builds once (from a Dataset) and every application process
 // maps from shared memory. Lookups run directly on the image (an open-addressing table of
 // path hashes), so a forked or exec'd process attaches with one mmap and builds nothing.
-// Layout: ImageHeader, ImageEntry[entry_count] in path order (root first), uint32
-// buckets[bucket_count] (entry index + 1, 0 = empty, linear probing), uint32 children[]
+// Layout: ImageHeader, ImageEntry[entry_count] in path order (root first), Bucket
+// [bucket_count] (entry index + 1, 0 = empty, with 32 bits of the path's hash so a probe
+// rarely touches an entry; linear probing), uint32 children[]
 // (each directory's children in name order), strings (paths; a symlink's target follows
 // its path), partition file paths (NUL-terminated, in partition order).
 // Thread-safety: immutable once built; any number of threads and processes read it.
@@ -22,7 +23,12 @@ namespace fanstore::meta {
 
 class Dataset;
 
-inline constexpr std::string_view kImageMagic = "FSNSIMG1";
+inline constexpr std::string_view kImageMagic = "FSNSIMG2";
+
+struct ImageBucket {
+  uint32_t entry_plus_one;  // 0: empty
+  uint32_t tag;             // high 32 bits of the path's hash
+};
 inline constexpr uint32_t kNoEntry = UINT32_MAX;
 
 struct ImageHeader {
@@ -78,12 +84,13 @@ class NamespaceView {
   const char* partition_path(uint32_t p) const { return part_paths_[p]; }
   uint64_t dataset_id() const { return h_->dataset_id; }
 
+  // 64-bit hash of a path, a word at a time (the same in the builder and every reader).
   static uint64_t Hash(std::string_view s) noexcept;
 
  private:
   const ImageHeader* h_ = nullptr;
   const ImageEntry* entries_ = nullptr;
-  const uint32_t* buckets_ = nullptr;
+  const ImageBucket* buckets_ = nullptr;
   const uint32_t* children_ = nullptr;
   const char* strings_ = nullptr;
   std::vector<const char*> part_paths_;

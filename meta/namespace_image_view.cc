@@ -8,9 +8,20 @@
 namespace fanstore::meta {
 
 uint64_t NamespaceView::Hash(std::string_view s) noexcept {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
-  return h ^ (h >> 29);
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  uint64_t h = 0x243F6A8885A308D3ull ^ (s.size() * kMul);
+  size_t i = 0;
+  for (; i + 8 <= s.size(); i += 8) {
+    uint64_t w;
+    std::memcpy(&w, s.data() + i, 8);
+    h = (h ^ w) * kMul;
+    h ^= h >> 29;
+  }
+  uint64_t tail = 0;
+  std::memcpy(&tail, s.data() + i, s.size() - i);
+  h = (h ^ tail) * kMul;
+  h ^= h >> 32;
+  return h * 0xD6E8FEB86659FD93ull;
 }
 
 Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {
@@ -18,17 +29,17 @@ Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {
   NamespaceView v;
   v.h_ = reinterpret_cast<const ImageHeader*>(b.data());
   const ImageHeader& h = *v.h_;
-  if (std::memcmp(h.magic, kImageMagic.data(), 8) != 0 || h.version != 1)
+  if (std::memcmp(h.magic, kImageMagic.data(), 8) != 0 || h.version != 2)
     return Status::Error("namespace image: bad magic or version");
   const bool ok = h.total_size == b.size() && h.entry_count > 0 && h.entry_count < (1ull << 32) &&
                   (h.bucket_count & (h.bucket_count - 1)) == 0 && h.bucket_count >= h.entry_count &&
                   h.entries_off + h.entry_count * sizeof(ImageEntry) <= h.buckets_off &&
-                  h.buckets_off + h.bucket_count * 4 <= h.children_off &&
+                  h.buckets_off + h.bucket_count * sizeof(ImageBucket) <= h.children_off &&
                   h.children_off <= h.strings_off && h.strings_off <= h.parts_off &&
                   h.parts_off <= h.total_size;
   if (!ok) return Status::Error("namespace image: inconsistent layout");
   v.entries_ = reinterpret_cast<const ImageEntry*>(b.data() + h.entries_off);
-  v.buckets_ = reinterpret_cast<const uint32_t*>(b.data() + h.buckets_off);
+  v.buckets_ = reinterpret_cast<const ImageBucket*>(b.data() + h.buckets_off);
   v.children_ = reinterpret_cast<const uint32_t*>(b.data() + h.children_off);
   v.strings_ = reinterpret_cast<const char*>(b.data() + h.strings_off);
   const char* p = reinterpret_cast<const char*>(b.data() + h.parts_off);
@@ -48,12 +59,15 @@ std::string_view NamespaceView::name(const ImageEntry& e) const {
 
 uint32_t NamespaceView::Lookup(std::string_view p) const noexcept {
   const uint64_t mask = h_->bucket_count - 1;
-  for (uint64_t b = Hash(p) & mask;; b = (b + 1) & mask) {
-    const uint32_t v = buckets_[b];
-    if (v == 0) return kNoEntry;
-    const ImageEntry& e = entries_[v - 1];
+  const uint64_t hash = Hash(p);
+  const uint32_t tag = static_cast<uint32_t>(hash >> 32);
+  for (uint64_t b = hash & mask;; b = (b + 1) & mask) {
+    const ImageBucket& k = buckets_[b];
+    if (k.entry_plus_one == 0) return kNoEntry;
+    if (k.tag != tag) continue;
+    const ImageEntry& e = entries_[k.entry_plus_one - 1];
     if (e.path_len == p.size() && std::memcmp(strings_ + e.path_off, p.data(), p.size()) == 0)
-      return v - 1;
+      return k.entry_plus_one - 1;
   }
 }
 

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -79,8 +80,24 @@ long WithPath(long nr, const long a[6], int path_arg, const char* path) {
 }
 
 long OpenVirtual(uint32_t entry, int flags) {
-  const long fd = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"),
-                              O_PATH | (flags & O_CLOEXEC));
+  // Placeholders are duplicates of one O_PATH fd on /dev/null (cheaper than a path lookup
+  // per open); the template lives in the reserved range.
+  static std::atomic<long> tmpl{-1};
+  long t = tmpl.load(std::memory_order_acquire);
+  if (t < 0) {
+    const long raw = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"),
+                                 O_PATH | O_CLOEXEC);
+    if (raw < 0) return raw;
+    t = RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC, Get()->reserved_lo + static_cast<long>(Get()->parts.size()) + 1);
+    RawSyscall6(SYS_close, raw);
+    if (t < 0) return t;
+    long expected = -1;
+    if (!tmpl.compare_exchange_strong(expected, t)) {
+      RawSyscall6(SYS_close, t);
+      t = expected;
+    }
+  }
+  const long fd = RawSyscall6(SYS_fcntl, t, (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
   if (fd < 0) return fd;
   if (fd >= kMaxFds || Get()->IsReservedFd(fd)) {
     RawSyscall6(SYS_close, fd);

@@ -72,11 +72,19 @@ HookResult Route(long nr, const long a[6]) {
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   State* s = Get();
   if (!s) return kPassToKernel;
-  // A vfork child shares its parent's memory: only the calls that protect the runtime's
-  // fds run (they change no shared table there); everything else goes to the kernel.
-  if (nr != SYS_close && nr != SYS_close_range && nr != SYS_dup2 && nr != SYS_dup3 &&
-      s->InVforkChild())
-    return kPassToKernel;
+  // A vfork child shares its parent's memory: handlers that allocate, lock or change
+  // shared tables check for it (State::InVforkChild, a getpid) themselves; the rest
+  // (stat, lseek, fstat, access, readlink: no allocation) are safe as they are.
+  switch (nr) {
+    case SYS_open: case SYS_openat: case SYS_read: case SYS_readv: case SYS_pread64:
+    case SYS_preadv: case SYS_preadv2: case SYS_dup: case SYS_mmap: case SYS_sendfile:
+    case SYS_copy_file_range: case SYS_splice: case SYS_chdir: case SYS_fchdir:
+    case SYS_getdents64:
+      if (s->InVforkChild()) return kPassToKernel;
+      break;
+    default:
+      break;
+  }
   s_calls.fetch_add(1, std::memory_order_relaxed);
   const HookResult r = Route(nr, a);
   if (r.handled && r.value < 0) s_failed.fetch_add(1, std::memory_order_relaxed);

@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
-#include <mutex>
+#include <mutex>  // std::lock_guard
 #include <vector>
 
 #include "compress/crc32c.h"
@@ -104,8 +104,22 @@ long LoadWhole(State& s, const ImageEntry& e, uint8_t* out) {
   return static_cast<long>(e.size);
 }
 
+// A spinlock, not a pthread mutex: the hook runs inside arbitrary applications (under
+// ThreadSanitizer too, which intercepts pthread locks it did not see initialised), and the
+// critical sections are a scan of 16 slots with no allocation or system call.
+class SpinLock {
+ public:
+  void lock() {
+    while (flag_.test_and_set(std::memory_order_acquire)) __builtin_ia32_pause();
+  }
+  void unlock() { flag_.clear(std::memory_order_release); }
+
+ private:
+  std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
 struct Cache {
-  std::mutex mu;
+  SpinLock mu;
   struct Slot {
     uint32_t entry = meta::kNoEntry;
     uint64_t tick = 0;
@@ -114,7 +128,7 @@ struct Cache {
   uint64_t tick = 0;
 
   std::shared_ptr<std::vector<uint8_t>> Find(uint32_t entry) {
-    std::lock_guard lk(mu);
+    std::lock_guard<SpinLock> lk(mu);
     for (auto& sl : slots)
       if (sl.entry == entry) {
         sl.tick = ++tick;
@@ -123,12 +137,14 @@ struct Cache {
     return nullptr;
   }
   void Put(uint32_t entry, std::shared_ptr<std::vector<uint8_t>> d) {
-    std::lock_guard lk(mu);
+    std::shared_ptr<std::vector<uint8_t>> evicted;  // released after the lock
+    std::lock_guard<SpinLock> lk(mu);
     Slot* victim = &slots[0];
     for (auto& sl : slots)
       if (sl.tick < victim->tick) victim = &sl;
     victim->entry = entry;
     victim->tick = ++tick;
+    evicted = std::move(victim->data);
     victim->data = std::move(d);
   }
 };

@@ -28,11 +28,13 @@ bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
   if (s[0] == '/') {
+    // Byte by byte: reading ahead in words could run past the application's NUL.
     const char* m = g_prefilter.mount;
+    const unsigned n = g_prefilter.mount_len;
     unsigned i = 0;
-    for (; i < g_prefilter.mount_len; ++i)
+    for (; i < n; ++i)
       if (s[i] != m[i]) return false;
-    return s[i] == '/' || s[i] == 0 || g_prefilter.mount_len == 1;
+    return s[i] == '/' || s[i] == 0 || n == 1;
   }
   if (static_cast<int>(dirfd) == AT_FDCWD) return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
   return VirtualFd(dirfd);

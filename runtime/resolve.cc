@@ -150,6 +150,36 @@ void RefreshCwd(const State& s) {
   g_prefilter.cwd_virtual.store(0);
 }
 
+// A path without ".", "..", empty components or a trailing slash, relative to the
+// dataset root, is a hash-table key as it is: one probe, no allocation. A final symlink
+// to follow, or a miss (which may go through a symlinked directory), takes the full walk.
+bool FastLookup(const State& s, std::string_view rest, bool follow, Resolved* out) {
+  while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
+  if (!rest.empty() && rest.back() == '/') return false;
+  if (rest.find("//") != std::string_view::npos) return false;
+  // "." or ".." components: at the start or after a '/', followed by '/' or the end.
+  auto dot_component = [&](size_t i) {
+    const size_t n = rest.size() - i;
+    return (n == 1 || rest[i + 1] == '/') || (rest[i + 1] == '.' && (n == 2 || rest[i + 2] == '/'));
+  };
+  if (!rest.empty() && rest[0] == '.' && dot_component(0)) return false;
+  for (size_t i = rest.find("/."); i != std::string_view::npos; i = rest.find("/.", i + 1))
+    if (dot_component(i + 1)) return false;
+  const uint32_t e = s.ns.Lookup(rest);
+  if (e == meta::kNoEntry) return false;
+  if (follow && s.ns.entry(e).kind == static_cast<uint8_t>(Kind::kSymlink)) return false;
+  out->kind = Resolved::kVirtual;
+  out->entry = e;
+  return true;
+}
+
+// Full resolution from `start` (an entry) along `rest`, fast path first.
+Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool follow) {
+  Resolved r;
+  if (start == 0 && FastLookup(s, rest, follow, &r)) return r;
+  return Walk(s, start, rest, follow);
+}
+
 }  // namespace
 
 bool CwdIsVirtual(uint32_t* entry) {
@@ -203,12 +233,24 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   if (p[0] == '/') {
     std::string_view rest;
     if (!UnderMount(*s, p, &rest)) return Resolved{};
-    return Walk(*s, 0, rest, follow);
+    return WalkFrom(*s, 0, rest, follow);
   }
   if (dirfd == AT_FDCWD) {
     uint32_t cwd;
     if (!CwdIsVirtual(&cwd)) return Resolved{};
-    return Walk(*s, cwd, p, follow);
+    if (cwd != 0) {
+      // Relative to a directory below the root: prefix its path for the fast probe.
+      char buf[1024];
+      const std::string_view base = s->ns.path(s->ns.entry(cwd));
+      if (base.size() + 1 + p.size() < sizeof buf) {
+        std::memcpy(buf, base.data(), base.size());
+        buf[base.size()] = '/';
+        std::memcpy(buf + base.size() + 1, p.data(), p.size());
+        Resolved r;
+        if (FastLookup(*s, std::string_view(buf, base.size() + 1 + p.size()), follow, &r)) return r;
+      }
+    }
+    return WalkFrom(*s, cwd, p, follow);
   }
   if (OpenFile* f = Fds().Lookup(dirfd)) {
     if (!IsDir(s->ns.entry(f->entry))) return Error(ENOTDIR);
