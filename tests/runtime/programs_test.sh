@@ -72,6 +72,30 @@ done
 [ "$(grep -c 'Read-only file system' "$S/w.out")" -eq 4 ] && ok || bad "mutations give EROFS: $(cat "$S/w.out")"
 [ ! -d "$MNT" ] && ok || bad "the mount point's skeleton is removed at exit"
 
+# A damaged member is EIO for that file only, with a log line naming partition and member
+# (compressed members always; raw members with FANSTORE_VERIFY=all).
+cp -r "$S/z" "$S/zbad"
+off=$("$FANSTORE" stat "$S/zbad" meta/numbers.txt | awk '/Offset/ {print $2}')
+printf 'X' | dd of="$S/zbad/part-00000.fsb" bs=1 seek=$((off + 100)) conv=notrunc status=none
+"$FANRUN" --data "$S/zbad" --mount "$MNT" -- bash -c "cat '$MNT/meta/numbers.txt' >/dev/null; echo rc=\$?; cat '$MNT/meta/one'" >"$S/dmg.out" 2>&1
+grep -q "Input/output error" "$S/dmg.out" && grep -q "rc=1" "$S/dmg.out" && ok || bad "damaged compressed member gives EIO: $(cat "$S/dmg.out")"
+grep -q "part-00000.fsb: member 'meta/numbers.txt'" "$S/dmg.out" && ok || bad "the log names partition and member: $(cat "$S/dmg.out")"
+[ "$(tail -1 "$S/dmg.out")" = x ] && ok || bad "other members still read after a damaged one"
+cp -r "$S/raw" "$S/rawbad"
+off=$("$FANSTORE" stat "$S/rawbad" meta/numbers.txt | awk '/Offset/ {print $2}')
+printf 'X' | dd of="$S/rawbad/part-00000.fsb" bs=1 seek=$((off + 100)) conv=notrunc status=none
+FANSTORE_VERIFY=all "$FANRUN" --data "$S/rawbad" --mount "$MNT" -- cat "$MNT/meta/numbers.txt" >/dev/null 2>"$S/dmg.err"
+grep -q "Input/output error" "$S/dmg.err" && ok || bad "damaged raw member with FANSTORE_VERIFY=all gives EIO: $(cat "$S/dmg.err")"
+
+# Statistics at exit.
+"$FANRUN" --data "$S/z" --mount "$MNT" --stats "$S/stats" -- cat "$MNT/meta/numbers.txt" "$MNT/meta/one" >/dev/null
+$PY -c "
+import json, sys
+rows = [json.loads(l) for l in open('$S/stats')]
+r = rows[-1]
+assert r['opens'] >= 2 and r['bytes'] >= $(stat -c %s "$T/meta/numbers.txt") and r['inflates'] >= 1, r
+" && ok || bad "--stats writes per-process statistics: $(cat "$S/stats")"
+
 # fanrun itself: exit status, signals, bad data.
 "$FANRUN" --data "$S/raw" --mount "$MNT" -- sh -c 'exit 7'
 [ $? -eq 7 ] && ok || bad "CMD's exit status passes through"
