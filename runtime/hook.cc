@@ -19,7 +19,7 @@
 
 namespace fanstore::runtime {
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept;
-void InstallStatsWriter();
+void WriteStats();
 namespace {
 
 std::atomic<uint64_t> s_opens, s_stats, s_calls, s_failed;
@@ -72,6 +72,10 @@ HookResult Route(long nr, const long a[6]) {
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   State* s = Get();
   if (!s) return kPassToKernel;
+  if (nr == SYS_exit_group) {  // every way out (exit, _exit, os._exit) ends here
+    WriteStats();
+    return kPassToKernel;
+  }
   // A vfork child shares its parent's memory: handlers that allocate, lock or change
   // shared tables check for it (State::InVforkChild, a getpid) themselves; the rest
   // (stat, lseek, fstat, access, readlink: no allocation) are safe as they are.
@@ -91,8 +95,6 @@ intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   return r;
 }
 
-namespace {
-
 void WriteStats() {
   State* s = Get();
   if (!s || s->stats_target.empty() || s->InVforkChild()) return;
@@ -101,7 +103,7 @@ void WriteStats() {
   std::snprintf(line, sizeof line,
                 "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
                 "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
-                "\"errors\": %llu, \"damaged\": %llu}\n",
+                "\"error_replies\": %llu, \"damaged\": %llu}\n",
                 static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.load()),
                 static_cast<unsigned long long>(s_opens.load()), static_cast<unsigned long long>(s_stats.load()),
                 static_cast<unsigned long long>(io.reads), static_cast<unsigned long long>(io.bytes),
@@ -116,9 +118,6 @@ void WriteStats() {
   }
 }
 
-}  // namespace
-
-void InstallStatsWriter() { std::atexit(WriteStats); }
 
 }  // namespace fanstore::runtime
 
@@ -139,7 +138,6 @@ HookSpec PreloadHookSpec() {
   g_prefilter.reserved_lo = s->reserved_lo;
   g_prefilter.fd_bits = Fds().bits();
   g_prefilter.active = true;
-  InstallStatsWriter();
   spec.hook = &RuntimeHook;
   spec.prefilter = &RuntimePrefilter;
   for (long nr : {SYS_open, SYS_openat, SYS_stat, SYS_lstat, SYS_newfstatat, SYS_statx, SYS_fstat,
@@ -156,7 +154,7 @@ HookSpec PreloadHookSpec() {
                   SYS_mkdir, SYS_mkdirat, SYS_mknod, SYS_mknodat, SYS_rename, SYS_renameat,
                   SYS_renameat2, SYS_link, SYS_linkat, SYS_symlink, SYS_symlinkat, SYS_chmod,
                   SYS_fchmodat, SYS_chown, SYS_lchown, SYS_fchownat, SYS_truncate, SYS_utime,
-                  SYS_utimes, SYS_utimensat, SYS_futimesat})
+                  SYS_utimes, SYS_utimensat, SYS_futimesat, SYS_exit_group})
     spec.interest.nrs.set(nr);
   return spec;
 }

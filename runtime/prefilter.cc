@@ -70,7 +70,7 @@ int RuntimePrefilter(long nr, const long a[6]) noexcept {
       return VirtualFd(a[0]) || VirtualFd(a[1]);
     case SYS_copy_file_range: case SYS_splice:
       return VirtualFd(a[0]) || VirtualFd(a[2]);
-    case SYS_close_range: case SYS_chdir: case SYS_fchdir:
+    case SYS_close_range: case SYS_chdir: case SYS_fchdir: case SYS_exit_group:
       return 1;
     case SYS_getcwd:
       return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
