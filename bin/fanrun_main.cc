@@ -58,7 +58,8 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
   std::vector<std::string> made;
   std::error_code ec;
   std::vector<std::string> parents;
-  for (fs::path p = mount; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) parents.push_back(p.string());
+  for (fs::path p = mount; !p.empty() && !fs::exists(p, ec); p = p.parent_path())
+    parents.push_back(p.string());
   for (auto it = parents.rbegin(); it != parents.rend(); ++it)
     if (::mkdir(it->c_str(), 0755) == 0) made.push_back(*it);
   for (uint32_t i = 1; i < ns.size(); ++i) {
@@ -73,16 +74,20 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"fanrun: run a command with a packed dataset served from memory and the partition "
-               "blobs at a mount point (default: the source path recorded at pack time)."};
+  CLI::App app{
+      "fanrun: run a command with a packed dataset served from memory and the partition "
+      "blobs at a mount point (default: the source path recorded at pack time)."};
   app.set_version_flag("--version", std::string("fanrun ") + FANSTORE_VERSION);
   std::string data, mount, log_level, stats;
   std::vector<std::string> cmd;
   app.add_option("--data,-d", data, "Packed dataset directory (manifest + part-*.fsb)")->required();
-  app.add_option("--mount,-m", mount, "Where the dataset appears (absolute; shadows a real directory there)");
-  app.add_option("--log-level", log_level, "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)");
+  app.add_option("--mount,-m", mount,
+                 "Where the dataset appears (absolute; shadows a real directory there)");
+  app.add_option("--log-level", log_level,
+                 "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)");
   app.add_option("--stats", stats, "Write per-process statistics at exit: 1 for stderr, or a file")
-      ->expected(0, 1)->default_str("1");
+      ->expected(0, 1)
+      ->default_str("1");
   app.add_option("CMD", cmd, "The command and its arguments (after --)")->required();
   app.positionals_at_end();
   try {
@@ -96,10 +101,12 @@ int main(int argc, char** argv) {
   auto ds = meta::Dataset::Open(data);
   if (!ds.ok()) return Fail(ds.status().message());
   if (mount.empty()) mount = (*ds)->manifest().source;
-  if (mount.empty() || mount[0] != '/') return Fail("--mount: must be an absolute path, got '" + mount + "'");
+  if (mount.empty() || mount[0] != '/')
+    return Fail("--mount: must be an absolute path, got '" + mount + "'");
   while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
   const std::string preload = FindPreload();
-  if (preload.empty()) return Fail("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
+  if (preload.empty())
+    return Fail("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
 
   // Publish the namespace image for this job.
   std::error_code ec;
@@ -122,8 +129,10 @@ int main(int argc, char** argv) {
       return Fail(image_path + ": cannot write the namespace image");
     }
   }
-  auto view = meta::NamespaceView::Attach({reinterpret_cast<const uint8_t*>(image.data()), image.size()});
-  const std::vector<std::string> skeleton = view.ok() ? MakeSkeleton(*view, mount) : std::vector<std::string>{};
+  auto view =
+      meta::NamespaceView::Attach({reinterpret_cast<const uint8_t*>(image.data()), image.size()});
+  const std::vector<std::string> skeleton =
+      view.ok() ? MakeSkeleton(*view, mount) : std::vector<std::string>{};
 
   std::string ld = preload;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) ld += std::string(":") + old;

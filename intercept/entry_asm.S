@@ -31,6 +31,21 @@
 #define F_RDI 64
 #define F_RAX 72
 
+/* Pops the frame saved at entry (everything but the return address), flags last. */
+.macro RESTORE_FRAME
+  pop %r12
+  pop %rbp
+  pop %rbx
+  pop %r9
+  pop %r8
+  pop %r10
+  pop %rdx
+  pop %rsi
+  pop %rdi
+  pop %rax
+  popfq
+.endm
+
   .text
   .globl fanstore_intercept_entry
   .hidden fanstore_intercept_entry
@@ -297,30 +312,10 @@ fanstore_intercept_entry:
   test %rbp, %rbp
   jz .Lpass
   mov %r12, F_RAX(%rsp)
-  pop %r12
-  pop %rbp
-  pop %rbx
-  pop %r9
-  pop %r8
-  pop %r10
-  pop %rdx
-  pop %rsi
-  pop %rdi
-  pop %rax
-  popfq
+  RESTORE_FRAME
   ret
 .Lpass:
-  pop %r12
-  pop %rbp
-  pop %rbx
-  pop %r9
-  pop %r8
-  pop %r10
-  pop %rdx
-  pop %rsi
-  pop %rdi
-  pop %rax
-  popfq
+  RESTORE_FRAME
   syscall
   ret
 

@@ -82,16 +82,8 @@ const MemberRef* Dataset::Lookup(std::string_view path) const {
 const MemberRef* Dataset::Resolve(std::string_view path, bool follow_last) const {
   std::vector<std::string> todo;  // remaining components, last first
   auto push_path = [&](std::string_view p) {
-    std::vector<std::string> comps;
-    size_t start = 0;
-    while (start <= p.size()) {
-      const size_t slash = p.find('/', start);
-      const size_t end = slash == std::string_view::npos ? p.size() : slash;
-      if (end > start) comps.emplace_back(p.substr(start, end - start));
-      if (slash == std::string_view::npos) break;
-      start = slash + 1;
-    }
-    for (auto it = comps.rbegin(); it != comps.rend(); ++it) todo.push_back(*it);
+    const std::vector<std::string_view> comps = SplitPath(p);
+    for (auto it = comps.rbegin(); it != comps.rend(); ++it) todo.emplace_back(*it);
   };
   push_path(path);
   std::string cur;  // resolved so far

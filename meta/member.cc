@@ -16,6 +16,19 @@ bool IsValidMemberPath(std::string_view path) {
   }
 }
 
+std::vector<std::string_view> SplitPath(std::string_view p) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i <= p.size()) {
+    const size_t j = p.find('/', i);
+    const size_t end = j == std::string_view::npos ? p.size() : j;
+    if (end > i) out.push_back(p.substr(i, end - i));
+    if (j == std::string_view::npos) break;
+    i = j + 1;
+  }
+  return out;
+}
+
 std::string_view ParentPath(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);

@@ -4,6 +4,8 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "meta/format.h"
 
@@ -28,6 +30,9 @@ struct Member {
 // Checks that `path` is a well-formed member path: no leading or trailing '/', no empty,
 // "." or ".." component, no NUL. The root is "".
 bool IsValidMemberPath(std::string_view path);
+
+// The non-empty components of a '/'-separated path, in order ("a//b/" -> {"a", "b"}).
+std::vector<std::string_view> SplitPath(std::string_view path);
 
 // The parent of a member path ("" for top-level entries and for the root itself).
 std::string_view ParentPath(std::string_view path);

@@ -10,11 +10,14 @@
 namespace fanstore::meta {
 namespace {
 
-uint64_t Align8(uint64_t x) { return (x + 7) & ~uint64_t{7}; }
+uint64_t Align8(uint64_t x) {
+  return (x + 7) & ~uint64_t{7};
+}
 
 }  // namespace
 
-std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string>& partition_paths) {
+std::string BuildNamespaceImage(const Dataset& ds,
+                                const std::vector<std::string>& partition_paths) {
   // Every member once (directories merged), in path order.
   std::vector<std::pair<std::string_view, MemberRef>> all;
   std::vector<std::string_view> stack = {""};
@@ -24,8 +27,10 @@ std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string
     all.emplace_back(dir, *ds.Lookup(dir));
     for (const MemberRef& r : ds.Children(dir)) {
       const MemberView v = ds.View(r);
-      if (v.kind() == Kind::kDir) stack.push_back(v.path);
-      else all.emplace_back(v.path, r);
+      if (v.kind() == Kind::kDir)
+        stack.push_back(v.path);
+      else
+        all.emplace_back(v.path, r);
     }
   }
   std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -47,16 +47,16 @@ struct ImageEntry {
   int64_t mtime_ns;
   uint64_t data_offset;
   uint64_t stored_size;
-  uint32_t path_off, path_len;   // in the string table
-  uint32_t parent;               // entry index (the root is its own parent)
-  uint32_t first_child;          // index into children[] (directories)
+  uint32_t path_off, path_len;  // in the string table
+  uint32_t parent;              // entry index (the root is its own parent)
+  uint32_t first_child;         // index into children[] (directories)
   uint32_t child_count;
   uint32_t mode, uid, gid;
   uint32_t crc32c;
-  uint32_t nlink;                // 2 + subdirectories for directories, 1 otherwise
+  uint32_t nlink;  // 2 + subdirectories for directories, 1 otherwise
   uint16_t partition;
-  uint8_t kind;                  // Kind
-  uint8_t codec;                 // Codec
+  uint8_t kind;   // Kind
+  uint8_t codec;  // Codec
   uint32_t reserved;
 };
 static_assert(sizeof(ImageEntry) == 80);

@@ -44,10 +44,10 @@ class FdTable {
 
  private:
   void Release(int d);
-  std::atomic<int32_t> fd_[kMaxFds];     // -1: not virtual
+  std::atomic<int32_t> fd_[kMaxFds];  // -1: not virtual
   std::atomic<uint64_t> bits_[kMaxFds / 64];
-  OpenFile* slab_;                       // kMaxDescs, MAP_SHARED
-  std::atomic<uint64_t>* used_;          // kMaxDescs bits, MAP_SHARED
+  OpenFile* slab_;               // kMaxDescs, MAP_SHARED
+  std::atomic<uint64_t>* used_;  // kMaxDescs bits, MAP_SHARED
 };
 
 FdTable& Fds();

@@ -25,8 +25,12 @@ using intercept::RawSyscall6;
 
 namespace {
 
-HookResult Err(int e) { return Handled(-e); }
-const meta::ImageEntry& EntryOf(const OpenFile& f) { return Get()->ns.entry(f.entry); }
+HookResult Err(int e) {
+  return Handled(-e);
+}
+const meta::ImageEntry& EntryOf(const OpenFile& f) {
+  return Get()->ns.entry(f.entry);
+}
 
 // Reads at the description's offset and advances it (atomic with respect to other reads).
 long ReadAtOffset(OpenFile& f, void* buf, size_t len) {
@@ -71,8 +75,8 @@ HookResult OnRead(long nr, const long a[6]) {
       return Handled(ReadAtOffset(*f, reinterpret_cast<void*>(a[1]), static_cast<size_t>(a[2])));
     case SYS_pread64:
       if (a[3] < 0) return Err(EINVAL);
-      return Handled(ReadMember(f->entry, static_cast<uint64_t>(a[3]), reinterpret_cast<void*>(a[1]),
-                                static_cast<size_t>(a[2])));
+      return Handled(ReadMember(f->entry, static_cast<uint64_t>(a[3]),
+                                reinterpret_cast<void*>(a[1]), static_cast<size_t>(a[2])));
     case SYS_readv:
       return Handled(ReadVec(*f, reinterpret_cast<const iovec*>(a[1]), a[2], -1));
     case SYS_preadv:
@@ -94,16 +98,25 @@ HookResult OnLseek(const long a[6]) {
   const int64_t off = a[1];
   int64_t next;
   if (IsDirEntry(f->entry)) {  // directories: only rewinding and telldir positions
-    if (a[2] == SEEK_SET && off >= 0) next = off;
-    else if (a[2] == SEEK_CUR && off == 0) return Handled(f->offset.load());
-    else return Err(EINVAL);
+    if (a[2] == SEEK_SET && off >= 0)
+      next = off;
+    else if (a[2] == SEEK_CUR && off == 0)
+      return Handled(f->offset.load());
+    else
+      return Err(EINVAL);
     f->offset.store(next);
     return Handled(next);
   }
   switch (a[2]) {
-    case SEEK_SET: next = off; break;
-    case SEEK_CUR: next = f->offset.load() + off; break;
-    case SEEK_END: next = size + off; break;
+    case SEEK_SET:
+      next = off;
+      break;
+    case SEEK_CUR:
+      next = f->offset.load() + off;
+      break;
+    case SEEK_END:
+      next = size + off;
+      break;
     case SEEK_DATA:
       if (off < 0 || off >= size) return Err(ENXIO);
       next = off;
@@ -112,7 +125,8 @@ HookResult OnLseek(const long a[6]) {
       if (off < 0 || off >= size) return Err(ENXIO);
       next = size;
       break;
-    default: return Err(EINVAL);
+    default:
+      return Err(EINVAL);
   }
   if (next < 0) return Err(EINVAL);
   f->offset.store(next);
@@ -140,7 +154,8 @@ HookResult OnCloseRange(const long a[6]) {
     if (first >= static_cast<unsigned long>(s->reserved_lo)) return Handled(0);
     last = static_cast<unsigned long>(s->reserved_lo - 1);
   }
-  return Handled(RawSyscall6(SYS_close_range, static_cast<long>(first), static_cast<long>(last), a[2]));
+  return Handled(
+      RawSyscall6(SYS_close_range, static_cast<long>(first), static_cast<long>(last), a[2]));
 }
 
 HookResult OnDup(long nr, const long a[6]) {
@@ -156,11 +171,14 @@ HookResult OnDup(long nr, const long a[6]) {
   const long target = a[1];
   if (s->IsReservedFd(target) || s->IsReservedFd(old)) return Err(EBADF);
   if (d < 0 && Fds().DescOf(target) < 0) return kPassToKernel;
-  if (nr == SYS_dup2 && old == target) return Handled(RawSyscall6(SYS_fcntl, old, F_GETFD) < 0 ? -EBADF : target);
+  if (nr == SYS_dup2 && old == target)
+    return Handled(RawSyscall6(SYS_fcntl, old, F_GETFD) < 0 ? -EBADF : target);
   const long fd = RawSyscall6(nr, old, target, a[2]);
   if (fd < 0 || s->InVforkChild()) return Handled(fd);
-  if (d >= 0) Fds().Bind(static_cast<int>(fd), d);
-  else Fds().Unbind(static_cast<int>(fd));
+  if (d >= 0)
+    Fds().Bind(static_cast<int>(fd), d);
+  else
+    Fds().Unbind(static_cast<int>(fd));
   return Handled(fd);
 }
 
@@ -179,7 +197,8 @@ HookResult OnFcntl(const long a[6]) {
       return Handled(fd);
     }
     case F_GETFL:
-      return Handled((f->flags.load() & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC)) | O_LARGEFILE);
+      return Handled((f->flags.load() & ~(O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_CLOEXEC)) |
+                     O_LARGEFILE);
     case F_SETFL: {
       const int settable = O_APPEND | O_NONBLOCK | O_ASYNC | O_DIRECT | O_NOATIME;
       int v = f->flags.load();
@@ -302,10 +321,12 @@ long UpgradeToMemfd(long fd) {
     }
     off += static_cast<uint64_t>(n);
   }
-  RawSyscall6(SYS_fcntl, mfd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+  RawSyscall6(SYS_fcntl, mfd, F_ADD_SEALS,
+              F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
   RawSyscall6(SYS_lseek, mfd, f->offset.load(), SEEK_SET);
   const long cloexec = RawSyscall6(SYS_fcntl, fd, F_GETFD);
-  const long rc = RawSyscall6(SYS_dup3, mfd, fd, (cloexec > 0 && (cloexec & FD_CLOEXEC)) ? O_CLOEXEC : 0);
+  const long rc =
+      RawSyscall6(SYS_dup3, mfd, fd, (cloexec > 0 && (cloexec & FD_CLOEXEC)) ? O_CLOEXEC : 0);
   RawSyscall6(SYS_close, mfd);
   if (rc < 0) return rc;
   Fds().Unbind(static_cast<int>(fd));  // now a real file descriptor
@@ -360,14 +381,17 @@ HookResult OnCopy(long nr, const long a[6]) {
   while (done < len) {
     const size_t want = std::min(len - done, sizeof buf);
     long n;
-    if (in_off) n = ReadMember(f->entry, static_cast<uint64_t>(*in_off), buf, want);
-    else n = ReadAtOffset(*f, buf, want);
+    if (in_off)
+      n = ReadMember(f->entry, static_cast<uint64_t>(*in_off), buf, want);
+    else
+      n = ReadAtOffset(*f, buf, want);
     if (n < 0) return Handled(done ? static_cast<long>(done) : n);
     if (n == 0) break;
     long w = 0;
     while (w < n) {
-      const long k = out_off ? RawSyscall6(SYS_pwrite64, out, reinterpret_cast<long>(buf + w), n - w, *out_off)
-                             : RawSyscall6(SYS_write, out, reinterpret_cast<long>(buf + w), n - w);
+      const long k =
+          out_off ? RawSyscall6(SYS_pwrite64, out, reinterpret_cast<long>(buf + w), n - w, *out_off)
+                  : RawSyscall6(SYS_write, out, reinterpret_cast<long>(buf + w), n - w);
       if (k < 0) return Handled(done ? static_cast<long>(done) : k);
       w += k;
       if (out_off) *out_off += k;
@@ -387,9 +411,12 @@ HookResult OnFdMisc(long nr, const long a[6]) {
     case SYS_fsync:
     case SYS_fdatasync:
       return Handled(0);
-    case SYS_fgetxattr: return Err(ENODATA);
-    case SYS_flistxattr: return Handled(0);
-    case SYS_ftruncate: return Err(EINVAL);  // not open for writing
+    case SYS_fgetxattr:
+      return Err(ENODATA);
+    case SYS_flistxattr:
+      return Handled(0);
+    case SYS_ftruncate:
+      return Err(EINVAL);  // not open for writing
     case SYS_write:
     case SYS_pwrite64:
     case SYS_writev:

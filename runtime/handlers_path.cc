@@ -26,9 +26,13 @@ namespace {
 
 constexpr long kDev = 0xFA57;
 
-const char* Str(long p) { return reinterpret_cast<const char*>(p); }
+const char* Str(long p) {
+  return reinterpret_cast<const char*>(p);
+}
 
-HookResult Err(int e) { return Handled(-e); }
+HookResult Err(int e) {
+  return Handled(-e);
+}
 
 HookResult FromResolved(const Resolved& r, long nr, const long a[6], int path_arg) {
   if (r.kind == Resolved::kError) return Err(r.err);
@@ -68,7 +72,8 @@ void FillStat(uint32_t idx, struct stat* st) {
   st->st_blksize = 4096;
   // As ext4 reports them: whole 4 KiB blocks; short ("fast") symlinks take none.
   st->st_blocks = S_ISLNK(e.mode) ? 0 : static_cast<blkcnt_t>((e.size + 4095) / 4096 * 8);
-  const timespec t{static_cast<time_t>(e.mtime_ns / 1000000000), static_cast<long>(e.mtime_ns % 1000000000)};
+  const timespec t{static_cast<time_t>(e.mtime_ns / 1000000000),
+                   static_cast<long>(e.mtime_ns % 1000000000)};
   st->st_atim = st->st_mtim = st->st_ctim = t;
 }
 
@@ -85,10 +90,11 @@ long OpenVirtual(uint32_t entry, int flags) {
   static std::atomic<long> tmpl{-1};
   long t = tmpl.load(std::memory_order_acquire);
   if (t < 0) {
-    const long raw = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"),
-                                 O_PATH | O_CLOEXEC);
+    const long raw =
+        RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_PATH | O_CLOEXEC);
     if (raw < 0) return raw;
-    t = RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC, Get()->reserved_lo + static_cast<long>(Get()->parts.size()) + 1);
+    t = RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC,
+                    Get()->reserved_lo + static_cast<long>(Get()->parts.size()) + 1);
     RawSyscall6(SYS_close, raw);
     if (t < 0) return t;
     long expected = -1;
@@ -206,7 +212,8 @@ HookResult OnAccess(long nr, const long a[6]) {
   if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, at ? 1 : 0);
   if (mode & W_OK) return Err(EROFS);
   const meta::ImageEntry& e = Get()->ns.entry(r.entry);
-  const uid_t uid = static_cast<uid_t>(RawSyscall6((nr == SYS_faccessat2 && (a[3] & AT_EACCESS)) ? SYS_geteuid : SYS_getuid));
+  const uid_t uid = static_cast<uid_t>(
+      RawSyscall6((nr == SYS_faccessat2 && (a[3] & AT_EACCESS)) ? SYS_geteuid : SYS_getuid));
   const gid_t gid = static_cast<gid_t>(RawSyscall6(SYS_getgid));
   if (uid == 0) {
     if ((mode & X_OK) && !S_ISDIR(e.mode) && !(e.mode & 0111)) return Err(EACCES);
@@ -257,8 +264,9 @@ HookResult OnChdir(long nr, const long a[6]) {
     r = Resolve(AT_FDCWD, Str(a[0]), kFollow);
     if (r.kind == Resolved::kError) return Err(r.err);
     if (r.kind != Resolved::kVirtual) {
-      const long rc = r.kind == Resolved::kRewritten ? RawSyscall6(SYS_chdir, reinterpret_cast<long>(r.path.c_str()))
-                                                     : RawSyscall6(SYS_chdir, a[0]);
+      const long rc = r.kind == Resolved::kRewritten
+                          ? RawSyscall6(SYS_chdir, reinterpret_cast<long>(r.path.c_str()))
+                          : RawSyscall6(SYS_chdir, a[0]);
       if (rc == 0) SetCwdNative();
       return Handled(rc);
     }
@@ -304,16 +312,19 @@ HookResult OnStatfs(long nr, const long a[6]) {
 }
 
 HookResult OnXattrPath(long nr, const long a[6]) {
-  const bool nofollow = nr == SYS_lgetxattr || nr == SYS_llistxattr || nr == SYS_lsetxattr ||
-                        nr == SYS_lremovexattr;
+  const bool nofollow =
+      nr == SYS_lgetxattr || nr == SYS_llistxattr || nr == SYS_lsetxattr || nr == SYS_lremovexattr;
   const Resolved r = Resolve(AT_FDCWD, Str(a[0]), nofollow ? 0 : kFollow);
   if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, 0);
   switch (nr) {
     case SYS_getxattr:
-    case SYS_lgetxattr: return Err(ENODATA);
+    case SYS_lgetxattr:
+      return Err(ENODATA);
     case SYS_listxattr:
-    case SYS_llistxattr: return Handled(0);
-    default: return Err(EROFS);  // set/remove
+    case SYS_llistxattr:
+      return Handled(0);
+    default:
+      return Err(EROFS);  // set/remove
   }
 }
 
@@ -324,23 +335,73 @@ HookResult OnMutationPath(long nr, const long a[6]) {
   bool creates = false, nofollow = true;
   int path_arg = 0;
   switch (nr) {
-    case SYS_unlink: case SYS_rmdir: path = Str(a[0]); break;
-    case SYS_truncate: case SYS_chmod: case SYS_chown: case SYS_utime: case SYS_utimes:
-      path = Str(a[0]); nofollow = false; break;
-    case SYS_lchown: path = Str(a[0]); break;
-    case SYS_mkdir: case SYS_mknod: path = Str(a[0]); creates = true; break;
-    case SYS_unlinkat: dirfd = a[0]; path = Str(a[1]); path_arg = 1; break;
-    case SYS_mkdirat: case SYS_mknodat: dirfd = a[0]; path = Str(a[1]); path_arg = 1; creates = true; break;
-    case SYS_fchmodat: case SYS_fchownat: case SYS_utimensat: case SYS_futimesat:
-      dirfd = a[0]; path = Str(a[1]); path_arg = 1; nofollow = (a[3] & AT_SYMLINK_NOFOLLOW) != 0;
+    case SYS_unlink:
+    case SYS_rmdir:
+      path = Str(a[0]);
+      break;
+    case SYS_truncate:
+    case SYS_chmod:
+    case SYS_chown:
+    case SYS_utime:
+    case SYS_utimes:
+      path = Str(a[0]);
+      nofollow = false;
+      break;
+    case SYS_lchown:
+      path = Str(a[0]);
+      break;
+    case SYS_mkdir:
+    case SYS_mknod:
+      path = Str(a[0]);
+      creates = true;
+      break;
+    case SYS_unlinkat:
+      dirfd = a[0];
+      path = Str(a[1]);
+      path_arg = 1;
+      break;
+    case SYS_mkdirat:
+    case SYS_mknodat:
+      dirfd = a[0];
+      path = Str(a[1]);
+      path_arg = 1;
+      creates = true;
+      break;
+    case SYS_fchmodat:
+    case SYS_fchownat:
+    case SYS_utimensat:
+    case SYS_futimesat:
+      dirfd = a[0];
+      path = Str(a[1]);
+      path_arg = 1;
+      nofollow = (a[3] & AT_SYMLINK_NOFOLLOW) != 0;
       if (nr == SYS_fchmodat || nr == SYS_futimesat) nofollow = false;
       if (nr == SYS_utimensat && !path) return kPassToKernel;  // futimens(fd): fd form
       break;
-    case SYS_rename: case SYS_link: path = Str(a[0]); break;
-    case SYS_renameat: case SYS_renameat2: case SYS_linkat: dirfd = a[0]; path = Str(a[1]); path_arg = 1; break;
-    case SYS_symlink: path = Str(a[1]); creates = true; path_arg = 1; break;
-    case SYS_symlinkat: dirfd = a[1]; path = Str(a[2]); creates = true; path_arg = 2; break;
-    default: return kPassToKernel;
+    case SYS_rename:
+    case SYS_link:
+      path = Str(a[0]);
+      break;
+    case SYS_renameat:
+    case SYS_renameat2:
+    case SYS_linkat:
+      dirfd = a[0];
+      path = Str(a[1]);
+      path_arg = 1;
+      break;
+    case SYS_symlink:
+      path = Str(a[1]);
+      creates = true;
+      path_arg = 1;
+      break;
+    case SYS_symlinkat:
+      dirfd = a[1];
+      path = Str(a[2]);
+      creates = true;
+      path_arg = 2;
+      break;
+    default:
+      return kPassToKernel;
   }
   // unlink, rmdir and rename check the mount for writing before looking the name up (as
   // Linux does on a read-only mount): a name in a dataset directory is EROFS even if missing.
@@ -362,7 +423,8 @@ HookResult OnMutationPath(long nr, const long a[6]) {
   }
   if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, path_arg, r.path.c_str()));
   // The destination of a rename or link inside the dataset.
-  if (nr == SYS_rename || nr == SYS_link || nr == SYS_renameat || nr == SYS_renameat2 || nr == SYS_linkat) {
+  if (nr == SYS_rename || nr == SYS_link || nr == SYS_renameat || nr == SYS_renameat2 ||
+      nr == SYS_linkat) {
     const bool at = nr != SYS_rename && nr != SYS_link;
     const Resolved d = ResolveParent(at ? a[2] : AT_FDCWD, Str(at ? a[3] : a[1]));
     if (d.kind == Resolved::kVirtual) return Err(EXDEV);

@@ -26,10 +26,13 @@ std::atomic<uint64_t> s_opens, s_stats, s_calls, s_failed;
 
 HookResult Route(long nr, const long a[6]) {
   switch (nr) {
-    case SYS_open: case SYS_openat:
+    case SYS_open:
+    case SYS_openat:
       s_opens.fetch_add(1, std::memory_order_relaxed);
       return OnOpenat(nr, a);
-    case SYS_stat: case SYS_lstat: case SYS_newfstatat:
+    case SYS_stat:
+    case SYS_lstat:
+    case SYS_newfstatat:
       s_stats.fetch_add(1, std::memory_order_relaxed);
       return OnStatPath(nr, a);
     case SYS_statx:
@@ -38,29 +41,74 @@ HookResult Route(long nr, const long a[6]) {
     case SYS_fstat:
       s_stats.fetch_add(1, std::memory_order_relaxed);
       return OnFstat(a);
-    case SYS_access: case SYS_faccessat: case SYS_faccessat2: return OnAccess(nr, a);
-    case SYS_readlink: case SYS_readlinkat: return OnReadlink(nr, a);
-    case SYS_chdir: case SYS_fchdir: return OnChdir(nr, a);
-    case SYS_getcwd: return OnGetcwd(a);
-    case SYS_statfs: case SYS_fstatfs: return OnStatfs(nr, a);
-    case SYS_getxattr: case SYS_lgetxattr: case SYS_listxattr: case SYS_llistxattr:
-    case SYS_setxattr: case SYS_lsetxattr: case SYS_removexattr: case SYS_lremovexattr:
+    case SYS_access:
+    case SYS_faccessat:
+    case SYS_faccessat2:
+      return OnAccess(nr, a);
+    case SYS_readlink:
+    case SYS_readlinkat:
+      return OnReadlink(nr, a);
+    case SYS_chdir:
+    case SYS_fchdir:
+      return OnChdir(nr, a);
+    case SYS_getcwd:
+      return OnGetcwd(a);
+    case SYS_statfs:
+    case SYS_fstatfs:
+      return OnStatfs(nr, a);
+    case SYS_getxattr:
+    case SYS_lgetxattr:
+    case SYS_listxattr:
+    case SYS_llistxattr:
+    case SYS_setxattr:
+    case SYS_lsetxattr:
+    case SYS_removexattr:
+    case SYS_lremovexattr:
       return OnXattrPath(nr, a);
-    case SYS_read: case SYS_pread64: case SYS_readv: case SYS_preadv: case SYS_preadv2:
+    case SYS_read:
+    case SYS_pread64:
+    case SYS_readv:
+    case SYS_preadv:
+    case SYS_preadv2:
       return OnRead(nr, a);
-    case SYS_lseek: return OnLseek(a);
-    case SYS_close: return OnClose(a);
-    case SYS_close_range: return OnCloseRange(a);
-    case SYS_dup: case SYS_dup2: case SYS_dup3: return OnDup(nr, a);
-    case SYS_fcntl: return OnFcntl(a);
-    case SYS_ioctl: return OnIoctl(a);
-    case SYS_getdents64: return OnGetdents(a);
-    case SYS_mmap: return OnMmap(a);
-    case SYS_sendfile: case SYS_copy_file_range: case SYS_splice: return OnCopy(nr, a);
-    case SYS_fadvise64: case SYS_readahead: case SYS_fsync: case SYS_fdatasync:
-    case SYS_ftruncate: case SYS_fchmod: case SYS_fchown: case SYS_fgetxattr:
-    case SYS_flistxattr: case SYS_fsetxattr: case SYS_fremovexattr: case SYS_write:
-    case SYS_pwrite64: case SYS_writev: case SYS_pwritev: case SYS_pwritev2:
+    case SYS_lseek:
+      return OnLseek(a);
+    case SYS_close:
+      return OnClose(a);
+    case SYS_close_range:
+      return OnCloseRange(a);
+    case SYS_dup:
+    case SYS_dup2:
+    case SYS_dup3:
+      return OnDup(nr, a);
+    case SYS_fcntl:
+      return OnFcntl(a);
+    case SYS_ioctl:
+      return OnIoctl(a);
+    case SYS_getdents64:
+      return OnGetdents(a);
+    case SYS_mmap:
+      return OnMmap(a);
+    case SYS_sendfile:
+    case SYS_copy_file_range:
+    case SYS_splice:
+      return OnCopy(nr, a);
+    case SYS_fadvise64:
+    case SYS_readahead:
+    case SYS_fsync:
+    case SYS_fdatasync:
+    case SYS_ftruncate:
+    case SYS_fchmod:
+    case SYS_fchown:
+    case SYS_fgetxattr:
+    case SYS_flistxattr:
+    case SYS_fsetxattr:
+    case SYS_fremovexattr:
+    case SYS_write:
+    case SYS_pwrite64:
+    case SYS_writev:
+    case SYS_pwritev:
+    case SYS_pwritev2:
       return OnFdMisc(nr, a);
     default:
       return OnMutationPath(nr, a);
@@ -80,9 +128,20 @@ intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   // shared tables check for it (State::InVforkChild, a getpid) themselves; the rest
   // (stat, lseek, fstat, access, readlink: no allocation) are safe as they are.
   switch (nr) {
-    case SYS_open: case SYS_openat: case SYS_read: case SYS_readv: case SYS_pread64:
-    case SYS_preadv: case SYS_preadv2: case SYS_dup: case SYS_mmap: case SYS_sendfile:
-    case SYS_copy_file_range: case SYS_splice: case SYS_chdir: case SYS_fchdir:
+    case SYS_open:
+    case SYS_openat:
+    case SYS_read:
+    case SYS_readv:
+    case SYS_pread64:
+    case SYS_preadv:
+    case SYS_preadv2:
+    case SYS_dup:
+    case SYS_mmap:
+    case SYS_sendfile:
+    case SYS_copy_file_range:
+    case SYS_splice:
+    case SYS_chdir:
+    case SYS_fchdir:
     case SYS_getdents64:
       if (s->InVforkChild()) return kPassToKernel;
       break;
@@ -100,16 +159,17 @@ void WriteStats() {
   if (!s || s->stats_target.empty() || s->InVforkChild()) return;
   const IoStats io = SnapshotIoStats();
   char line[512];
-  std::snprintf(line, sizeof line,
-                "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
-                "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
-                "\"error_replies\": %llu, \"damaged\": %llu}\n",
-                static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.load()),
-                static_cast<unsigned long long>(s_opens.load()), static_cast<unsigned long long>(s_stats.load()),
-                static_cast<unsigned long long>(io.reads), static_cast<unsigned long long>(io.bytes),
-                static_cast<unsigned long long>(io.cache_hits), static_cast<unsigned long long>(io.inflates),
-                io.inflate_ns / 1e6, static_cast<unsigned long long>(s_failed.load()),
-                static_cast<unsigned long long>(io.errors));
+  std::snprintf(
+      line, sizeof line,
+      "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
+      "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
+      "\"error_replies\": %llu, \"damaged\": %llu}\n",
+      static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.load()),
+      static_cast<unsigned long long>(s_opens.load()),
+      static_cast<unsigned long long>(s_stats.load()), static_cast<unsigned long long>(io.reads),
+      static_cast<unsigned long long>(io.bytes), static_cast<unsigned long long>(io.cache_hits),
+      static_cast<unsigned long long>(io.inflates), io.inflate_ns / 1e6,
+      static_cast<unsigned long long>(s_failed.load()), static_cast<unsigned long long>(io.errors));
   if (s->stats_target == "1") {
     std::fputs(line, stderr);
   } else if (FILE* f = std::fopen(s->stats_target.c_str(), "a")) {
@@ -117,7 +177,6 @@ void WriteStats() {
     std::fclose(f);
   }
 }
-
 
 }  // namespace fanstore::runtime
 
@@ -133,28 +192,32 @@ HookSpec PreloadHookSpec() {
   State* s = Get();
   if (!s) return spec;  // no dataset configured: nothing to serve
   Fds();
-  g_prefilter.mount_len = static_cast<unsigned>(std::min<size_t>(s->mount.size(), sizeof g_prefilter.mount - 1));
+  g_prefilter.mount_len =
+      static_cast<unsigned>(std::min<size_t>(s->mount.size(), sizeof g_prefilter.mount - 1));
   std::memcpy(g_prefilter.mount, s->mount.data(), g_prefilter.mount_len);
   g_prefilter.reserved_lo = s->reserved_lo;
   g_prefilter.fd_bits = Fds().bits();
   g_prefilter.active = true;
   spec.hook = &RuntimeHook;
   spec.prefilter = &RuntimePrefilter;
-  for (long nr : {SYS_open, SYS_openat, SYS_stat, SYS_lstat, SYS_newfstatat, SYS_statx, SYS_fstat,
-                  SYS_access, SYS_faccessat, SYS_faccessat2, SYS_readlink, SYS_readlinkat,
-                  SYS_chdir, SYS_fchdir, SYS_getcwd, SYS_statfs, SYS_fstatfs, SYS_getxattr,
-                  SYS_lgetxattr, SYS_listxattr, SYS_llistxattr, SYS_setxattr, SYS_lsetxattr,
-                  SYS_removexattr, SYS_lremovexattr, SYS_read, SYS_pread64, SYS_readv,
-                  SYS_preadv, SYS_preadv2, SYS_lseek, SYS_close, SYS_close_range, SYS_dup,
-                  SYS_dup2, SYS_dup3, SYS_fcntl, SYS_ioctl, SYS_getdents64, SYS_mmap,
-                  SYS_sendfile, SYS_copy_file_range, SYS_splice, SYS_fadvise64, SYS_readahead,
-                  SYS_fsync, SYS_fdatasync, SYS_ftruncate, SYS_fchmod, SYS_fchown, SYS_fgetxattr,
-                  SYS_flistxattr, SYS_fsetxattr, SYS_fremovexattr, SYS_write, SYS_pwrite64,
-                  SYS_writev, SYS_pwritev, SYS_pwritev2, SYS_unlink, SYS_unlinkat, SYS_rmdir,
-                  SYS_mkdir, SYS_mkdirat, SYS_mknod, SYS_mknodat, SYS_rename, SYS_renameat,
-                  SYS_renameat2, SYS_link, SYS_linkat, SYS_symlink, SYS_symlinkat, SYS_chmod,
-                  SYS_fchmodat, SYS_chown, SYS_lchown, SYS_fchownat, SYS_truncate, SYS_utime,
-                  SYS_utimes, SYS_utimensat, SYS_futimesat, SYS_exit_group})
+  for (long nr :
+       {SYS_open,       SYS_openat,          SYS_stat,        SYS_lstat,        SYS_newfstatat,
+        SYS_statx,      SYS_fstat,           SYS_access,      SYS_faccessat,    SYS_faccessat2,
+        SYS_readlink,   SYS_readlinkat,      SYS_chdir,       SYS_fchdir,       SYS_getcwd,
+        SYS_statfs,     SYS_fstatfs,         SYS_getxattr,    SYS_lgetxattr,    SYS_listxattr,
+        SYS_llistxattr, SYS_setxattr,        SYS_lsetxattr,   SYS_removexattr,  SYS_lremovexattr,
+        SYS_read,       SYS_pread64,         SYS_readv,       SYS_preadv,       SYS_preadv2,
+        SYS_lseek,      SYS_close,           SYS_close_range, SYS_dup,          SYS_dup2,
+        SYS_dup3,       SYS_fcntl,           SYS_ioctl,       SYS_getdents64,   SYS_mmap,
+        SYS_sendfile,   SYS_copy_file_range, SYS_splice,      SYS_fadvise64,    SYS_readahead,
+        SYS_fsync,      SYS_fdatasync,       SYS_ftruncate,   SYS_fchmod,       SYS_fchown,
+        SYS_fgetxattr,  SYS_flistxattr,      SYS_fsetxattr,   SYS_fremovexattr, SYS_write,
+        SYS_pwrite64,   SYS_writev,          SYS_pwritev,     SYS_pwritev2,     SYS_unlink,
+        SYS_unlinkat,   SYS_rmdir,           SYS_mkdir,       SYS_mkdirat,      SYS_mknod,
+        SYS_mknodat,    SYS_rename,          SYS_renameat,    SYS_renameat2,    SYS_link,
+        SYS_linkat,     SYS_symlink,         SYS_symlinkat,   SYS_chmod,        SYS_fchmodat,
+        SYS_chown,      SYS_lchown,          SYS_fchownat,    SYS_truncate,     SYS_utime,
+        SYS_utimes,     SYS_utimensat,       SYS_futimesat,   SYS_exit_group})
     spec.interest.nrs.set(nr);
   return spec;
 }

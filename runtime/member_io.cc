@@ -53,15 +53,16 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
     long n;
     if (t_ring.ok) {
       io_uring_sqe* sqe = io_uring_get_sqe(&t_ring.ring);
-      io_uring_prep_read(sqe, fd, static_cast<char*>(buf) + done, static_cast<unsigned>(
-                         std::min<size_t>(len - done, 1u << 30)), off + done);
+      io_uring_prep_read(sqe, fd, static_cast<char*>(buf) + done,
+                         static_cast<unsigned>(std::min<size_t>(len - done, 1u << 30)), off + done);
       io_uring_cqe* cqe = nullptr;
       const int rc = io_uring_submit_and_wait(&t_ring.ring, 1);
       if (rc < 0 || io_uring_peek_cqe(&t_ring.ring, &cqe) != 0) return rc < 0 ? rc : -EIO;
       n = cqe->res;
       io_uring_cqe_seen(&t_ring.ring, cqe);
     } else {
-      n = intercept::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(static_cast<char*>(buf) + done),
+      n = intercept::RawSyscall6(SYS_pread64, fd,
+                                 reinterpret_cast<long>(static_cast<char*>(buf) + done),
                                  static_cast<long>(len - done), static_cast<long>(off + done));
     }
     if (n == -EINTR || n == -EAGAIN) continue;
@@ -97,10 +98,12 @@ long LoadWhole(State& s, const ImageEntry& e, uint8_t* out) {
   const int rc = compress::InflateExact({stored.get(), e.stored_size}, {out, e.size});
   s_inflates.fetch_add(1, std::memory_order_relaxed);
   s_inflate_ns.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now() - t0).count()),
+                                                   std::chrono::steady_clock::now() - t0)
+                                                   .count()),
                          std::memory_order_relaxed);
   if (rc != 0) return Damaged(s, e, "damaged compressed data");
-  if (compress::Crc32c(0, out, e.size) != e.crc32c) return Damaged(s, e, "checksum mismatch (damaged data)");
+  if (compress::Crc32c(0, out, e.size) != e.crc32c)
+    return Damaged(s, e, "checksum mismatch (damaged data)");
   return static_cast<long>(e.size);
 }
 
@@ -190,8 +193,8 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
 }
 
 IoStats SnapshotIoStats() {
-  return IoStats{s_reads.load(), s_bytes.load(), s_inflates.load(), s_inflate_ns.load(),
-                 s_hits.load(), s_errors.load()};
+  return IoStats{s_reads.load(),      s_bytes.load(), s_inflates.load(),
+                 s_inflate_ns.load(), s_hits.load(),  s_errors.load()};
 }
 
 }  // namespace fanstore::runtime

@@ -11,6 +11,7 @@
 
 #include "intercept/raw_syscall.h"
 #include "meta/format.h"
+#include "meta/member.h"
 #include "runtime/fd_table.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/state.h"
@@ -24,7 +25,9 @@ using meta::Kind;
 constexpr int kMaxHops = 40;
 std::atomic<int64_t> g_cwd{-2};  // -2 unknown, -1 native, else entry
 
-bool IsDir(const ImageEntry& e) { return e.kind == static_cast<uint8_t>(Kind::kDir); }
+bool IsDir(const ImageEntry& e) {
+  return e.kind == static_cast<uint8_t>(Kind::kDir);
+}
 
 // The child of `dir` named `name` (binary search: children are in name order).
 uint32_t Child(const State& s, uint32_t dir, std::string_view name) {
@@ -35,8 +38,10 @@ uint32_t Child(const State& s, uint32_t dir, std::string_view name) {
     const uint32_t c = s.ns.Child(d, mid);
     const int cmp = s.ns.name(s.ns.entry(c)).compare(name);
     if (cmp == 0) return c;
-    if (cmp < 0) lo = mid + 1;
-    else hi = mid;
+    if (cmp < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return meta::kNoEntry;
 }
@@ -61,15 +66,7 @@ Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow
   std::vector<std::string_view> todo;  // remaining components, last first
   std::deque<std::string> owned;       // symlink targets (stable addresses: todo views them)
   auto push = [&](std::string_view p) {
-    std::vector<std::string_view> comps;
-    size_t i = 0;
-    while (i <= p.size()) {
-      const size_t j = p.find('/', i);
-      const size_t end = j == std::string_view::npos ? p.size() : j;
-      if (end > i) comps.push_back(p.substr(i, end - i));
-      if (j == std::string_view::npos) break;
-      i = j + 1;
-    }
+    const std::vector<std::string_view> comps = meta::SplitPath(p);
     for (auto it = comps.rbegin(); it != comps.rend(); ++it) todo.push_back(*it);
   };
   const bool trailing_slash = !rest.empty() && rest.back() == '/';

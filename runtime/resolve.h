@@ -19,8 +19,8 @@ struct Resolved {
   std::string path;    // kRewritten: an absolute native path
 };
 
-inline constexpr int kFollow = 1;     // follow a final symlink
-inline constexpr int kEmptyOk = 2;    // AT_EMPTY_PATH: "" names dirfd itself
+inline constexpr int kFollow = 1;   // follow a final symlink
+inline constexpr int kEmptyOk = 2;  // AT_EMPTY_PATH: "" names dirfd itself
 
 Resolved Resolve(long dirfd, const char* path, int flags);
 // The absolute path of an entry under the mount point.

@@ -24,19 +24,21 @@ void AfterFork() {
 
 }  // namespace
 
-State* Get() { return g_state; }
+State* Get() {
+  return g_state;
+}
 
 bool State::InVforkChild() const {
-  return static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)) != pid.load(std::memory_order_relaxed);
+  return static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)) !=
+         pid.load(std::memory_order_relaxed);
 }
 
 int State::BlobFd(uint32_t p) {
   if (p >= parts.size()) return -EIO;
   int fd = blob_fds[p].load(std::memory_order_acquire);
   if (fd >= 0) return fd;
-  const long raw = intercept::RawSyscall6(SYS_openat, AT_FDCWD,
-                                          reinterpret_cast<long>(parts[p].c_str()),
-                                          O_RDONLY | O_CLOEXEC);
+  const long raw = intercept::RawSyscall6(
+      SYS_openat, AT_FDCWD, reinterpret_cast<long>(parts[p].c_str()), O_RDONLY | O_CLOEXEC);
   if (raw < 0) return static_cast<int>(raw);
   // Move it into the reserved range, top down: partition p at reserved top - 1 - p.
   const long target = intercept::RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC, reserved_lo);
@@ -63,7 +65,8 @@ Status Init() {
   void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
   ::close(fd);
   if (m == MAP_FAILED) return Status::FromErrno(image, errno);
-  auto view = meta::NamespaceView::Attach({static_cast<const uint8_t*>(m), static_cast<size_t>(st.st_size)});
+  auto view = meta::NamespaceView::Attach(
+      {static_cast<const uint8_t*>(m), static_cast<size_t>(st.st_size)});
   if (!view.ok()) return Status::Error(std::string(image) + ": " + view.status().message());
   auto* s = new State();
   s->ns = *view;
@@ -71,7 +74,8 @@ Status Init() {
   if (!mount || mount[0] != '/') return Status::Error("FANSTORE_MOUNT must be an absolute path");
   s->mount = mount;
   while (s->mount.size() > 1 && s->mount.back() == '/') s->mount.pop_back();
-  for (uint32_t p = 0; p < s->ns.partition_count(); ++p) s->parts.emplace_back(s->ns.partition_path(p));
+  for (uint32_t p = 0; p < s->ns.partition_count(); ++p)
+    s->parts.emplace_back(s->ns.partition_path(p));
   s->blob_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
   for (size_t p = 0; p <= s->parts.size(); ++p) s->blob_fds[p].store(-1);
   const char* verify = std::getenv("FANSTORE_VERIFY");

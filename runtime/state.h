@@ -24,12 +24,12 @@ namespace fanstore::runtime {
 
 struct State {
   meta::NamespaceView ns;
-  std::string mount;              // absolute, no trailing '/'
-  std::vector<std::string> parts; // partition blob paths
+  std::string mount;               // absolute, no trailing '/'
+  std::vector<std::string> parts;  // partition blob paths
   bool verify_raw = false;
-  std::string stats_target;       // "" | "1" | path
-  int reserved_lo = 0;            // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)
-  std::atomic<pid_t> pid{0};      // this process (updated in forked children)
+  std::string stats_target;   // "" | "1" | path
+  int reserved_lo = 0;        // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)
+  std::atomic<pid_t> pid{0};  // this process (updated in forked children)
   std::unique_ptr<std::atomic<int>[]> blob_fds;
 
   // The blob fd of partition p, opened on first use; a negative errno on failure.

@@ -5,6 +5,9 @@ PASS=0
 FAIL=0
 SCRATCH=$(mktemp -d /tmp/fanstore-shtest-XXXXXX)
 trap '[ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$SCRATCH"' EXIT
+# Preloaded programs cache their libc patch plan: keep that inside the scratch directory.
+export FANSTORE_CACHE_DIR=$SCRATCH/plan-cache
+mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 
 ok() { PASS=$((PASS + 1)); }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }

@@ -8,8 +8,6 @@ LIB=$1
 PROBE=$2
 . "$(dirname "$0")/../bin/lib.sh"
 S=$SCRATCH
-export FANSTORE_CACHE_DIR=$S/cache
-mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 EIO=/fanstore-test/eio
 hooked() { LD_PRELOAD=$LIB "$@"; }
 passing() { FANSTORE_TESTHOOK=pass LD_PRELOAD=$LIB "$@"; }

@@ -9,8 +9,6 @@ DRIVER=$3
 SRCDIR=$4
 . "$SRCDIR/tests/bin/lib.sh"
 S=$SCRATCH
-export FANSTORE_CACHE_DIR=$S/cache
-mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 T=$S/src
 mkdir -p "$T/meta/empty dir" "$T/deep/a/b/c"
 seq 1 3000 >"$T/meta/numbers.txt"

@@ -10,8 +10,6 @@ SRCDIR=$3
 S=$SCRATCH
 PY=/usr/bin/python3
 T=$S/src
-export FANSTORE_CACHE_DIR=$S/cache
-mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 
 # The tree: real JPEGs in class folders, text, an .npy, symlinks, edge-case names.
 $PY "$SRCDIR/bench/gen_dataset.py" imagenet "$T" --files 60 --classes 3 --mean-kb 6 --real-jpeg >/dev/null

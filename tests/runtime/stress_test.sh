@@ -9,8 +9,6 @@ STRESS=$3
 SRCDIR=$4
 . "$SRCDIR/tests/bin/lib.sh"
 S=$SCRATCH
-export FANSTORE_CACHE_DIR=$S/cache
-mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 /usr/bin/python3 "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src/img" --files 200 --classes 5 --mean-kb 20 >/dev/null
 /usr/bin/python3 "$SRCDIR/bench/gen_dataset.py" text "$S/src/txt" --files 60 --mean-kb 30 >/dev/null
 MNT=$S/mnt

@@ -13,8 +13,6 @@ if ! $PY -c "import torch, torchvision" 2>/dev/null; then
   finish
   exit $?
 fi
-export FANSTORE_CACHE_DIR=$S/cache
-mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 $PY "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src" --files 96 --classes 4 --mean-kb 5 --real-jpeg --val-fraction 0 >/dev/null
 rm -f "$S/src/labels.csv" "$S/src/LOC_synset_mapping.txt"
 $FANSTORE pack -q "$S/src" "$S/packed" || bad "pack"
