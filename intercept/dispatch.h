@@ -13,10 +13,13 @@ void SetHook(Hook hook);
 void SetPrefilter(Prefilter prefilter, const Interest& interest);
 }  // namespace fanstore::intercept
 
-// 1: call fanstore_intercept_dispatch; 0: execute the system call directly. Compiled with
+// {value, action} in rax:rdx: kToKernel executes the system call directly, kToHook calls
+// fanstore_intercept_dispatch, kAnswered returns `value`. Compiled with
 // -mgeneral-regs-only: it runs before the entry saves the vector registers.
-extern "C" int fanstore_intercept_prefilter(long nr, long a1, long a2, long a3, long a4, long a5,
-                                            long a6) noexcept;
+extern "C" fanstore::intercept::PrefilterResult fanstore_intercept_prefilter(long nr, long a1,
+                                                                             long a2, long a3,
+                                                                             long a4, long a5,
+                                                                             long a6) noexcept;
 
 extern "C" fanstore::intercept::HookResult fanstore_intercept_dispatch(long nr, long a1, long a2,
                                                                        long a3, long a4, long a5,

@@ -9,8 +9,8 @@
  * 1. Save rflags and the general registers on the caller's stack (frame at rbx).
  * 2. Switch to this thread's hook stack (mapping it on first use), unless already on it
  *    (a signal handler's call nested in a running hook keeps going down the same stack).
- * 2b. Ask the prefilter (general registers only) whether the hook wants the call; if not,
- *    restore and execute the system call at once (step 5's pass path).
+ * 2b. Ask the prefilter (general registers only): the kernel (restore and execute the
+ *    system call at once), the hook (go on), or answered (restore and return its value).
  * 3. Save the vector state into a 64-byte aligned area there (cpu_state.h: the registers
  *    themselves with plain moves, or the whole XCR0 state with XSAVEC).
  * 4. Call fanstore_intercept_dispatch(nr, a1..a6) with DF clear; it returns
@@ -93,10 +93,14 @@ fanstore_intercept_entry:
   pushq F_R9(%rbx)
   call fanstore_intercept_prefilter
   add $16, %rsp
-  test %eax, %eax
-  jnz .Lwanted
+  cmp $1, %rdx            /* kToHook */
+  je .Lwanted
   mov %rbx, %rsp
-  jmp .Lpass
+  test %rdx, %rdx         /* kToKernel */
+  jz .Lpass
+  mov %rax, F_RAX(%rsp)   /* kAnswered: the prefilter's value is the result */
+  RESTORE_FRAME
+  ret
 .Lwanted:
   /* Vector state: see cpu_state.h. Modes 0-2 store the registers with plain moves (the
      hook's code and libc's string functions can touch these and nothing else of the

@@ -23,11 +23,18 @@ inline HookResult Handled(long v) {
 // exception may cross the preload boundary.
 using Hook = HookResult (*)(long nr, const long args[6]) noexcept;
 
-// A prefilter runs before the vector registers are saved and answers whether the hook
-// wants the call at all (1) or it goes straight to the kernel (0): a path outside the
-// dataset, an fd that is not virtual. It must be compiled with -mgeneral-regs-only (so the
-// compiler cannot touch vector state) and call nothing. nullptr: the hook sees every call.
-using Prefilter = int (*)(long nr, const long args[6]) noexcept;
+// A prefilter runs before the vector registers are saved and decides: the call goes
+// straight to the kernel (a path outside the dataset, an fd that is not virtual), to the
+// hook, or it is answered right there (calls simple enough to serve with general registers
+// only, such as a stat found by one hash probe). It must be compiled with
+// -mgeneral-regs-only (so the compiler cannot touch vector state) and call nothing.
+// nullptr: the hook sees every call.
+enum PrefilterAction : long { kToKernel = 0, kToHook = 1, kAnswered = 2 };
+struct PrefilterResult {
+  long value;   // the result, for kAnswered
+  long action;  // PrefilterAction
+};
+using Prefilter = PrefilterResult (*)(long nr, const long args[6]) noexcept;
 
 struct HookSpec {
   Hook hook = nullptr;

@@ -22,12 +22,12 @@ void SetPrefilter(Prefilter prefilter, const Interest& interest) {
 
 using namespace fanstore::intercept;
 
-extern "C" int fanstore_intercept_prefilter(long nr, long a1, long a2, long a3, long a4, long a5,
-                                            long a6) noexcept {
-  if (nr == SYS_execve || nr == SYS_execveat) return 1;  // the exec policy (exec_env.h)
+extern "C" PrefilterResult fanstore_intercept_prefilter(long nr, long a1, long a2, long a3, long a4,
+                                                        long a5, long a6) noexcept {
+  if (nr == SYS_execve || nr == SYS_execveat) return {0, kToHook};  // the exec policy
   if (!g_all && (nr < 0 || nr >= kMaxSyscallNr || !(g_interest[nr / 64] >> (nr % 64) & 1)))
-    return 0;
-  if (!g_prefilter) return 1;
+    return {0, kToKernel};
+  if (!g_prefilter) return {0, kToHook};
   const long args[6] = {a1, a2, a3, a4, a5, a6};
   return g_prefilter(nr, args);
 }

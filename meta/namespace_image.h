@@ -87,6 +87,12 @@ class NamespaceView {
   // 64-bit hash of a path, a word at a time (the same in the builder and every reader).
   static uint64_t Hash(std::string_view s) noexcept;
 
+  // Raw sections, for the runtime's general-registers-only fast path (prefilter.cc).
+  const ImageEntry* entries() const { return entries_; }
+  const ImageBucket* buckets() const { return buckets_; }
+  uint64_t bucket_mask() const { return h_->bucket_count - 1; }
+  const char* strings() const { return strings_; }
+
  private:
   const ImageHeader* h_ = nullptr;
   const ImageEntry* entries_ = nullptr;

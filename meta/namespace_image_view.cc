@@ -2,26 +2,14 @@
 
 #include "meta/member.h"
 #include "meta/namespace_image.h"
+#include "meta/path_hash.h"
 
 // The reading side of the namespace image (attach, lookup), kept apart from the builder so
 // the preload library can use it without the rest of meta/.
 namespace fanstore::meta {
 
 uint64_t NamespaceView::Hash(std::string_view s) noexcept {
-  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
-  uint64_t h = 0x243F6A8885A308D3ull ^ (s.size() * kMul);
-  size_t i = 0;
-  for (; i + 8 <= s.size(); i += 8) {
-    uint64_t w;
-    std::memcpy(&w, s.data() + i, 8);
-    h = (h ^ w) * kMul;
-    h ^= h >> 29;
-  }
-  uint64_t tail = 0;
-  std::memcpy(&tail, s.data() + i, s.size() - i);
-  h = (h ^ tail) * kMul;
-  h ^= h >> 32;
-  return h * 0xD6E8FEB86659FD93ull;
+  return HashPath(s.data(), s.size());
 }
 
 Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {

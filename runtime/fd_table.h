@@ -39,8 +39,11 @@ class FdTable {
     return fd >= 0 && fd < kMaxFds ? fd_[fd].load(std::memory_order_acquire) : -1;
   }
   OpenFile& desc(int d) { return slab_[d]; }
-  // Bitmap of virtual fds for the prefilter (no vector registers: plain words).
+  // For the prefilter (no vector registers: plain words): the bitmap of virtual fds, the
+  // fd -> description map and the descriptions.
   const std::atomic<uint64_t>* bits() const { return bits_; }
+  const std::atomic<int32_t>* fd_map() const { return fd_; }
+  const OpenFile* slab() const { return slab_; }
 
  private:
   void Release(int d);

@@ -15,6 +15,7 @@
 #include "meta/format.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
+#include "runtime/prefilter_state.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -60,21 +61,7 @@ bool IsDirEntry(uint32_t entry) {
 }
 
 void FillStat(uint32_t idx, struct stat* st) {
-  const meta::ImageEntry& e = Get()->ns.entry(idx);
-  std::memset(st, 0, sizeof *st);
-  st->st_dev = kDev;
-  st->st_ino = idx + 1;
-  st->st_mode = e.mode;
-  st->st_nlink = e.nlink;
-  st->st_uid = e.uid;
-  st->st_gid = e.gid;
-  st->st_size = static_cast<off_t>(e.size);
-  st->st_blksize = 4096;
-  // As ext4 reports them: whole 4 KiB blocks; short ("fast") symlinks take none.
-  st->st_blocks = S_ISLNK(e.mode) ? 0 : static_cast<blkcnt_t>((e.size + 4095) / 4096 * 8);
-  const timespec t{static_cast<time_t>(e.mtime_ns / 1000000000),
-                   static_cast<long>(e.mtime_ns % 1000000000)};
-  st->st_atim = st->st_mtim = st->st_ctim = t;
+  FillStatOf(idx, st);
 }
 
 long WithPath(long nr, const long a[6], int path_arg, const char* path) {
@@ -178,23 +165,7 @@ HookResult OnStatx(const long a[6]) {
   if (a[2] & AT_EMPTY_PATH) rflags |= kEmptyOk;
   const Resolved r = Resolve(a[0], Str(a[1]), rflags);
   if (r.kind != Resolved::kVirtual) return FromResolved(r, SYS_statx, a, 1);
-  struct stat st;
-  FillStat(r.entry, &st);
-  auto* x = reinterpret_cast<struct statx*>(a[4]);
-  std::memset(x, 0, sizeof *x);
-  x->stx_mask = STATX_BASIC_STATS;
-  x->stx_blksize = static_cast<uint32_t>(st.st_blksize);
-  x->stx_nlink = static_cast<uint32_t>(st.st_nlink);
-  x->stx_uid = st.st_uid;
-  x->stx_gid = st.st_gid;
-  x->stx_mode = static_cast<uint16_t>(st.st_mode);
-  x->stx_ino = st.st_ino;
-  x->stx_size = static_cast<uint64_t>(st.st_size);
-  x->stx_blocks = static_cast<uint64_t>(st.st_blocks);
-  const statx_timestamp t{st.st_mtim.tv_sec, static_cast<uint32_t>(st.st_mtim.tv_nsec), 0};
-  x->stx_atime = x->stx_ctime = x->stx_mtime = t;
-  x->stx_dev_major = 0;
-  x->stx_dev_minor = static_cast<uint32_t>(kDev);
+  FillStatxOf(r.entry, reinterpret_cast<void*>(a[4]));
   return Handled(0);
 }
 

@@ -197,6 +197,12 @@ HookSpec PreloadHookSpec() {
   std::memcpy(g_prefilter.mount, s->mount.data(), g_prefilter.mount_len);
   g_prefilter.reserved_lo = s->reserved_lo;
   g_prefilter.fd_bits = Fds().bits();
+  g_prefilter.fd_map = Fds().fd_map();
+  g_prefilter.descs = Fds().slab();
+  g_prefilter.entries = s->ns.entries();
+  g_prefilter.buckets = s->ns.buckets();
+  g_prefilter.bucket_mask = s->ns.bucket_mask();
+  g_prefilter.strings = s->ns.strings();
   g_prefilter.active = true;
   spec.hook = &RuntimeHook;
   spec.prefilter = &RuntimePrefilter;

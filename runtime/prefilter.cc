@@ -1,9 +1,13 @@
 // The runtime's prefilter: decides, before any vector register is saved, whether a call
-// can concern the dataset. Compiled with -mgeneral-regs-only; calls nothing.
+// can concern the dataset, and answers the stat family itself when a path is found by one
+// probe of the image. Compiled with -mgeneral-regs-only -fno-tree-loop-distribute-patterns
+// (no vector code, no loops turned into memset/memcpy calls); calls nothing.
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/syscall.h>
 
+#include "meta/format.h"
+#include "meta/path_hash.h"
 #include "runtime/fd_table.h"
 #include "runtime/prefilter_state.h"
 
@@ -48,10 +52,172 @@ bool IsProc(long p) {
          s[5] == '/';
 }
 
+constexpr long kDev = 0xFA57;
+
+// The entry of an absolute, clean path under the mount point (no ".", "..", "//" or
+// trailing '/'), by one probe; false for anything else (the hook resolves it).
+bool FastEntry(const char* p, bool follow, uint32_t* out) {
+  const unsigned n = g_prefilter.mount_len;
+  const char* m = g_prefilter.mount;
+  unsigned i = 0;
+  for (; i < n; ++i)
+    if (p[i] != m[i]) return false;
+  if (n > 1) {
+    if (p[i] == 0) {
+      *out = 0;
+      return true;
+    }
+    if (p[i] != '/') return false;
+    ++i;
+  }
+  const char* rest = p + i;
+  size_t len = 0;
+  bool comp_start = true;
+  for (;; ++len) {
+    const char c = rest[len];
+    if (c == 0) break;
+    if (comp_start &&
+        (c == '/' ||
+         (c == '.' && (rest[len + 1] == 0 || rest[len + 1] == '/' ||
+                       (rest[len + 1] == '.' && (rest[len + 2] == 0 || rest[len + 2] == '/'))))))
+      return false;
+    comp_start = c == '/';
+    if (len > 4096) return false;
+  }
+  if (len == 0) {
+    *out = 0;
+    return true;
+  }
+  if (rest[len - 1] == '/') return false;
+  const uint64_t h = meta::HashPath(rest, len);
+  const uint32_t tag = static_cast<uint32_t>(h >> 32);
+  for (uint64_t b = h & g_prefilter.bucket_mask;; b = (b + 1) & g_prefilter.bucket_mask) {
+    const meta::ImageBucket& k = g_prefilter.buckets[b];
+    if (k.entry_plus_one == 0) return false;
+    if (k.tag != tag) continue;
+    const meta::ImageEntry& e = g_prefilter.entries[k.entry_plus_one - 1];
+    if (e.path_len != len) continue;
+    const char* s = g_prefilter.strings + e.path_off;
+    size_t j = 0;
+    while (j < len && s[j] == rest[j]) ++j;
+    if (j != len) continue;
+    if (follow && e.kind == static_cast<uint8_t>(meta::Kind::kSymlink)) return false;
+    *out = k.entry_plus_one - 1;
+    return true;
+  }
+}
+
+// The entry of virtual fd `fd`, if it is one.
+bool FdEntry(long fd_arg, uint32_t* out) {
+  const int fd = static_cast<int>(fd_arg);
+  if (fd < 0 || fd >= kMaxFds) return false;
+  const int d = g_prefilter.fd_map[fd].load(std::memory_order_acquire);
+  if (d < 0) return false;
+  *out = g_prefilter.descs[d].entry;
+  return true;
+}
+
+int Wants(long nr, const long a[6]) noexcept;
+
 }  // namespace
 
-int RuntimePrefilter(long nr, const long a[6]) noexcept {
-  if (!g_prefilter.active) return 0;
+void FillStatOf(uint32_t idx, struct stat* st) noexcept {
+  const meta::ImageEntry& e = g_prefilter.entries[idx];
+  st->st_dev = kDev;
+  st->st_ino = idx + 1;
+  st->st_nlink = e.nlink;
+  st->st_mode = e.mode;
+  st->st_uid = e.uid;
+  st->st_gid = e.gid;
+  st->__pad0 = 0;
+  st->st_rdev = 0;
+  st->st_size = static_cast<off_t>(e.size);
+  st->st_blksize = 4096;
+  // As ext4 reports them: whole 4 KiB blocks; short ("fast") symlinks take none.
+  st->st_blocks = S_ISLNK(e.mode) ? 0 : static_cast<blkcnt_t>((e.size + 4095) / 4096 * 8);
+  const time_t sec = static_cast<time_t>(e.mtime_ns / 1000000000);
+  const long nsec = static_cast<long>(e.mtime_ns % 1000000000);
+  st->st_atim.tv_sec = st->st_mtim.tv_sec = st->st_ctim.tv_sec = sec;
+  st->st_atim.tv_nsec = st->st_mtim.tv_nsec = st->st_ctim.tv_nsec = nsec;
+  st->__glibc_reserved[0] = st->__glibc_reserved[1] = st->__glibc_reserved[2] = 0;
+}
+
+void FillStatxOf(uint32_t idx, void* buf) noexcept {
+  // The kernel's struct statx layout (linux/stat.h), 256 bytes.
+  const meta::ImageEntry& e = g_prefilter.entries[idx];
+  auto* q = static_cast<uint64_t*>(buf);
+  for (int i = 0; i < 32; ++i) q[i] = 0;
+  auto* b = static_cast<uint8_t*>(buf);
+  auto put32 = [&](int off, uint32_t v) { *reinterpret_cast<uint32_t*>(b + off) = v; };
+  auto put64 = [&](int off, uint64_t v) { *reinterpret_cast<uint64_t*>(b + off) = v; };
+  put32(0, 0x7ff);  // STATX_BASIC_STATS
+  put32(4, 4096);
+  put32(16, e.nlink);
+  put32(20, e.uid);
+  put32(24, e.gid);
+  *reinterpret_cast<uint16_t*>(b + 28) = static_cast<uint16_t>(e.mode);
+  put64(32, idx + 1);
+  put64(40, e.size);
+  put64(48, S_ISLNK(e.mode) ? 0 : (e.size + 4095) / 4096 * 8);
+  for (int t : {64, 96, 112}) {  // atime, ctime, mtime (not btime)
+    put64(t, static_cast<uint64_t>(e.mtime_ns / 1000000000));
+    put32(t + 8, static_cast<uint32_t>(e.mtime_ns % 1000000000));
+  }
+  put32(140, static_cast<uint32_t>(kDev));  // stx_dev_minor
+}
+
+intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
+  using intercept::kAnswered;
+  using intercept::kToHook;
+  using intercept::kToKernel;
+  if (!g_prefilter.active) return {0, kToKernel};
+  uint32_t e;
+  switch (nr) {
+    case SYS_stat:
+    case SYS_lstat: {
+      const char* p = reinterpret_cast<const char*>(a[0]);
+      if (p && p[0] == '/' && FastEntry(p, nr == SYS_stat, &e)) {
+        FillStatOf(e, reinterpret_cast<struct stat*>(a[1]));
+        return {0, kAnswered};
+      }
+      break;
+    }
+    case SYS_newfstatat: {
+      const char* p = reinterpret_cast<const char*>(a[1]);
+      if (!p) break;
+      if (p[0] == 0 && (a[3] & AT_EMPTY_PATH) && FdEntry(a[0], &e)) {
+        FillStatOf(e, reinterpret_cast<struct stat*>(a[2]));
+        return {0, kAnswered};
+      }
+      if (p[0] == '/' && FastEntry(p, !(a[3] & AT_SYMLINK_NOFOLLOW), &e)) {
+        FillStatOf(e, reinterpret_cast<struct stat*>(a[2]));
+        return {0, kAnswered};
+      }
+      break;
+    }
+    case SYS_fstat:
+      if (FdEntry(a[0], &e)) {
+        FillStatOf(e, reinterpret_cast<struct stat*>(a[1]));
+        return {0, kAnswered};
+      }
+      break;
+    case SYS_statx: {
+      const char* p = reinterpret_cast<const char*>(a[1]);
+      if (p && p[0] == '/' && FastEntry(p, !(a[2] & AT_SYMLINK_NOFOLLOW), &e)) {
+        FillStatxOf(e, reinterpret_cast<void*>(a[4]));
+        return {0, kAnswered};
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return {0, Wants(nr, a) ? kToHook : kToKernel};
+}
+
+namespace {
+
+int Wants(long nr, const long a[6]) noexcept {
   switch (nr) {
     // fd calls
     case SYS_read:
@@ -163,4 +329,5 @@ int RuntimePrefilter(long nr, const long a[6]) noexcept {
   }
 }
 
+}  // namespace
 }  // namespace fanstore::runtime

@@ -3,8 +3,14 @@
 // Thread-safety: written by Init and the cwd/fd-table updates; read lock-free.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <atomic>
 #include <cstdint>
+
+#include "intercept/hook_api.h"
+#include "meta/namespace_image.h"
+#include "runtime/fd_table.h"
 
 namespace fanstore::runtime {
 
@@ -14,10 +20,22 @@ struct PrefilterState {
   unsigned mount_len = 0;
   int reserved_lo = 0;
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
+  const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
+  const OpenFile* descs = nullptr;                 // FdTable::slab()
   std::atomic<int> cwd_virtual{1};                 // 1: relative paths may be ours
+  // The namespace image, for stat answered in the prefilter.
+  const meta::ImageEntry* entries = nullptr;
+  const meta::ImageBucket* buckets = nullptr;
+  uint64_t bucket_mask = 0;
+  const char* strings = nullptr;
 };
 extern PrefilterState g_prefilter;
 
-int RuntimePrefilter(long nr, const long a[6]) noexcept;
+intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept;
+
+// stat and statx contents of entry `idx`, written field by field with general registers
+// only (shared by the prefilter's fast path and the handlers).
+void FillStatOf(uint32_t idx, struct stat* st) noexcept;
+void FillStatxOf(uint32_t idx, void* statx_buf) noexcept;
 
 }  // namespace fanstore::runtime

@@ -31,6 +31,7 @@ expect_out "open=ENOENT fopen=ENOENT opendir=ENOENT stat=ENOENT access=ENOENT re
 expect_out "open=EHOSTDOWN fopen=EHOSTDOWN opendir=EHOSTDOWN stat=EHOSTDOWN access=EHOSTDOWN realpath=EHOSTDOWN" \
   "raw libc calls and stdio are intercepted" -- hooked "$PROBE" libc $EIO
 expect_out "null=fd->/dev/null read=0" "a hook can return a real fd" -- hooked "$PROBE" null
+expect_out "getppid=4242" "a prefilter can answer a call before any register save" -- hooked "$PROBE" getppid
 expect_out "open=ENOENT fopen=ENOENT opendir=ENOENT stat=ENOENT access=ENOENT realpath=ENOENT" \
   "FANSTORE_INTERCEPT=0 disables patching" -- env FANSTORE_INTERCEPT=0 LD_PRELOAD="$LIB" "$PROBE" libc $EIO
 

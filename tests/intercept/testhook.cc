@@ -23,7 +23,7 @@
 
 namespace fanstore::intercept {
 
-int TestPrefilter(long nr, const long a[6]) noexcept;  // testhook_prefilter.cc
+PrefilterResult TestPrefilter(long nr, const long a[6]) noexcept;  // testhook_prefilter.cc
 
 namespace {
 
@@ -136,8 +136,8 @@ HookSpec PreloadHookSpec() {
     s.interest.all = true;
   } else {
     for (long nr :
-         {SYS_getpid, SYS_open, SYS_openat, SYS_stat, SYS_lstat, SYS_newfstatat, SYS_statx,
-          SYS_access, SYS_faccessat, SYS_faccessat2, SYS_readlink, SYS_readlinkat})
+         {SYS_getpid, SYS_getppid, SYS_open, SYS_openat, SYS_stat, SYS_lstat, SYS_newfstatat,
+          SYS_statx, SYS_access, SYS_faccessat, SYS_faccessat2, SYS_readlink, SYS_readlinkat})
       s.interest.nrs.set(nr);
   }
   return s;

@@ -25,7 +25,8 @@ bool VirtualFd(long fd) {
 }
 }  // namespace
 
-int TestPrefilter(long nr, const long a[6]) noexcept {
+namespace {
+int Wants(long nr, const long a[6]) noexcept {
   switch (nr) {
     case SYS_getpid:
       return 1;
@@ -56,6 +57,13 @@ int TestPrefilter(long nr, const long a[6]) noexcept {
     default:
       return 0;
   }
+}
+}  // namespace
+
+PrefilterResult TestPrefilter(long nr, const long a[6]) noexcept {
+  // getppid is answered here, without the hook or the kernel: proves the kAnswered path.
+  if (nr == SYS_getppid) return {4242, kAnswered};
+  return {0, Wants(nr, a) ? kToHook : kToKernel};
 }
 
 }  // namespace fanstore::intercept

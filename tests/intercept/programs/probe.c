@@ -354,6 +354,10 @@ int main(int argc, char** argv) {
   const char* c = argv[1];
   if (!strcmp(c, "libc") && argc == 3) return CmdLibc(argv[2]);
   if (!strcmp(c, "null")) return CmdNull();
+  if (!strcmp(c, "getppid")) {
+    printf("getppid=%ld\n", (long)getppid());
+    return 0;
+  }
   if (!strcmp(c, "getpid") && argc == 3) return CmdGetpid(atol(argv[2]));
   if (!strcmp(c, "threads") && argc == 4) return CmdThreads(atoi(argv[2]), atol(argv[3]));
   if (!strcmp(c, "fork") && argc == 3) return CmdFork(atoi(argv[2]));
