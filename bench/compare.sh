@@ -7,15 +7,15 @@
 #   fanstore the packed tree under `fanrun` (once the runtime exists; skipped before)
 # and prints files/s with the ratio to native for stat and whole-file read, 1 and 2 threads.
 # Writes bench/results/compare.json and, with gnuplot, bench/results/compare.png.
-# Usage: bench/compare.sh [--files N] [--mean-kb K] [--epochs E] [--work DIR]
+# Usage: bench/compare.sh [--files N] [--mean-kb K] [--seconds S] [--work DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=22000 mean_kb=85 epochs=3 work=bench/work
+files=22000 mean_kb=85 seconds=2 work=bench/work
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
     --mean-kb) mean_kb=$2; shift 2 ;;
-    --epochs) epochs=$2; shift 2 ;;
+    --seconds) seconds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
@@ -34,8 +34,9 @@ if (sync && echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then can_drop=1; fi
 
 run() {  # run TARGET LABEL OP THREADS CACHE -- CMD-PREFIX... PATH
   local target=$1 label=$2 op=$3 threads=$4 cache=$5; shift 6
-  # warm: one untimed pass, then $epochs timed; cold: caches dropped, one timed epoch.
-  local extra=(--warmup --epochs "$epochs")
+  # warm: one untimed pass, then epochs for $seconds (short runs of a fast target are all
+  # noise); cold: caches dropped, one timed epoch.
+  local extra=(--warmup --duration "$seconds")
   [ "$cache" = cold ] && extra=(--drop-caches --epochs 1)
   local json
   if ! json=$("$@" --op "$op" --threads "$threads" "${extra[@]}" --json 2>"$work/err"); then
@@ -88,7 +89,7 @@ else
 fi
 
 {
-  echo "{\"benchmark\": \"compare\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"files\": $files, \"mean_kb\": $mean_kb, \"epochs\": $epochs, \"rows\": ["
+  echo "{\"benchmark\": \"compare\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"files\": $files, \"mean_kb\": $mean_kb, \"seconds\": $seconds, \"rows\": ["
   (IFS=,; echo "${rows[*]}")
   echo "]}"
 } >"$out"

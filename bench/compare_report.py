@@ -26,7 +26,7 @@ def main():
         if r["label"] not in targets:
             targets.append(r["label"])
     rate = {(r["label"],) + (r["op"], r["threads"], r["cache"]): r["result"]["items_per_s"] for r in rows}
-    print("\nfiles/s (ratio to native), %d files of ~%s KB, %d epochs:" % (d["files"], d["mean_kb"], d["epochs"]))
+    print("\nfiles/s (ratio to native), %d files of ~%s KB, warm runs of %s s:" % (d["files"], d["mean_kb"], d["seconds"]))
     head = "%-22s" % "config" + "".join("%24s" % t for t in targets)
     print(head)
     for c in configs:
