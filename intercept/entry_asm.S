@@ -115,82 +115,22 @@ fanstore_intercept_entry:
   je .Lsave512
   cmpb $1, fanstore_vec_mode(%rip)
   je .Lsave256
-  movdqa %xmm0, 0(%rsp)
-  movdqa %xmm1, 16(%rsp)
-  movdqa %xmm2, 32(%rsp)
-  movdqa %xmm3, 48(%rsp)
-  movdqa %xmm4, 64(%rsp)
-  movdqa %xmm5, 80(%rsp)
-  movdqa %xmm6, 96(%rsp)
-  movdqa %xmm7, 112(%rsp)
-  movdqa %xmm8, 128(%rsp)
-  movdqa %xmm9, 144(%rsp)
-  movdqa %xmm10, 160(%rsp)
-  movdqa %xmm11, 176(%rsp)
-  movdqa %xmm12, 192(%rsp)
-  movdqa %xmm13, 208(%rsp)
-  movdqa %xmm14, 224(%rsp)
-  movdqa %xmm15, 240(%rsp)
+  .irp r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+  movdqa %xmm\r, \r*16(%rsp)
+  .endr
   jmp .Lsaved
 .Lsave256:
-  vmovdqa %ymm0, 0(%rsp)
-  vmovdqa %ymm1, 32(%rsp)
-  vmovdqa %ymm2, 64(%rsp)
-  vmovdqa %ymm3, 96(%rsp)
-  vmovdqa %ymm4, 128(%rsp)
-  vmovdqa %ymm5, 160(%rsp)
-  vmovdqa %ymm6, 192(%rsp)
-  vmovdqa %ymm7, 224(%rsp)
-  vmovdqa %ymm8, 256(%rsp)
-  vmovdqa %ymm9, 288(%rsp)
-  vmovdqa %ymm10, 320(%rsp)
-  vmovdqa %ymm11, 352(%rsp)
-  vmovdqa %ymm12, 384(%rsp)
-  vmovdqa %ymm13, 416(%rsp)
-  vmovdqa %ymm14, 448(%rsp)
-  vmovdqa %ymm15, 480(%rsp)
+  .irp r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+  vmovdqa %ymm\r, \r*32(%rsp)
+  .endr
   jmp .Lsaved
 .Lsave512:
-  vmovdqa64 %zmm0, 0(%rsp)
-  vmovdqa64 %zmm1, 64(%rsp)
-  vmovdqa64 %zmm2, 128(%rsp)
-  vmovdqa64 %zmm3, 192(%rsp)
-  vmovdqa64 %zmm4, 256(%rsp)
-  vmovdqa64 %zmm5, 320(%rsp)
-  vmovdqa64 %zmm6, 384(%rsp)
-  vmovdqa64 %zmm7, 448(%rsp)
-  vmovdqa64 %zmm8, 512(%rsp)
-  vmovdqa64 %zmm9, 576(%rsp)
-  vmovdqa64 %zmm10, 640(%rsp)
-  vmovdqa64 %zmm11, 704(%rsp)
-  vmovdqa64 %zmm12, 768(%rsp)
-  vmovdqa64 %zmm13, 832(%rsp)
-  vmovdqa64 %zmm14, 896(%rsp)
-  vmovdqa64 %zmm15, 960(%rsp)
-  vmovdqa64 %zmm16, 1024(%rsp)
-  vmovdqa64 %zmm17, 1088(%rsp)
-  vmovdqa64 %zmm18, 1152(%rsp)
-  vmovdqa64 %zmm19, 1216(%rsp)
-  vmovdqa64 %zmm20, 1280(%rsp)
-  vmovdqa64 %zmm21, 1344(%rsp)
-  vmovdqa64 %zmm22, 1408(%rsp)
-  vmovdqa64 %zmm23, 1472(%rsp)
-  vmovdqa64 %zmm24, 1536(%rsp)
-  vmovdqa64 %zmm25, 1600(%rsp)
-  vmovdqa64 %zmm26, 1664(%rsp)
-  vmovdqa64 %zmm27, 1728(%rsp)
-  vmovdqa64 %zmm28, 1792(%rsp)
-  vmovdqa64 %zmm29, 1856(%rsp)
-  vmovdqa64 %zmm30, 1920(%rsp)
-  vmovdqa64 %zmm31, 1984(%rsp)
-  kmovq %k0, 2048(%rsp)
-  kmovq %k1, 2056(%rsp)
-  kmovq %k2, 2064(%rsp)
-  kmovq %k3, 2072(%rsp)
-  kmovq %k4, 2080(%rsp)
-  kmovq %k5, 2088(%rsp)
-  kmovq %k6, 2096(%rsp)
-  kmovq %k7, 2104(%rsp)
+  .irp r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+  vmovdqa64 %zmm\r, \r*64(%rsp)
+  .endr
+  .irp r,0,1,2,3,4,5,6,7
+  kmovq %k\r, 2048+\r*8(%rsp)
+  .endr
   jmp .Lsaved
 .Lxsave:
   xor %eax, %eax
@@ -227,82 +167,22 @@ fanstore_intercept_entry:
   je .Lrest512
   cmpb $1, fanstore_vec_mode(%rip)
   je .Lrest256
-  movdqa 0(%rsp), %xmm0
-  movdqa 16(%rsp), %xmm1
-  movdqa 32(%rsp), %xmm2
-  movdqa 48(%rsp), %xmm3
-  movdqa 64(%rsp), %xmm4
-  movdqa 80(%rsp), %xmm5
-  movdqa 96(%rsp), %xmm6
-  movdqa 112(%rsp), %xmm7
-  movdqa 128(%rsp), %xmm8
-  movdqa 144(%rsp), %xmm9
-  movdqa 160(%rsp), %xmm10
-  movdqa 176(%rsp), %xmm11
-  movdqa 192(%rsp), %xmm12
-  movdqa 208(%rsp), %xmm13
-  movdqa 224(%rsp), %xmm14
-  movdqa 240(%rsp), %xmm15
+  .irp r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+  movdqa \r*16(%rsp), %xmm\r
+  .endr
   jmp .Lrestx87
 .Lrest256:
-  vmovdqa 0(%rsp), %ymm0
-  vmovdqa 32(%rsp), %ymm1
-  vmovdqa 64(%rsp), %ymm2
-  vmovdqa 96(%rsp), %ymm3
-  vmovdqa 128(%rsp), %ymm4
-  vmovdqa 160(%rsp), %ymm5
-  vmovdqa 192(%rsp), %ymm6
-  vmovdqa 224(%rsp), %ymm7
-  vmovdqa 256(%rsp), %ymm8
-  vmovdqa 288(%rsp), %ymm9
-  vmovdqa 320(%rsp), %ymm10
-  vmovdqa 352(%rsp), %ymm11
-  vmovdqa 384(%rsp), %ymm12
-  vmovdqa 416(%rsp), %ymm13
-  vmovdqa 448(%rsp), %ymm14
-  vmovdqa 480(%rsp), %ymm15
+  .irp r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15
+  vmovdqa \r*32(%rsp), %ymm\r
+  .endr
   jmp .Lrestx87
 .Lrest512:
-  vmovdqa64 0(%rsp), %zmm0
-  vmovdqa64 64(%rsp), %zmm1
-  vmovdqa64 128(%rsp), %zmm2
-  vmovdqa64 192(%rsp), %zmm3
-  vmovdqa64 256(%rsp), %zmm4
-  vmovdqa64 320(%rsp), %zmm5
-  vmovdqa64 384(%rsp), %zmm6
-  vmovdqa64 448(%rsp), %zmm7
-  vmovdqa64 512(%rsp), %zmm8
-  vmovdqa64 576(%rsp), %zmm9
-  vmovdqa64 640(%rsp), %zmm10
-  vmovdqa64 704(%rsp), %zmm11
-  vmovdqa64 768(%rsp), %zmm12
-  vmovdqa64 832(%rsp), %zmm13
-  vmovdqa64 896(%rsp), %zmm14
-  vmovdqa64 960(%rsp), %zmm15
-  vmovdqa64 1024(%rsp), %zmm16
-  vmovdqa64 1088(%rsp), %zmm17
-  vmovdqa64 1152(%rsp), %zmm18
-  vmovdqa64 1216(%rsp), %zmm19
-  vmovdqa64 1280(%rsp), %zmm20
-  vmovdqa64 1344(%rsp), %zmm21
-  vmovdqa64 1408(%rsp), %zmm22
-  vmovdqa64 1472(%rsp), %zmm23
-  vmovdqa64 1536(%rsp), %zmm24
-  vmovdqa64 1600(%rsp), %zmm25
-  vmovdqa64 1664(%rsp), %zmm26
-  vmovdqa64 1728(%rsp), %zmm27
-  vmovdqa64 1792(%rsp), %zmm28
-  vmovdqa64 1856(%rsp), %zmm29
-  vmovdqa64 1920(%rsp), %zmm30
-  vmovdqa64 1984(%rsp), %zmm31
-  kmovq 2048(%rsp), %k0
-  kmovq 2056(%rsp), %k1
-  kmovq 2064(%rsp), %k2
-  kmovq 2072(%rsp), %k3
-  kmovq 2080(%rsp), %k4
-  kmovq 2088(%rsp), %k5
-  kmovq 2096(%rsp), %k6
-  kmovq 2104(%rsp), %k7
+  .irp r,0,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31
+  vmovdqa64 \r*64(%rsp), %zmm\r
+  .endr
+  .irp r,0,1,2,3,4,5,6,7
+  kmovq 2048+\r*8(%rsp), %k\r
+  .endr
 .Lrestx87:
   ldmxcsr 2112(%rsp)
   fldcw 2116(%rsp)
