@@ -25,6 +25,7 @@ long OpenVirtual(uint32_t entry, int flags);
 // Replaces virtual fd `fd` in place by a sealed memfd holding the member's bytes (for
 // mmap of compressed members); returns 0 or -errno.
 long UpgradeToMemfd(long fd);
+long MemfdOf(uint32_t entry, bool cloexec);
 // Runs a syscall with a path argument replaced (for kRewritten resolutions).
 long WithPath(long nr, const long a[6], int path_arg, const char* path);
 
@@ -39,6 +40,7 @@ HookResult OnGetcwd(const long a[6]);
 HookResult OnStatfs(long nr, const long a[6]);
 HookResult OnXattrPath(long nr, const long a[6]);
 HookResult OnMutationPath(long nr, const long a[6]);
+HookResult OnExec(long nr, const long a[6]);
 
 // Fd calls.
 HookResult OnRead(long nr, const long a[6]);

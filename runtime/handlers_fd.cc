@@ -297,16 +297,16 @@ HookResult OnFstat(const long a[6]) {
   return Handled(0);
 }
 
-long UpgradeToMemfd(long fd) {
-  OpenFile* f = Fds().Lookup(fd);
-  if (!f) return -EBADF;
-  const meta::ImageEntry& e = EntryOf(*f);
+// A sealed memfd holding entry `entry`'s bytes, or -errno. `cloexec` = false keeps it
+// across exec (a script's interpreter opens it as /dev/fd/N).
+long MemfdOf(uint32_t entry, bool cloexec) {
+  const meta::ImageEntry& e = Get()->ns.entry(entry);
   const long mfd = RawSyscall6(SYS_memfd_create, reinterpret_cast<long>("fanstore"),
-                               MFD_CLOEXEC | MFD_ALLOW_SEALING);
+                               (cloexec ? MFD_CLOEXEC : 0) | MFD_ALLOW_SEALING);
   if (mfd < 0) return mfd;
   std::vector<char> buf(1 << 20);
   for (uint64_t off = 0; off < e.size;) {
-    const long n = ReadMember(f->entry, off, buf.data(), buf.size());
+    const long n = ReadMember(entry, off, buf.data(), buf.size());
     if (n <= 0) {
       RawSyscall6(SYS_close, mfd);
       return n < 0 ? n : -EIO;
@@ -323,6 +323,14 @@ long UpgradeToMemfd(long fd) {
   }
   RawSyscall6(SYS_fcntl, mfd, F_ADD_SEALS,
               F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK | F_SEAL_SEAL);
+  return mfd;
+}
+
+long UpgradeToMemfd(long fd) {
+  OpenFile* f = Fds().Lookup(fd);
+  if (!f) return -EBADF;
+  const long mfd = MemfdOf(f->entry, true);
+  if (mfd < 0) return mfd;
   RawSyscall6(SYS_lseek, mfd, f->offset.load(), SEEK_SET);
   const long cloexec = RawSyscall6(SYS_fcntl, fd, F_GETFD);
   const long rc =

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "intercept/exec_env.h"
 #include "intercept/raw_syscall.h"
 #include "meta/format.h"
 #include "runtime/fd_table.h"
@@ -401,6 +402,35 @@ HookResult OnMutationPath(long nr, const long a[6]) {
     if (d.kind == Resolved::kVirtual) return Err(EXDEV);
   }
   return kPassToKernel;
+}
+
+}  // namespace fanstore::runtime
+
+namespace fanstore::runtime {
+
+HookResult OnExec(long nr, const long a[6]) {
+  // execve(path, argv, envp)  execveat(dirfd, path, argv, envp, flags)
+  const bool at = nr == SYS_execveat;
+  const long flags = at ? a[4] : 0;
+  int rflags = (flags & AT_SYMLINK_NOFOLLOW) ? 0 : kFollow;
+  if (flags & AT_EMPTY_PATH) rflags |= kEmptyOk;
+  const Resolved r = Resolve(at ? a[0] : AT_FDCWD, Str(at ? a[1] : a[0]), rflags);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, at ? 1 : 0);
+  const meta::ImageEntry& e = Get()->ns.entry(r.entry);
+  if (IsDirEntry(r.entry) || !(e.mode & 0111)) return Err(EACCES);
+  if (IsSymlink(r.entry)) return Err(ELOOP);
+  // The program's bytes in a memfd, executed in place; the exec policy (LD_PRELOAD and
+  // FANSTORE_* follow the program) applies as for any exec.
+  const long mfd = MemfdOf(r.entry, false);
+  if (mfd < 0) return Handled(mfd);
+  auto* envp = reinterpret_cast<char* const*>(at ? a[3] : a[2]);
+  char* out[4096];
+  char scratch[8192];
+  char* const* env = intercept::FixExecEnv(envp, out, 4096, scratch, sizeof scratch);
+  const long rc = RawSyscall6(SYS_execveat, mfd, reinterpret_cast<long>(""), at ? a[2] : a[1],
+                              reinterpret_cast<long>(env), AT_EMPTY_PATH);
+  RawSyscall6(SYS_close, mfd);  // only reached when the exec failed
+  return Handled(rc);
 }
 
 }  // namespace fanstore::runtime

@@ -53,6 +53,9 @@ HookResult Route(long nr, const long a[6]) {
       return OnChdir(nr, a);
     case SYS_getcwd:
       return OnGetcwd(a);
+    case SYS_execve:
+    case SYS_execveat:
+      return OnExec(nr, a);
     case SYS_statfs:
     case SYS_fstatfs:
       return OnStatfs(nr, a);
@@ -128,6 +131,8 @@ intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   // shared tables check for it (State::InVforkChild, a getpid) themselves; the rest
   // (stat, lseek, fstat, access, readlink: no allocation) are safe as they are.
   switch (nr) {
+    case SYS_execve:
+    case SYS_execveat:
     case SYS_open:
     case SYS_openat:
     case SYS_read:
