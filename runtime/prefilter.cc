@@ -166,6 +166,13 @@ void FillStatxOf(uint32_t idx, void* buf) noexcept {
   put32(140, static_cast<uint32_t>(kDev));  // stx_dev_minor
 }
 
+namespace {
+intercept::PrefilterResult Answered() {
+  g_prefilter.answered_stats.fetch_add(1, std::memory_order_relaxed);
+  return {0, intercept::kAnswered};
+}
+}  // namespace
+
 intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
   using intercept::kAnswered;
   using intercept::kToHook;
@@ -178,7 +185,7 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
       const char* p = reinterpret_cast<const char*>(a[0]);
       if (p && p[0] == '/' && FastEntry(p, nr == SYS_stat, &e)) {
         FillStatOf(e, reinterpret_cast<struct stat*>(a[1]));
-        return {0, kAnswered};
+        return Answered();
       }
       break;
     }
@@ -187,25 +194,25 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
       if (!p) break;
       if (p[0] == 0 && (a[3] & AT_EMPTY_PATH) && FdEntry(a[0], &e)) {
         FillStatOf(e, reinterpret_cast<struct stat*>(a[2]));
-        return {0, kAnswered};
+        return Answered();
       }
       if (p[0] == '/' && FastEntry(p, !(a[3] & AT_SYMLINK_NOFOLLOW), &e)) {
         FillStatOf(e, reinterpret_cast<struct stat*>(a[2]));
-        return {0, kAnswered};
+        return Answered();
       }
       break;
     }
     case SYS_fstat:
       if (FdEntry(a[0], &e)) {
         FillStatOf(e, reinterpret_cast<struct stat*>(a[1]));
-        return {0, kAnswered};
+        return Answered();
       }
       break;
     case SYS_statx: {
       const char* p = reinterpret_cast<const char*>(a[1]);
       if (p && p[0] == '/' && FastEntry(p, !(a[2] & AT_SYMLINK_NOFOLLOW), &e)) {
         FillStatxOf(e, reinterpret_cast<void*>(a[4]));
-        return {0, kAnswered};
+        return Answered();
       }
       break;
     }
