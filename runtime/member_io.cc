@@ -35,15 +35,15 @@ struct Ring {
   pid_t owner = 0;
   bool ok = false;
   ~Ring() {
-    if (ok && owner == static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)))
-      io_uring_queue_exit(&ring);
+    if (ok && Get() && owner == Get()->pid.load(std::memory_order_relaxed)) io_uring_queue_exit(&ring);
   }
 };
 thread_local Ring t_ring;
 
-// pread of a blob through this thread's io_uring (a fork child makes its own ring).
+// pread of a blob through this thread's io_uring (a fork child makes its own ring: the
+// pid is State::pid, kept current by the atfork handler, so no system call is made here).
 long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
-  const pid_t me = static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid));
+  const pid_t me = Get()->pid.load(std::memory_order_relaxed);
   if (t_ring.owner != me) {
     t_ring.ok = io_uring_queue_init(8, &t_ring.ring, 0) == 0;
     t_ring.owner = me;
