@@ -3,6 +3,7 @@
 
 #include "bin/cli_util.h"
 #include "bin/fanstore_commands.h"
+#include "meta/format.h"
 
 int main(int argc, char** argv) {
   using namespace fanstore;
@@ -22,7 +23,7 @@ int main(int argc, char** argv) {
   pack->add_option("OUT", po.out, "Output directory (manifest + part-NNNNN.fsb)")->required();
   pack->add_option("--partitions,-p", po.partitions,
                    "Number of sharded partitions (default: one per 256 MiB of data, at least 1)")
-      ->check(CLI::Range(1u, 65536u));
+      ->check(CLI::Range(1u, meta::kMaxShardedPartitions));
   pack->add_option("--broadcast,-b", po.broadcast,
                    "Glob of members every node keeps, e.g. 'val/**' (repeatable)");
   pack->add_option("--compress,-c", compress,

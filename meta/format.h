@@ -23,6 +23,9 @@ inline constexpr std::string_view kFooterMagic = "FANSTFTR";
 enum class Kind : uint8_t { kFile = 1, kDir = 2, kSymlink = 3 };
 enum class Codec : uint8_t { kRaw = 0, kDeflate = 1 };
 inline constexpr uint32_t kFlagBroadcast = 1u << 0;
+// At most this many sharded partitions (--partitions), plus one broadcast partition.
+inline constexpr uint32_t kMaxShardedPartitions = 65536;
+inline constexpr uint32_t kMaxPartitions = kMaxShardedPartitions + 1;
 
 const char* KindName(Kind k);
 const char* CodecName(Codec c);

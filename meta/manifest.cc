@@ -125,7 +125,7 @@ Result<Manifest> Manifest::Decode(const std::string& text) {
       FANSTORE_RETURN_IF_ERROR(num(&m.stored));
     } else if (key == "partitions") {
       FANSTORE_RETURN_IF_ERROR(num(&nparts));
-      if (nparts == 0 || nparts > (1u << 20)) return bad("bad partition count");
+      if (nparts == 0 || nparts > kMaxPartitions) return bad("bad partition count");
       have_parts = true;
     } else if (key == "partition") {
       PartitionSummary p;

@@ -63,7 +63,7 @@ std::string BuildNamespaceImage(const Dataset& ds,
     e.uid = v.rec.uid;
     e.gid = v.rec.gid;
     e.crc32c = v.rec.crc32c;
-    e.partition = static_cast<uint16_t>(all[i].second.partition);
+    e.partition = all[i].second.partition;
     e.kind = v.rec.kind;
     e.codec = v.rec.codec;
     e.nlink = v.kind() == Kind::kDir ? 2 : 1;

@@ -19,7 +19,7 @@ bool IsBroadcast(const std::vector<std::string>& globs, std::string_view path) {
 
 uint32_t DefaultPartitions(uint64_t file_bytes) {
   const uint64_t n = (file_bytes + kDefaultPartitionBytes - 1) / kDefaultPartitionBytes;
-  return static_cast<uint32_t>(std::clamp<uint64_t>(n, 1, 65536));
+  return static_cast<uint32_t>(std::clamp<uint64_t>(n, 1, kMaxShardedPartitions));
 }
 
 std::vector<PartitionPlan> PlanPartitions(const std::vector<Member>& members, uint32_t partitions,

@@ -25,7 +25,7 @@ struct PartitionPlan {
   std::vector<size_t> members;  // indices into the sorted member list, in path order
 };
 
-// ceil(bytes / 256 MiB), at least 1, at most 65536.
+// ceil(bytes / 256 MiB), at least 1, at most kMaxShardedPartitions.
 uint32_t DefaultPartitions(uint64_t file_bytes);
 
 // `members` sorted by path with the root first. Returns `partitions` plans, plus one
