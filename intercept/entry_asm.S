@@ -31,6 +31,19 @@
 #define F_RDI 64
 #define F_RAX 72
 
+/* Loads (nr, a1..a6) from the saved frame as C arguments (a6 on the stack, which must be
+   16-byte aligned before this; the caller drops 16 bytes after the call). */
+.macro LOAD_CALL_ARGS
+  mov F_RAX(%rbx), %rdi
+  mov F_RDI(%rbx), %rsi
+  mov F_RSI(%rbx), %rdx
+  mov F_RDX(%rbx), %rcx
+  mov F_R10(%rbx), %r8
+  mov F_R8(%rbx), %r9
+  sub $8, %rsp
+  pushq F_R9(%rbx)
+.endm
+
 /* Pops the frame saved at entry (everything but the return address), flags last. */
 .macro RESTORE_FRAME
   pop %r12
@@ -83,14 +96,7 @@ fanstore_intercept_entry:
   /* Prefilter (general registers only): calls the hook does not want go straight to the
      kernel without saving any vector register. */
   and $-16, %rsp
-  mov F_RAX(%rbx), %rdi
-  mov F_RDI(%rbx), %rsi
-  mov F_RSI(%rbx), %rdx
-  mov F_RDX(%rbx), %rcx
-  mov F_R10(%rbx), %r8
-  mov F_R8(%rbx), %r9
-  sub $8, %rsp
-  pushq F_R9(%rbx)
+  LOAD_CALL_ARGS
   call fanstore_intercept_prefilter
   add $16, %rsp
   cmp $1, %rdx            /* kToHook */
@@ -148,14 +154,7 @@ fanstore_intercept_entry:
 .Lsaved:
 
   cld
-  mov F_RAX(%rbx), %rdi
-  mov F_RDI(%rbx), %rsi
-  mov F_RSI(%rbx), %rdx
-  mov F_RDX(%rbx), %rcx
-  mov F_R10(%rbx), %r8
-  mov F_R8(%rbx), %r9
-  sub $8, %rsp
-  pushq F_R9(%rbx)
+  LOAD_CALL_ARGS
   call fanstore_intercept_dispatch
   add $16, %rsp
   mov %rax, %r12
