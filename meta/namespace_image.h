@@ -55,14 +55,25 @@ struct ImageEntry {
   uint32_t mode, uid, gid;
   uint32_t crc32c;
   uint32_t nlink;  // 2 + subdirectories for directories, 1 otherwise
-  uint16_t partition;
+  uint32_t partition;
   uint8_t kind;   // Kind
   uint8_t codec;  // Codec
-  uint32_t reserved;
+  uint16_t reserved;
 };
 static_assert(sizeof(ImageEntry) == 80);
+static_assert(kMaxPartitions - 1 <= std::numeric_limits<decltype(ImageEntry::partition)>::max(),
+              "every partition id must fit in an image entry");
 
-// Builds the image of `ds`; `partition_paths[i]` is where partition i can be read.
+struct NsMember;
+
+// Builds the image from every member of a namespace (any order; a directory may come from
+// several partitions and is merged, a file or symlink twice is an error, as is a member
+// whose parent directory is missing). `partition_paths[p]` is where partition p can be read
+// on this node, "" when only other nodes hold it (its members are fetched by the agent).
+Result<std::string> BuildNamespaceImage(std::vector<NsMember> members,
+                                        const std::vector<std::string>& partition_paths,
+                                        uint64_t dataset_id);
+// The image of a dataset opened on one node (every partition local).
 std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string>& partition_paths);
 
 // A view of an image in memory (typically a read-only mapping).

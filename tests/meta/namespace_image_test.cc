@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "meta/dataset.h"
+#include "meta/exchange.h"
 #include "meta/pack.h"
 #include "tests/testutil.h"
 
@@ -103,6 +104,65 @@ TEST_F(NamespaceImageTest, DamagedImagesAreRefused) {
   std::string bad = bytes_;
   bad[0] = 'X';
   EXPECT_FALSE(attach(bad));
+}
+
+// The multi-node path: every partition encoded (as nodes do before the Allgatherv), the
+// blocks concatenated in any order, decoded and built: the same image as on one node.
+TEST_F(NamespaceImageTest, ExchangedMembersBuildTheSameImage) {
+  std::string wire;
+  for (uint32_t p = static_cast<uint32_t>(ds_->partitions().size()); p-- > 0;)
+    EncodeMembers(ds_->partitions()[p], p, &wire);
+  auto members = DecodeMembers(wire, static_cast<uint32_t>(ds_->partitions().size()));
+  ASSERT_TRUE(members.ok()) << members.status().message();
+  std::vector<std::string> parts;
+  for (size_t p = 0; p < ds_->partitions().size(); ++p) parts.push_back("/p" + std::to_string(p));
+  auto image = BuildNamespaceImage(std::move(members.value()), parts, ds_->manifest().dataset_id);
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  EXPECT_TRUE(*image == bytes_) << "the images differ";
+}
+
+TEST_F(NamespaceImageTest, DamagedExchangeBlocksAreRefused) {
+  std::string wire;
+  EncodeMembers(ds_->partitions()[0], 0, &wire);
+  const uint32_t parts = static_cast<uint32_t>(ds_->partitions().size());
+  ASSERT_TRUE(DecodeMembers(wire, parts).ok());
+  for (size_t cut : {size_t{1}, size_t{30}, wire.size() - 1})
+    EXPECT_FALSE(DecodeMembers(std::string_view(wire).substr(0, cut), parts).ok()) << cut;
+  std::string bad = wire;
+  bad[32] = static_cast<char>(parts);  // partition id (path_offset) out of range
+  EXPECT_FALSE(DecodeMembers(bad, parts).ok());
+  bad = wire;
+  bad[60] = 9;  // kind
+  EXPECT_FALSE(DecodeMembers(bad, parts).ok());
+}
+
+TEST_F(NamespaceImageTest, DuplicateFilesAndOrphansAreRefused) {
+  std::vector<NsMember> all;
+  for (uint32_t p = 0; p < ds_->partitions().size(); ++p) AppendMembers(ds_->partitions()[p], p, &all);
+  const std::vector<std::string> parts(ds_->partitions().size(), "");
+  std::vector<NsMember> dup = all;
+  for (const NsMember& m : all)
+    if (m.rec.kind == static_cast<uint8_t>(Kind::kFile)) {
+      dup.push_back(m);
+      dup.back().partition = 1;
+      break;
+    }
+  auto r = BuildNamespaceImage(dup, parts, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("is in partitions"), std::string::npos);
+  std::vector<NsMember> orphan = all;
+  orphan.push_back(all.back());
+  orphan.back().path = "no/such/dir/file";
+  EXPECT_FALSE(BuildNamespaceImage(orphan, parts, 1).ok());
+  // Partition ids past 16 bits survive into the image.
+  std::vector<NsMember> big = all;
+  for (NsMember& m : big) m.partition = kMaxPartitions - 1 - (m.partition != 0);
+  auto image = BuildNamespaceImage(big, std::vector<std::string>(kMaxPartitions, ""), 1);
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  auto v = NamespaceView::Attach({reinterpret_cast<const uint8_t*>(image->data()), image->size()});
+  ASSERT_TRUE(v.ok());
+  EXPECT_GE(v->entry(v->Lookup("train/c1/f3")).partition, kMaxPartitions - 2);
+  EXPECT_EQ(std::string(v->partition_path(kMaxPartitions - 1)), "");
 }
 
 }  // namespace
