@@ -1,15 +1,23 @@
 // fanrun: runs a command with a packed dataset visible at a mount point, served by the
-// preload runtime. Single node: every partition is read in place from DATA.
-//   fanrun --data DATA [--mount PATH] [--log-level L] [--stats [FILE]] -- CMD [ARGS...]
+// preload runtime.
+//   fanrun --data DATA [node options] -- CMD [ARGS...]          wrap mode (alone, or one
+//                                                               rank per node under mpiexec)
+//   fanrun serve --data DATA [node options] [--job ID]         attach mode: serve until stopped
+//   fanrun attach [--job ID] -- CMD [ARGS...]                  run CMD attached to a served job
+//   fanrun stop [--job ID]                                     end a served job (every node)
 // Exit status: CMD's own (a CMD killed by a signal kills fanrun with the same signal);
 // 125 when fanrun itself fails before CMD starts, 126 if CMD cannot run, 127 if not found.
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,8 +26,10 @@
 #include <vector>
 
 #include "bin/cli_util.h"
-#include "meta/dataset.h"
-#include "meta/namespace_image.h"
+#include "bin/fanrun_node.h"
+#include "io/protocol.h"
+
+extern char** environ;
 
 namespace {
 
@@ -28,14 +38,25 @@ using namespace fanstore;
 
 constexpr int kExitFanrun = 125, kExitCannotRun = 126, kExitNotFound = 127;
 volatile sig_atomic_t g_child = 0;
+fanrun::Node* g_serving = nullptr;
 
 void Forward(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
 }
 
+void StopServing(int) {
+  if (g_serving) g_serving->StopFromSignal();
+}
+
 int Fail(const std::string& msg) {
-  cli::Error("fanrun", msg);
+  if (!msg.empty()) cli::Error("fanrun", msg);
   return kExitFanrun;
+}
+
+bool UnderMpiexec() {
+  for (const char* v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE"})
+    if (std::getenv(v)) return true;
+  return false;
 }
 
 // libfanstore.so next to this executable: installed (../lib) or in the build tree.
@@ -51,101 +72,47 @@ std::string FindPreload() {
   return "";
 }
 
-// Creates, below the mount point, the dataset's directories that do not exist natively
-// (so a chdir into the dataset leaves a kernel cwd that children inherit). Returns what
-// was created, to be removed at exit, deepest first.
-std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::string& mount) {
-  std::vector<std::string> made;
-  std::error_code ec;
-  std::vector<std::string> parents;
-  for (fs::path p = mount; !p.empty() && !fs::exists(p, ec); p = p.parent_path())
-    parents.push_back(p.string());
-  for (auto it = parents.rbegin(); it != parents.rend(); ++it)
-    if (::mkdir(it->c_str(), 0755) == 0) made.push_back(*it);
-  for (uint32_t i = 1; i < ns.size(); ++i) {
-    const auto& e = ns.entry(i);
-    if (!S_ISDIR(e.mode)) continue;
-    const std::string p = mount + "/" + std::string(ns.path(e));
-    if (::mkdir(p.c_str(), 0755) == 0) made.push_back(p);
-  }
-  return made;
+// The launcher's variables, which must not reach CMD: an MPI program run by CMD would
+// otherwise try to join fanrun's own MPI job.
+bool IsLauncherVariable(std::string_view name) {
+  for (std::string_view prefix : {"PMI_", "PMIX_", "HYDRA_", "HYDI_", "MPIR_", "OMPI_", "MPI_LOCAL"})
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  return false;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{
-      "fanrun: run a command with a packed dataset served from memory and the partition "
-      "blobs at a mount point (default: the source path recorded at pack time)."};
-  app.set_version_flag("--version", std::string("fanrun ") + FANSTORE_VERSION);
-  std::string data, mount, log_level, stats;
-  std::vector<std::string> cmd;
-  app.add_option("--data,-d", data, "Packed dataset directory (manifest + part-*.fsb)")->required();
-  app.add_option("--mount,-m", mount,
-                 "Where the dataset appears (absolute; shadows a real directory there)");
-  app.add_option("--log-level", log_level,
-                 "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)");
-  app.add_option("--stats", stats, "Write per-process statistics at exit: 1 for stderr, or a file")
-      ->expected(0, 1)
-      ->default_str("1");
-  app.add_option("CMD", cmd, "The command and its arguments (after --)")->required();
-  app.positionals_at_end();
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);
-    cli::Error("fanrun", std::string(e.what()) + " (see fanrun --help)");
-    return cli::kExitUsage;
+void ScrubLauncherEnvironment() {
+  if (const char* fd = std::getenv("PMI_FD")) ::close(std::atoi(fd));  // the PMI connection
+  std::vector<std::string> names;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view kv(*e);
+    const std::string_view name = kv.substr(0, kv.find('='));
+    if (IsLauncherVariable(name)) names.emplace_back(name);
   }
+  for (const std::string& n : names) ::unsetenv(n.c_str());
+}
 
-  auto ds = meta::Dataset::Open(data);
-  if (!ds.ok()) return Fail(ds.status().message());
-  if (mount.empty()) mount = (*ds)->manifest().source;
-  if (mount.empty() || mount[0] != '/')
-    return Fail("--mount: must be an absolute path, got '" + mount + "'");
-  while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
+// Sets the variables the preload runtime reads.
+Status Preload(const std::string& image, const std::string& mount, const std::string& agent) {
   const std::string preload = FindPreload();
-  if (preload.empty())
-    return Fail("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
-
-  // Publish the namespace image for this job.
-  std::error_code ec;
-  const std::string base = "/dev/shm/fanstore-" + std::to_string(::getuid());
-  ::mkdir(base.c_str(), 0700);
-  const std::string job = base + "/job-" + std::to_string(::getpid());
-  fs::remove_all(job, ec);
-  if (::mkdir(job.c_str(), 0700) != 0) return Fail(job + ": " + std::strerror(errno));
-  std::vector<std::string> parts;
-  const std::string abs_data = fs::absolute(data, ec).lexically_normal().string();
-  for (uint32_t p = 0; p < (*ds)->partitions().size(); ++p)
-    parts.push_back(abs_data + "/" + meta::PartitionFileName(p));
-  const std::string image = meta::BuildNamespaceImage(**ds, parts);
-  const std::string image_path = job + "/namespace.img";
-  {
-    std::ofstream out(image_path, std::ios::binary);
-    out.write(image.data(), static_cast<std::streamsize>(image.size()));
-    if (!out) {
-      fs::remove_all(job, ec);
-      return Fail(image_path + ": cannot write the namespace image");
-    }
-  }
-  auto view =
-      meta::NamespaceView::Attach({reinterpret_cast<const uint8_t*>(image.data()), image.size()});
-  const std::vector<std::string> skeleton =
-      view.ok() ? MakeSkeleton(*view, mount) : std::vector<std::string>{};
-
+  if (preload.empty()) return Status::Error("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
   std::string ld = preload;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) ld += std::string(":") + old;
   ::setenv("LD_PRELOAD", ld.c_str(), 1);
-  ::setenv("FANSTORE_IMAGE", image_path.c_str(), 1);
+  ::setenv("FANSTORE_IMAGE", image.c_str(), 1);
   ::setenv("FANSTORE_MOUNT", mount.c_str(), 1);
-  if (!log_level.empty()) ::setenv("FANSTORE_LOG_LEVEL", log_level.c_str(), 1);
-  if (!stats.empty()) ::setenv("FANSTORE_STATS", stats.c_str(), 1);
+  if (!agent.empty())
+    ::setenv("FANSTORE_AGENT", agent.c_str(), 1);
+  else
+    ::unsetenv("FANSTORE_AGENT");
+  return Status::Ok();
+}
 
-  int status = 0;
+// Runs CMD and waits for it. Returns its wait status.
+Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub) {
   const pid_t pid = ::fork();
-  if (pid < 0) return Fail(std::string("fork: ") + std::strerror(errno));
+  if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) {
+    if (scrub) ScrubLauncherEnvironment();
     std::vector<char*> args;
     for (auto& c : cmd) args.push_back(c.data());
     args.push_back(nullptr);
@@ -159,15 +126,237 @@ int main(int argc, char** argv) {
   sa.sa_handler = Forward;
   for (int sig : {SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
   signal(SIGINT, SIG_IGN);  // the terminal delivers it to CMD directly
+  int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
+  g_child = 0;
+  return status;
+}
 
-  for (auto it = skeleton.rbegin(); it != skeleton.rend(); ++it) ::rmdir(it->c_str());
-  fs::remove_all(job, ec);
+int ExitLike(int status) {
   if (WIFSIGNALED(status)) {
     ::signal(WTERMSIG(status), SIG_DFL);
     ::raise(WTERMSIG(status));
     return 128 + WTERMSIG(status);
   }
   return WIFEXITED(status) ? WEXITSTATUS(status) : kExitFanrun;
+}
+
+void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, std::string* cache_size) {
+  app->add_option("--data,-d", o->data, "Packed dataset directory (manifest + part-*.fsb)")->required();
+  app->add_option("--mount,-m", o->mount,
+                  "Where the dataset appears (absolute; default: the source path recorded at pack "
+                  "time; shadows a real directory there)");
+  app->add_option("--local-dir", o->local_dir,
+                  "Node-local directory for staged partitions and the node cache (default: a "
+                  "per-job, per-rank directory under /dev/shm)");
+  app->add_flag("--no-stage", o->no_stage,
+                "Serve each node's partitions in place from DATA instead of copying them");
+  app->add_option("--replicas", o->replicas, "Nodes holding each partition (default 1)")
+      ->check(CLI::Range(1u, 1u << 20));
+  app->add_option("--cache-size", *cache_size,
+                  "Bound of the node cache of members fetched from other nodes (default 1G)");
+  app->add_option("--timeout", o->timeout_s,
+                  "Seconds before a node that does not answer is given up on (EIO, or the next "
+                  "replica; default 10)")
+      ->check(CLI::PositiveNumber);
+}
+
+Status FinishOptions(fanrun::NodeOptions* o, const std::string& cache_size) {
+  if (!cache_size.empty()) {
+    auto v = fanrun::ParseSize(cache_size);
+    if (!v.ok()) return Status::Error("--cache-size: " + v.status().message());
+    o->cache_bytes = *v;
+  }
+  return Status::Ok();
+}
+
+// The job directories of this user that a `fanrun serve` made.
+std::vector<std::string> ServedJobs() {
+  std::vector<std::string> jobs;
+  std::error_code ec;
+  for (const auto& d : fs::directory_iterator(fanrun::JobsBase(), ec)) {
+    const std::string name = d.path().filename().string();
+    if (name.rfind("job-", 0) == 0 && fs::exists(d.path() / "serve", ec)) jobs.push_back(name.substr(4));
+  }
+  std::sort(jobs.begin(), jobs.end());
+  return jobs;
+}
+
+Result<std::string> PickJob(const std::string& job) {
+  if (!job.empty()) {
+    std::error_code ec;
+    if (!fs::exists(fanrun::JobsBase() + "/job-" + job + "/serve", ec))
+      return Status::Error("job '" + job + "': no such served job on this host (see fanrun serve)");
+    return job;
+  }
+  const auto jobs = ServedJobs();
+  if (jobs.empty()) return Status::Error("no served job on this host (start one with fanrun serve)");
+  if (jobs.size() > 1) return Status::Error(std::to_string(jobs.size()) + " served jobs on this host: choose one with --job");
+  return jobs[0];
+}
+
+// The rank directories of a served job on this host, in rank order.
+std::vector<std::string> RankDirs(const std::string& job) {
+  std::vector<std::pair<int, std::string>> dirs;
+  std::error_code ec;
+  const std::string jd = fanrun::JobsBase() + "/job-" + job;
+  for (const auto& d : fs::directory_iterator(jd, ec)) {
+    const std::string name = d.path().filename().string();
+    if (name.rfind("rank-", 0) == 0 && fs::exists(d.path() / "agent.sock", ec))
+      dirs.emplace_back(std::atoi(name.c_str() + 5), d.path().string());
+  }
+  std::sort(dirs.begin(), dirs.end());
+  std::vector<std::string> out;
+  for (auto& [r, d] : dirs) out.push_back(d);
+  return out;
+}
+
+// This process's rank among the ranks of its own job on this host (0 when not under MPI).
+int LocalRank() {
+  for (const char* v : {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMIX_RANK"})
+    if (const char* s = std::getenv(v)) return std::atoi(s);
+  return 0;
+}
+
+Status SendLocal(const std::string& socket_path, io::LocalOp op) {
+  const int fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::strncpy(addr.sun_path, socket_path.c_str(), sizeof addr.sun_path - 1);
+  Status st;
+  io::LocalRequest req{op, 0};
+  io::LocalReply rep{};
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::send(fd, &req, sizeof req, MSG_NOSIGNAL) != sizeof req ||
+      ::recv(fd, &rep, sizeof rep, 0) != sizeof rep)
+    st = Status::FromErrno(socket_path, errno ? errno : EPROTO);
+  ::close(fd);
+  return st;
+}
+
+int Serve(fanrun::NodeOptions& opt) {
+  opt.serve = true;
+  fanrun::Node node;
+  if (Status s = node.Setup(opt, UnderMpiexec()); !s.ok()) return Fail(s.message());
+  if (node.rank() == 0)
+    std::fprintf(stderr, "fanrun: serving job %s at %s; run programs with: fanrun attach --job %s -- CMD\n",
+                 node.job().c_str(), node.mount().c_str(), node.job().c_str());
+  g_serving = &node;
+  struct sigaction sa {};
+  sa.sa_handler = StopServing;
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) ::sigaction(sig, &sa, nullptr);
+  node.WaitUntilStopped();
+  g_serving = nullptr;
+  return 0;
+}
+
+int Attach(const std::string& job_arg, std::vector<std::string>& cmd) {
+  auto job = PickJob(job_arg);
+  if (!job.ok()) return Fail(job.status().message());
+  const auto dirs = RankDirs(*job);
+  if (dirs.empty()) return Fail("job '" + *job + "' is not ready on this host");
+  const std::string& dir = dirs[static_cast<size_t>(LocalRank()) % dirs.size()];
+  std::string mount;
+  std::ifstream(dir + "/mount") >> mount;
+  if (Status s = Preload(dir + "/namespace.img", mount, dir + "/agent.sock"); !s.ok())
+    return Fail(s.message());
+  std::vector<char*> args;
+  for (auto& c : cmd) args.push_back(c.data());
+  args.push_back(nullptr);
+  ::execvp(args[0], args.data());  // attach replaces itself: an MPI application keeps its rank
+  const int e = errno;
+  cli::Error("fanrun", cmd[0] + ": " + std::strerror(e));
+  return e == ENOENT ? kExitNotFound : kExitCannotRun;
+}
+
+int Stop(const std::string& job_arg) {
+  auto job = PickJob(job_arg);
+  if (!job.ok()) return Fail(job.status().message());
+  const auto dirs = RankDirs(*job);
+  if (dirs.empty()) return Fail("job '" + *job + "' is not ready on this host");
+  // One rank's agent tells every other rank: the whole job ends.
+  if (Status s = SendLocal(dirs[0] + "/agent.sock", io::LocalOp::kStop); !s.ok())
+    return Fail("job '" + *job + "': " + s.message());
+  for (int i = 0; i < 600; ++i) {  // wait (up to a minute) until it is gone from this host
+    std::error_code ec;
+    if (!fs::exists(fanrun::JobsBase() + "/job-" + *job, ec)) return 0;
+    ::usleep(100000);
+  }
+  return Fail("job '" + *job + "': still running a minute after the stop request");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "fanrun: run a command with a packed dataset served from memory and the partition "
+      "blobs at a mount point. Alone it serves DATA in place; under mpiexec (one rank per "
+      "node) every node stages its share, and members held elsewhere are fetched over MPI."};
+  app.set_version_flag("--version", std::string("fanrun ") + FANSTORE_VERSION);
+  app.require_subcommand(0, 1);
+  fanrun::NodeOptions opt;
+  std::string cache_size, log_level, stats, job;
+  std::vector<std::string> cmd;
+  AddNodeOptions(&app, &opt, &cache_size);
+  app.add_option("--log-level", log_level, "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)");
+  app.add_option("--stats", stats, "Write per-process statistics at exit: 1 for stderr, or a file")
+      ->expected(0, 1)
+      ->default_str("1");
+  app.add_option("CMD", cmd, "The command and its arguments (after --)");
+  app.positionals_at_end();
+
+  fanrun::NodeOptions serve_opt;
+  std::string serve_cache;
+  CLI::App* serve = app.add_subcommand(
+      "serve", "Attach mode: stage and serve DATA until `fanrun stop` (run it under mpiexec, one "
+               "rank per node, then start the application with `fanrun attach`)");
+  AddNodeOptions(serve, &serve_opt, &serve_cache);
+  serve->add_option("--job", serve_opt.job, "Name of the job (default: generated and printed)");
+  CLI::App* attach = app.add_subcommand(
+      "attach", "Run CMD attached to a served job on this host (MPI applications too: it execs "
+                "CMD in place, so a rank keeps its identity)");
+  attach->add_option("--job", job, "The served job (default: the only one on this host)");
+  std::vector<std::string> attach_cmd;
+  attach->add_option("CMD", attach_cmd, "The command and its arguments (after --)")->required();
+  attach->positionals_at_end();
+  CLI::App* stop = app.add_subcommand("stop", "End a served job on every node");
+  stop->add_option("--job", job, "The served job (default: the only one on this host)");
+  try {
+    app.parse(argc, argv);
+    if (app.got_subcommand(serve) || app.got_subcommand(attach) || app.got_subcommand(stop)) {
+      // the main command's --data is not needed
+    } else if (cmd.empty()) {
+      throw CLI::RequiredError("CMD");
+    }
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) return app.exit(e);
+    cli::Error("fanrun", std::string(e.what()) + " (see fanrun --help)");
+    return cli::kExitUsage;
+  }
+  if (!log_level.empty()) ::setenv("FANSTORE_LOG_LEVEL", log_level.c_str(), 1);
+  if (!stats.empty()) ::setenv("FANSTORE_STATS", stats.c_str(), 1);
+
+  if (app.got_subcommand(serve)) {
+    if (Status s = FinishOptions(&serve_opt, serve_cache); !s.ok()) return Fail(s.message());
+    return Serve(serve_opt);
+  }
+  if (app.got_subcommand(attach)) return Attach(job, attach_cmd);
+  if (app.got_subcommand(stop)) return Stop(job);
+
+  if (Status s = FinishOptions(&opt, cache_size); !s.ok()) return Fail(s.message());
+  const bool mpi = UnderMpiexec();
+  fanrun::Node node;
+  if (Status s = node.Setup(opt, mpi); !s.ok()) return Fail(s.message());
+  if (Status s = Preload(node.image_path(), node.mount(), mpi ? node.socket_path() : ""); !s.ok())
+    return Fail(s.message());
+  // The application's bound on one answer of its agent: every holder's timeout, and slack.
+  ::setenv("FANSTORE_AGENT_TIMEOUT",
+           std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(), 1);
+  ::setenv("FANSTORE_RANK", std::to_string(node.rank()).c_str(), 1);
+  ::setenv("FANSTORE_NODES", std::to_string(node.nodes()).c_str(), 1);
+  auto status = RunCommand(cmd, mpi);
+  node.Finish();  // under mpiexec: serves the other nodes until every CMD has finished
+  if (!status.ok()) return Fail(status.status().message());
+  return ExitLike(*status);
 }

@@ -350,12 +350,15 @@ HookResult OnMmap(const long a[6]) {
   if ((a[3] & MAP_SHARED) && (a[2] & PROT_WRITE)) return Err(EACCES);
   const meta::ImageEntry& e = EntryOf(*f);
   if (e.codec == static_cast<uint8_t>(meta::Codec::kRaw) && e.size > 0 && (a[5] & 4095) == 0) {
-    const int blob = Get()->BlobFd(e.partition);
-    if (blob < 0) return Handled(blob);
-    // Map the blob at the member's (4 KiB-aligned) data; private so nothing can write it.
+    MemberSource src;
+    if (const long rc = OpenSource(f->entry, &src); rc < 0) return Handled(rc);
+    // Map the blob (or node-cache file) at the member's 4 KiB-aligned data; private so
+    // nothing can write it. The mapping keeps a fetched file alive after the close.
     const long flags = (a[3] & ~MAP_SHARED) | MAP_PRIVATE;
-    return Handled(RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, blob,
-                               static_cast<long>(e.data_offset) + a[5]));
+    const long rc = RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, src.fd,
+                                static_cast<long>(src.base) + a[5]);
+    CloseSource(src);
+    return Handled(rc);
   }
   if (const long rc = UpgradeToMemfd(a[4])) return Handled(rc);
   return kPassToKernel;  // fd is a sealed memfd now

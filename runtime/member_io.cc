@@ -17,6 +17,7 @@
 #include "intercept/preload_log.h"
 #include "intercept/raw_syscall.h"
 #include "meta/format.h"
+#include "runtime/remote.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -28,7 +29,7 @@ using meta::ImageEntry;
 constexpr uint64_t kCacheMax = 8ull << 20;  // members up to this size may be cached whole
 constexpr int kCacheSlots = 16;
 
-std::atomic<uint64_t> s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors;
+std::atomic<uint64_t> s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors, s_remote;
 
 struct Ring {
   io_uring ring;
@@ -75,16 +76,24 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
 
 long Damaged(const State& s, const ImageEntry& e, const char* why) {
   s_errors.fetch_add(1, std::memory_order_relaxed);
-  intercept::Logger().error("{}: member '{}': {}", s.parts[e.partition], s.ns.path(e), why);
+  const std::string& where = s.parts[e.partition];
+  intercept::Logger().error("{}: member '{}': {}", where.empty() ? "fetched from another node" : where,
+                            s.ns.path(e), why);
   return -EIO;
 }
 
 // The whole (uncompressed, verified) bytes of a member into `out`.
-long LoadWhole(State& s, const ImageEntry& e, uint8_t* out) {
-  const int fd = s.BlobFd(e.partition);
-  if (fd < 0) return fd;
+long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
+  const ImageEntry& e = s.ns.entry(entry);
+  MemberSource src;
+  if (const long rc = OpenSource(entry, &src); rc < 0) return rc;
+  struct Closer {
+    const MemberSource& s;
+    ~Closer() { CloseSource(s); }
+  } closer{src};
+  const int fd = src.fd;
   if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
-    const long n = PreadBlob(fd, out, e.size, e.data_offset);
+    const long n = PreadBlob(fd, out, e.size, src.base);
     if (n < 0) return n;
     if (s.verify_raw && compress::Crc32c(0, out, e.size) != e.crc32c)
       return Damaged(s, e, "checksum mismatch (damaged data)");
@@ -92,7 +101,7 @@ long LoadWhole(State& s, const ImageEntry& e, uint8_t* out) {
   }
   std::unique_ptr<uint8_t[]> stored(new (std::nothrow) uint8_t[e.stored_size]);
   if (!stored) return -ENOMEM;
-  const long n = PreadBlob(fd, stored.get(), e.stored_size, e.data_offset);
+  const long n = PreadBlob(fd, stored.get(), e.stored_size, src.base);
   if (n < 0) return n;
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = compress::InflateExact({stored.get(), e.stored_size}, {out, e.size});
@@ -158,6 +167,26 @@ Cache& TheCache() {
 
 }  // namespace
 
+long OpenSource(uint32_t entry, MemberSource* out) {
+  State& s = *Get();
+  const ImageEntry& e = s.ns.entry(entry);
+  if (!s.parts[e.partition].empty()) {
+    const int fd = s.BlobFd(e.partition);
+    if (fd < 0) return fd;
+    *out = MemberSource{fd, e.data_offset, false};
+    return 0;
+  }
+  s_remote.fetch_add(1, std::memory_order_relaxed);
+  const long fd = FetchRemote(entry);
+  if (fd < 0) return fd;
+  *out = MemberSource{static_cast<int>(fd), 0, true};
+  return 0;
+}
+
+void CloseSource(const MemberSource& src) {
+  if (src.owned && src.fd >= 0) intercept::RawSyscall6(SYS_close, src.fd);
+}
+
 ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   State& s = *Get();
   const ImageEntry& e = s.ns.entry(entry);
@@ -167,14 +196,15 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   const bool raw = e.codec == static_cast<uint8_t>(Codec::kRaw);
   // The whole member in one read: straight into the caller's buffer.
   if (off == 0 && n == e.size) {
-    const long r = LoadWhole(s, e, static_cast<uint8_t*>(dst));
+    const long r = LoadWhole(s, entry, static_cast<uint8_t*>(dst));
     if (r > 0) s_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
     return r;
   }
   if (raw && e.size > kCacheMax) {  // large raw member: read the range directly
-    const int fd = s.BlobFd(e.partition);
-    if (fd < 0) return fd;
-    const long r = PreadBlob(fd, dst, n, e.data_offset + off);
+    MemberSource src;
+    if (const long rc = OpenSource(entry, &src); rc < 0) return rc;
+    const long r = PreadBlob(src.fd, dst, n, src.base + off);
+    CloseSource(src);
     if (r > 0) s_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
     return r;
   }
@@ -183,7 +213,7 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
     s_hits.fetch_add(1, std::memory_order_relaxed);
   } else {
     data = std::make_shared<std::vector<uint8_t>>(e.size);
-    const long r = LoadWhole(s, e, data->data());
+    const long r = LoadWhole(s, entry, data->data());
     if (r < 0) return r;
     TheCache().Put(entry, data);
   }
@@ -193,8 +223,10 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
 }
 
 IoStats SnapshotIoStats() {
-  return IoStats{s_reads.load(),      s_bytes.load(), s_inflates.load(),
-                 s_inflate_ns.load(), s_hits.load(),  s_errors.load()};
+  IoStats st{s_reads.load(),      s_bytes.load(), s_inflates.load(),
+             s_inflate_ns.load(), s_hits.load(),  s_errors.load()};
+  st.remote = s_remote.load();
+  return st;
 }
 
 }  // namespace fanstore::runtime

@@ -18,8 +18,21 @@ namespace fanstore::runtime {
 // number of bytes (0 at or past the end) or a negative errno.
 ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len);
 
+// Where a member's stored bytes are: its partition blob at the member's offset, or, for a
+// member only other nodes hold, a node-cache file from the agent at offset 0 (`owned`: the
+// caller closes it with CloseSource).
+struct MemberSource {
+  int fd = -1;
+  uint64_t base = 0;
+  bool owned = false;
+};
+// 0 or a negative errno.
+long OpenSource(uint32_t entry, MemberSource* out);
+void CloseSource(const MemberSource& src);
+
 struct IoStats {
   uint64_t reads = 0, bytes = 0, inflates = 0, inflate_ns = 0, cache_hits = 0, errors = 0;
+  uint64_t remote = 0;  // members asked of the node agent
 };
 IoStats SnapshotIoStats();
 

@@ -34,7 +34,7 @@ bool State::InVforkChild() const {
 }
 
 int State::BlobFd(uint32_t p) {
-  if (p >= parts.size()) return -EIO;
+  if (p >= parts.size() || parts[p].empty()) return -EIO;
   int fd = blob_fds[p].load(std::memory_order_acquire);
   if (fd >= 0) return fd;
   const long raw = intercept::RawSyscall6(
@@ -81,6 +81,9 @@ Status Init() {
   const char* verify = std::getenv("FANSTORE_VERIFY");
   s->verify_raw = verify && std::strcmp(verify, "all") == 0;
   if (const char* st_env = std::getenv("FANSTORE_STATS")) s->stats_target = st_env;
+  if (const char* agent = std::getenv("FANSTORE_AGENT")) s->agent = agent;
+  if (const char* t = std::getenv("FANSTORE_AGENT_TIMEOUT"); t && std::atof(t) > 0)
+    s->agent_timeout_ms = static_cast<int>(std::atof(t) * 1000);
   struct rlimit rl;
   ::getrlimit(RLIMIT_NOFILE, &rl);
   const long soft = static_cast<long>(rl.rlim_cur);

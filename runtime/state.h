@@ -5,6 +5,8 @@
 //   FANSTORE_MOUNT   absolute mount point (default: the image's recorded source path)
 //   FANSTORE_VERIFY  all | compressed (default): which members' CRC32C is checked on read
 //   FANSTORE_STATS   1 (stderr) or a path: per-process statistics written at exit
+//   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
+//   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
 // Thread-safety: Init from the constructor; afterwards read-only except the blob fd slots
 // (atomic) and the cached cwd (see Cwd()).
 #pragma once
@@ -25,7 +27,9 @@ namespace fanstore::runtime {
 struct State {
   meta::NamespaceView ns;
   std::string mount;               // absolute, no trailing '/'
-  std::vector<std::string> parts;  // partition blob paths
+  std::vector<std::string> parts;  // partition blob paths; "" = held by other nodes only
+  std::string agent;               // the node agent's socket ("" = none)
+  int agent_timeout_ms = 60000;
   bool verify_raw = false;
   std::string stats_target;   // "" | "1" | path
   int reserved_lo = 0;        // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)

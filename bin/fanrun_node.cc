@@ -1,0 +1,365 @@
+#include "bin/fanrun_node.h"
+
+#include <mpi.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "bin/cli_util.h"
+#include "io/stage.h"
+#include "meta/dataset.h"
+#include "meta/exchange.h"
+#include "meta/manifest.h"
+#include "meta/namespace_image.h"
+#include "meta/partition_reader.h"
+#include "meta/placement.h"
+
+namespace fanstore::fanrun {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+std::string HostName() {
+  char h[256] = {};
+  ::gethostname(h, sizeof h - 1);
+  return h;
+}
+
+Status WriteFile(const std::string& path, std::string_view bytes) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out.flush()) return Status::Error(path + ": cannot write (is the file system full?)");
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(path, errno);
+  return Status::Ok();
+}
+
+// Creates, below the mount point, the dataset's directories that do not exist natively
+// (so a chdir into the dataset leaves a kernel cwd that children inherit). Returns what
+// was created, to be removed at exit, deepest first.
+std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::string& mount) {
+  std::vector<std::string> made;
+  std::error_code ec;
+  std::vector<std::string> parents;
+  for (fs::path p = mount; !p.empty() && !fs::exists(p, ec); p = p.parent_path())
+    parents.push_back(p.string());
+  for (auto it = parents.rbegin(); it != parents.rend(); ++it)
+    if (::mkdir(it->c_str(), 0755) == 0) made.push_back(*it);
+  for (uint32_t i = 1; i < ns.size(); ++i) {
+    const auto& e = ns.entry(i);
+    if (!S_ISDIR(e.mode)) continue;
+    const std::string p = mount + "/" + std::string(ns.path(e));
+    if (::mkdir(p.c_str(), 0755) == 0) made.push_back(p);
+  }
+  return made;
+}
+
+// True on every rank when `ok` is true on every rank; `failed_rank` is the lowest failing one.
+bool AllOk(bool mpi, bool ok, int rank, int* failed_rank) {
+  int mine = ok ? INT_MAX : rank, lowest = mine;
+  if (mpi) MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  *failed_rank = lowest;
+  return lowest == INT_MAX;
+}
+
+}  // namespace
+
+std::string JobsBase() {
+  return "/dev/shm/fanstore-" + std::to_string(::getuid());
+}
+
+Result<uint64_t> ParseSize(const std::string& s) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(s.c_str(), &end);
+  if (end == s.c_str() || errno != 0 || v < 0)
+    return Status::Error("'" + s + "': not a size (examples: 512M, 4G)");
+  std::string unit(end);
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  if (unit.size() == 2 && (unit[1] == 'i' || unit[1] == 'I')) unit.pop_back();
+  double mult = 1;
+  if (unit.empty()) {
+  } else if (unit.size() == 1 && std::strchr("kK", unit[0])) {
+    mult = 1024.0;
+  } else if (unit.size() == 1 && std::strchr("mM", unit[0])) {
+    mult = 1024.0 * 1024;
+  } else if (unit.size() == 1 && std::strchr("gG", unit[0])) {
+    mult = 1024.0 * 1024 * 1024;
+  } else if (unit.size() == 1 && std::strchr("tT", unit[0])) {
+    mult = 1024.0 * 1024 * 1024 * 1024;
+  } else {
+    return Status::Error("'" + s + "': unknown unit (use K, M, G or T)");
+  }
+  return static_cast<uint64_t>(v * mult);
+}
+
+Node::~Node() {
+  Teardown();
+}
+
+Status Node::Setup(const NodeOptions& opt, bool mpi) {
+  const auto t_start = Clock::now();
+  if (mpi) {
+    int provided = 0;
+    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
+      return Status::Error("MPI_Init_thread failed");
+    mpi_ = true;
+    if (provided < MPI_THREAD_SERIALIZED)
+      return Status::Error("the MPI library does not support MPI_THREAD_SERIALIZED");
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &nodes_);
+  }
+  const std::string where = mpi_ ? "rank " + std::to_string(rank_) + " (" + HostName() + "): " : "";
+  // The agent's log lines go to stderr, one line each, naming the rank.
+  auto logger = spdlog::stderr_logger_mt("fanrun");
+  logger->set_pattern("fanrun: " + where + "%v");
+  spdlog::set_default_logger(logger);
+
+  // The job id: given, or rank 0's host and pid, the same on every rank.
+  job_ = opt.job;
+  if (job_.empty()) {
+    char id[300] = {};
+    if (rank_ == 0) std::snprintf(id, sizeof id, "%s-%d", HostName().c_str(), static_cast<int>(::getpid()));
+    if (mpi_) MPI_Bcast(id, sizeof id, MPI_CHAR, 0, MPI_COMM_WORLD);
+    job_ = id;
+  }
+  if (job_.find('/') != std::string::npos || job_ == "." || job_ == "..")
+    return Status::Error("--job: '" + job_ + "' must not contain '/'");
+
+  // Every rank reads the small manifest itself (a few KB from the shared file system).
+  auto manifest = meta::Manifest::Load(opt.data);
+  Status st = manifest.ok() ? Status::Ok() : manifest.status();
+  const std::string abs_data =
+      fs::absolute(opt.data).lexically_normal().string();
+  std::error_code ec;
+  const std::string base = JobsBase();
+  ::mkdir(base.c_str(), 0700);
+  job_dir_ = base + "/job-" + job_;
+  rank_dir_ = job_dir_ + "/rank-" + std::to_string(rank_);
+  if (st.ok()) {
+    ::mkdir(job_dir_.c_str(), 0700);
+    fs::remove_all(rank_dir_, ec);
+    if (::mkdir(rank_dir_.c_str(), 0700) != 0) st = Status::FromErrno(rank_dir_, errno);
+  }
+  if (st.ok() && opt.serve) WriteFile(job_dir_ + "/serve", "serve\n");
+  if (opt.local_dir.empty()) {
+    local_dir_ = rank_dir_;
+  } else if (st.ok()) {
+    local_dir_ = fs::absolute(opt.local_dir).lexically_normal().string() + "/fanstore-" +
+                 std::to_string(::getuid()) + "-" + job_ + "-rank" + std::to_string(rank_);
+    fs::remove_all(local_dir_, ec);
+    if (::mkdir(local_dir_.c_str(), 0700) != 0)
+      st = Status::FromErrno(local_dir_, errno);
+    else
+      own_local_dir_ = true;
+  }
+
+  // Stage-in: this rank's partitions (placement), copied and checked, or checked in place.
+  const uint32_t parts = st.ok() ? static_cast<uint32_t>(manifest->partitions.size()) : 0;
+  const meta::Placement placement{static_cast<uint32_t>(nodes_), opt.replicas};
+  const bool stage = !opt.no_stage && nodes_ > 1;
+  std::vector<std::string> local_paths(parts);
+  std::vector<uint8_t> broadcast(parts);
+  std::vector<meta::PartitionReader> readers(parts);
+  uint64_t staged_bytes = 0;
+  const auto t_stage = Clock::now();
+  for (uint32_t p = 0; p < parts && st.ok(); ++p) {
+    broadcast[p] = (manifest->partitions[p].flags & meta::kFlagBroadcast) != 0;
+    if (!placement.Holds(static_cast<uint32_t>(rank_), p, broadcast[p])) continue;
+    const std::string src = abs_data + "/" + meta::PartitionFileName(p);
+    std::string path = src;
+    if (stage) {
+      path = local_dir_ + "/" + meta::PartitionFileName(p);
+      auto r = io::StagePartition(src, path, *manifest, p);
+      if (!r.ok()) {
+        st = r.status();
+        break;
+      }
+      staged_bytes += r->bytes;
+    }
+    if (Status s = readers[p].Open(path); !s.ok()) {
+      st = s;
+    } else if (Status s2 = meta::CheckAgainstManifest(readers[p], *manifest, p); !s2.ok()) {
+      st = s2;
+    }
+    local_paths[p] = path;
+  }
+  const double stage_s = Since(t_stage);
+  int failed = 0;
+  if (!st.ok()) cli::Error("fanrun", where + st.message());
+  if (!AllOk(mpi_, st.ok(), rank_, &failed)) {
+    if (!st.ok()) return Status::Error("");  // already said
+    return Status::Error(rank_ == 0 ? "stage-in failed on rank " + std::to_string(failed) +
+                                          "; the job stops before running the command"
+                                    : "");
+  }
+
+  // The namespace: each rank encodes the partitions it is primary for (rank 0 the broadcast
+  // ones); sizes, then the payload, by MPI_Allgatherv.
+  const auto t_exchange = Clock::now();
+  std::string mine;
+  for (uint32_t p = 0; p < parts; ++p) {
+    const bool primary = broadcast[p] ? rank_ == 0 : placement.Owners(p, false)[0] == static_cast<uint32_t>(rank_);
+    if (primary) meta::EncodeMembers(readers[p], p, &mine);
+  }
+  std::string all;
+  uint64_t exchanged = mine.size();
+  if (mpi_ && nodes_ > 1) {
+    std::vector<long long> sizes(static_cast<size_t>(nodes_));
+    long long my_size = static_cast<long long>(mine.size());
+    MPI_Allgather(&my_size, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD);
+    std::vector<int> counts(sizes.size()), displs(sizes.size());
+    long long total = 0;
+    for (size_t r = 0; r < sizes.size(); ++r) {
+      counts[r] = static_cast<int>(sizes[r]);
+      displs[r] = static_cast<int>(total);
+      total += sizes[r];
+    }
+    if (total > INT_MAX)
+      return Status::Error(where + "the namespace is " + std::to_string(total) +
+                           " bytes, over the 2 GiB an MPI_Allgatherv can carry");
+    all.resize(static_cast<size_t>(total));
+    MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), counts.data(),
+                   displs.data(), MPI_BYTE, MPI_COMM_WORLD);
+    exchanged = static_cast<uint64_t>(total);
+  } else {
+    all = std::move(mine);
+  }
+  const double exchange_s = Since(t_exchange);
+  const auto t_build = Clock::now();
+  auto members = meta::DecodeMembers(all, parts);
+  if (members.ok()) {
+    const uint64_t entries = members->size();
+    auto image = meta::BuildNamespaceImage(std::move(members.value()), local_paths,
+                                           manifest->dataset_id);
+    if (!image.ok()) st = image.status();
+    else image_ = std::move(image.value());
+    (void)entries;
+  } else {
+    st = members.status();
+  }
+  image_path_ = rank_dir_ + "/namespace.img";
+  if (st.ok()) st = WriteFile(image_path_, image_);
+  std::string mount = opt.mount.empty() ? (manifest.ok() ? manifest->source : "") : opt.mount;
+  while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
+  if (st.ok() && (mount.empty() || mount[0] != '/'))
+    st = Status::Error("--mount: must be an absolute path, got '" + mount + "'");
+  mount_ = mount;
+  if (st.ok()) st = WriteFile(rank_dir_ + "/mount", mount_);
+  const double build_s = Since(t_build);
+
+  auto view = meta::NamespaceView::Attach(
+      {reinterpret_cast<const uint8_t*>(image_.data()), image_.size()});
+  if (st.ok() && !view.ok()) st = view.status();
+  socket_path_ = rank_dir_ + "/agent.sock";
+  if (st.ok() && (mpi_ || opt.serve)) {
+    io::AgentConfig cfg;
+    cfg.mpi = mpi_;
+    cfg.rank = rank_;
+    cfg.placement = placement;
+    cfg.blob_paths = local_paths;
+    cfg.broadcast = broadcast;
+    cfg.socket_path = socket_path_;
+    cfg.cache_dir = local_dir_ + "/cache";
+    cfg.cache_bytes = opt.cache_bytes;
+    cfg.timeout_s = opt.timeout_s;
+    if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES")) cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
+    agent_ = std::make_unique<io::Agent>(std::move(cfg), *view);
+    st = agent_->Open();
+  }
+  if (st.ok()) skeleton_ = MakeSkeleton(*view, mount_);
+  if (!st.ok()) cli::Error("fanrun", where + st.message());
+  if (!AllOk(mpi_, st.ok(), rank_, &failed)) {
+    if (!st.ok()) return Status::Error("");
+    return Status::Error(rank_ == 0 ? "start-up failed on rank " + std::to_string(failed) : "");
+  }
+
+  // One summary line from rank 0: the slowest node's figures.
+  double local[3] = {stage_s, exchange_s + build_s, Since(t_start)}, slowest[3];
+  double bytes = static_cast<double>(staged_bytes), total_bytes = bytes;
+  std::copy(local, local + 3, slowest);
+  if (mpi_) {
+    MPI_Reduce(local, slowest, 3, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&bytes, &total_bytes, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  }
+  if (agent_) agent_->Start();  // from here on only the agent calls MPI
+  if (rank_ == 0 && view.ok() && !std::getenv("FANSTORE_QUIET")) {
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "fanrun: %d node%s ready in %.2f s: staged %s in %.2f s (%.0f MB/s per node); "
+                  "namespace %llu entries, %s exchanged (%.0f B/entry), exchange+image %.3f s; "
+                  "image %s (%.0f B/entry)\n",
+                  nodes_, nodes_ == 1 ? "" : "s", slowest[2], cli::HumanBytes(total_bytes).c_str(),
+                  slowest[0],
+                  slowest[0] > 0 ? total_bytes / nodes_ / 1e6 / slowest[0] : 0.0,
+                  static_cast<unsigned long long>(view->size()),
+                  cli::HumanBytes(static_cast<double>(exchanged)).c_str(),
+                  static_cast<double>(exchanged) / static_cast<double>(view->size()), slowest[1],
+                  cli::HumanBytes(static_cast<double>(image_.size())).c_str(),
+                  static_cast<double>(image_.size()) / static_cast<double>(view->size()));
+    std::fputs(line, stderr);
+  }
+  return Status::Ok();
+}
+
+io::AgentStats Node::agent_stats() const {
+  return agent_ ? agent_->Stats() : io::AgentStats{};
+}
+
+void Node::Finish() {
+  if (agent_) agent_->Finish();
+  Teardown();
+}
+
+void Node::WaitUntilStopped() {
+  if (agent_) agent_->WaitUntilStopped();
+  Teardown();
+}
+
+void Node::StopFromSignal() {
+  if (agent_) agent_->RequestStopFromSignal();
+}
+
+void Node::Teardown() {
+  if (torn_down_) return;
+  torn_down_ = true;
+  const bool agent_met_the_others = agent_ && agent_->running() && mpi_;
+  agent_.reset();
+  if (mpi_ && !agent_met_the_others) {  // start-up failed: meet the other ranks here
+    MPI_Request barrier;
+    MPI_Ibarrier(MPI_COMM_WORLD, &barrier);  // (the agents' end-of-job barrier is an Ibarrier)
+    MPI_Wait(&barrier, MPI_STATUS_IGNORE);
+  }
+  for (auto it = skeleton_.rbegin(); it != skeleton_.rend(); ++it) ::rmdir(it->c_str());
+  std::error_code ec;
+  if (own_local_dir_) fs::remove_all(local_dir_, ec);
+  if (!rank_dir_.empty()) fs::remove_all(rank_dir_, ec);
+  if (!job_dir_.empty()) {
+    ::unlink((job_dir_ + "/serve").c_str());
+    ::rmdir(job_dir_.c_str());  // the last rank on this host removes it
+  }
+  if (mpi_) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+}
+
+}  // namespace fanstore::fanrun

@@ -1,0 +1,71 @@
+// One fanrun rank's node: stage-in of its partitions, the namespace exchange
+// (MPI_Allgatherv), the namespace image in shared memory, and the node agent. Without
+// mpiexec it is one node serving every partition in place, with no MPI at all.
+// Shared objects live in /dev/shm/fanstore-<uid>/job-<JOB>/rank-<R>/ (namespace.img,
+// agent.sock, mount) and staged blobs plus the node cache in the local directory; all of it
+// is removed by Teardown.
+// Thread-safety: used by fanrun's main thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "io/agent.h"
+#include "meta/status.h"
+
+namespace fanstore::fanrun {
+
+struct NodeOptions {
+  std::string data;
+  std::string mount;      // "" = the source path recorded at pack time
+  std::string local_dir;  // "" = the job's directory under /dev/shm
+  std::string job;        // "" = generated
+  bool no_stage = false;
+  uint32_t replicas = 1;
+  uint64_t cache_bytes = 1ull << 30;
+  double timeout_s = 10;
+  bool serve = false;  // attach mode: the job directory is marked for `fanrun attach`
+};
+
+class Node {
+ public:
+  ~Node();
+  // Everything up to "ready". In MPI mode every rank calls it; a failure on any rank makes
+  // it fail on every rank (the failing rank prints the reason, rank 0 names that rank).
+  Status Setup(const NodeOptions& opt, bool mpi);
+  // Waits for the agent to finish with every rank (wrap mode, after CMD), or for a stop
+  // (serve mode), then removes the job's files and finalizes MPI.
+  void Finish();
+  void WaitUntilStopped();
+  void StopFromSignal();
+
+  int rank() const { return rank_; }
+  int nodes() const { return nodes_; }
+  const std::string& job() const { return job_; }
+  const std::string& rank_dir() const { return rank_dir_; }
+  const std::string& image_path() const { return image_path_; }
+  const std::string& socket_path() const { return socket_path_; }
+  const std::string& mount() const { return mount_; }
+  io::AgentStats agent_stats() const;
+
+ private:
+  void Teardown();
+
+  bool mpi_ = false;
+  int rank_ = 0, nodes_ = 1;
+  std::string job_, job_dir_, rank_dir_, local_dir_, image_path_, socket_path_, mount_;
+  bool own_local_dir_ = false;
+  std::string image_;  // the bytes the agent's view points into
+  std::vector<std::string> skeleton_;
+  std::unique_ptr<io::Agent> agent_;
+  bool torn_down_ = false;
+};
+
+// "1G", "512M", "64k", "1000" (bytes; K/M/G/T are powers of 1024).
+Result<uint64_t> ParseSize(const std::string& s);
+// The job directory of this user under /dev/shm.
+std::string JobsBase();
+
+}  // namespace fanstore::fanrun

@@ -1,0 +1,663 @@
+#include "io/agent.h"
+
+#include <fcntl.h>
+#include <mpi.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <tsl/robin_map.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <list>
+#include <mutex>
+#include <spdlog/spdlog.h>
+
+#include "compress/crc32c.h"
+#include "io/protocol.h"
+
+namespace fanstore::io {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int kPostedRequests = 8;
+
+// Sends a reply (and optionally a descriptor) on a client connection; a client that has
+// gone away is not an error for the agent.
+void Reply(int conn, int32_t status, int fd) {
+  LocalReply r{status, 0};
+  iovec iov{&r, sizeof r};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  if (fd >= 0) {
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  ::sendmsg(conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+}  // namespace
+
+struct Agent::Loop {
+  AgentConfig cfg;
+  meta::NamespaceView ns;
+  std::vector<int> blob_fds;
+  int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
+  int nodes = 1, tag_ub = 32767, next_tag = kFirstReplyTag;
+
+  // Control from the owning thread.
+  std::atomic<bool> finish_requested{false}, stop_requested{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stopped = false;  // the job has ended (guarded by mu)
+  bool job_stop = false;  // a stop (not just this rank's finish) was seen
+
+  mutable std::mutex stats_mu;
+  AgentStats stats;
+
+  // Server side.
+  struct Posted {
+    RemoteRequest req;
+    MPI_Request handle = MPI_REQUEST_NULL;
+  };
+  Posted posted[kPostedRequests];
+  int stop_msg = 0;
+  MPI_Request stop_handle = MPI_REQUEST_NULL;
+  struct Outgoing {
+    std::unique_ptr<uint8_t[]> buf;
+    std::vector<MPI_Request> handles;
+  };
+  std::list<Outgoing> outgoing;
+  uint64_t corrupt_left = 0;
+
+  // Client side.
+  struct Fetch {
+    uint32_t entry;
+    std::vector<int> waiters;
+    std::vector<uint32_t> owners;
+    size_t owner_idx = 0;
+    bool retried = false;
+    int owner = -1, tag = 0;
+    RemoteRequest req{};
+    MPI_Request send = MPI_REQUEST_NULL;
+    std::vector<MPI_Request> recvs;
+    std::unique_ptr<uint8_t[]> buf;  // header + stored bytes
+    Clock::time_point deadline;
+  };
+  tsl::robin_map<uint32_t, std::unique_ptr<Fetch>> fetches;
+  std::vector<MPI_Request> abandoned;  // timed-out sends and receives, tested until done
+  std::vector<Clock::time_point> suspect_until;
+
+  // Node cache: entry -> size, LRU order (front = oldest).
+  struct Cached {
+    uint64_t size;
+    std::list<uint32_t>::iterator pos;
+  };
+  tsl::robin_map<uint32_t, Cached> cache;
+  std::list<uint32_t> lru;
+  uint64_t cache_used = 0;
+
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  bool in_barrier = false;
+
+  std::string CachePath(uint32_t entry) const {
+    return cfg.cache_dir + "/" + std::to_string(entry);
+  }
+  void Count(uint64_t AgentStats::*field, uint64_t n = 1) {
+    std::lock_guard<std::mutex> lk(stats_mu);
+    stats.*field += n;
+  }
+
+  Status Open();
+  void Run();
+  void PostRequest(int i) {
+    MPI_Irecv(&posted[i].req, sizeof(RemoteRequest), MPI_BYTE, MPI_ANY_SOURCE, kTagRequest,
+              MPI_COMM_WORLD, &posted[i].handle);
+  }
+  bool ProgressServer();
+  void Serve(const RemoteRequest& req, int source);
+  bool ProgressFetches();
+  void StartFetch(uint32_t entry, int conn);
+  bool SendToNextOwner(Fetch& f);
+  void Complete(Fetch& f, int32_t status);
+  void HandleClient(int conn);
+  void Accept();
+  void Evict(uint64_t need);
+  void BroadcastStop();
+  void DropWaiter(int conn);
+  void Withdraw();
+};
+
+Status Agent::Loop::Open() {
+  corrupt_left = cfg.corrupt_replies;
+  suspect_until.assign(1, Clock::time_point{});
+  if (cfg.mpi) {
+    int flag = 0;
+    int* ub = nullptr;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    if (flag && ub) tag_ub = *ub;
+    MPI_Comm_size(MPI_COMM_WORLD, &nodes);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    suspect_until.assign(static_cast<size_t>(nodes), Clock::time_point{});
+  }
+  blob_fds.assign(cfg.blob_paths.size(), -1);
+  for (size_t p = 0; p < cfg.blob_paths.size(); ++p) {
+    if (cfg.blob_paths[p].empty()) continue;
+    blob_fds[p] = ::open(cfg.blob_paths[p].c_str(), O_RDONLY | O_CLOEXEC);
+    if (blob_fds[p] < 0) return Status::FromErrno(cfg.blob_paths[p], errno);
+  }
+  if (::mkdir(cfg.cache_dir.c_str(), 0700) != 0 && errno != EEXIST)
+    return Status::FromErrno(cfg.cache_dir, errno);
+  listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (cfg.socket_path.size() >= sizeof addr.sun_path)
+    return Status::Error(cfg.socket_path + ": socket path too long");
+  std::memcpy(addr.sun_path, cfg.socket_path.c_str(), cfg.socket_path.size() + 1);
+  ::unlink(cfg.socket_path.c_str());
+  if (::bind(listen_fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::listen(listen_fd, 128) != 0)
+    return Status::FromErrno(cfg.socket_path, errno);
+  epoll_fd = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  for (int fd : {listen_fd, wake_fd}) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = fd;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
+  }
+  if (cfg.mpi) {
+    for (Posted& p : posted) p.handle = MPI_REQUEST_NULL;
+    for (int i = 0; i < kPostedRequests; ++i) PostRequest(i);
+    MPI_Irecv(&stop_msg, 1, MPI_INT, MPI_ANY_SOURCE, kTagStop, MPI_COMM_WORLD, &stop_handle);
+  }
+  return Status::Ok();
+}
+
+void Agent::Loop::Serve(const RemoteRequest& req, int source) {
+  RemoteReplyHeader h{0, 0, 0};
+  const bool ok = req.partition < blob_fds.size() && blob_fds[req.partition] >= 0;
+  const uint64_t len = ok ? req.length : 0;
+  Outgoing out;
+  out.buf.reset(new (std::nothrow) uint8_t[sizeof h + len]);
+  if (!ok) {
+    h.status = -ENOENT;  // we do not hold that partition (a placement disagreement)
+  } else if (!out.buf) {
+    h.status = -ENOMEM;
+  } else {
+    uint64_t done = 0;
+    while (done < len) {
+      const ssize_t n = ::pread(blob_fds[req.partition], out.buf.get() + sizeof h + done,
+                                len - done, static_cast<off_t>(req.offset + done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        h.status = n < 0 ? -errno : -EIO;
+        break;
+      }
+      done += static_cast<uint64_t>(n);
+    }
+    if (h.status == 0) {
+      h.length = len;
+      h.crc32c = compress::Crc32c(0, out.buf.get() + sizeof h, len);
+      if (corrupt_left > 0 && len > 0) {  // fault injection (tests): a damaged transfer
+        --corrupt_left;
+        out.buf[sizeof h + len / 2] ^= 0x5a;
+      }
+    }
+  }
+  if (!out.buf) {
+    static RemoteReplyHeader fail;
+    fail = h;
+    MPI_Send(&fail, sizeof fail, MPI_BYTE, source, req.reply_tag, MPI_COMM_WORLD);
+    return;
+  }
+  std::memcpy(out.buf.get(), &h, sizeof h);
+  // First message: header + up to one chunk; then the rest in chunks, same tag (ordered).
+  const uint64_t total = sizeof h + h.length;
+  for (uint64_t off = 0; off < total;) {
+    const uint64_t n = std::min<uint64_t>(total - off, off == 0 ? sizeof h + kRemoteChunk : kRemoteChunk);
+    MPI_Request r;
+    MPI_Isend(out.buf.get() + off, static_cast<int>(n), MPI_BYTE, source, req.reply_tag,
+              MPI_COMM_WORLD, &r);
+    out.handles.push_back(r);
+    off += n;
+  }
+  outgoing.push_back(std::move(out));
+  Count(&AgentStats::served);
+  Count(&AgentStats::served_bytes, h.length);
+}
+
+bool Agent::Loop::ProgressServer() {
+  bool active = false;
+  for (int i = 0; i < kPostedRequests; ++i) {
+    int done = 0;
+    MPI_Status st;
+    MPI_Test(&posted[i].handle, &done, &st);
+    if (!done) continue;
+    active = true;
+    const RemoteRequest req = posted[i].req;
+    PostRequest(i);
+    Serve(req, st.MPI_SOURCE);
+  }
+  for (auto it = outgoing.begin(); it != outgoing.end();) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(it->handles.size()), it->handles.data(), &done,
+                MPI_STATUSES_IGNORE);
+    if (done) {
+      it = outgoing.erase(it);
+      active = true;
+    } else {
+      ++it;
+    }
+  }
+  if (stop_handle != MPI_REQUEST_NULL) {
+    int done = 0;
+    MPI_Test(&stop_handle, &done, MPI_STATUS_IGNORE);
+    if (done) {
+      job_stop = true;
+      active = true;
+    }
+  }
+  return active;
+}
+
+// Sends the fetch's request to its next holder that is not suspected; false when none is left.
+bool Agent::Loop::SendToNextOwner(Fetch& f) {
+  const auto now = Clock::now();
+  while (f.owner_idx < f.owners.size()) {
+    const uint32_t o = f.owners[f.owner_idx];
+    if (suspect_until[o] > now) {
+      ++f.owner_idx;
+      continue;
+    }
+    f.owner = static_cast<int>(o);
+    f.tag = next_tag++;
+    if (next_tag > tag_ub) next_tag = kFirstReplyTag;
+    f.req.reply_tag = f.tag;
+    MPI_Isend(&f.req, sizeof f.req, MPI_BYTE, f.owner, kTagRequest, MPI_COMM_WORLD, &f.send);
+    const uint64_t first = std::min<uint64_t>(f.req.length, kRemoteChunk);
+    f.recvs.assign(1, MPI_REQUEST_NULL);
+    MPI_Irecv(f.buf.get(), static_cast<int>(sizeof(RemoteReplyHeader) + first), MPI_BYTE, f.owner,
+              f.tag, MPI_COMM_WORLD, &f.recvs[0]);
+    for (uint64_t off = first; off < f.req.length; off += kRemoteChunk) {
+      MPI_Request r;
+      MPI_Irecv(f.buf.get() + sizeof(RemoteReplyHeader) + off,
+                static_cast<int>(std::min<uint64_t>(kRemoteChunk, f.req.length - off)), MPI_BYTE,
+                f.owner, f.tag, MPI_COMM_WORLD, &r);
+      f.recvs.push_back(r);
+    }
+    f.deadline = now + std::chrono::duration_cast<Clock::duration>(
+                           std::chrono::duration<double>(cfg.timeout_s));
+    return true;
+  }
+  return false;
+}
+
+void Agent::Loop::StartFetch(uint32_t entry, int conn) {
+  if (auto it = fetches.find(entry); it != fetches.end()) {
+    it.value()->waiters.push_back(conn);
+    Count(&AgentStats::deduplicated);
+    return;
+  }
+  const meta::ImageEntry& e = ns.entry(entry);
+  auto f = std::make_unique<Fetch>();
+  f->entry = entry;
+  f->waiters.push_back(conn);
+  const bool bcast = e.partition < cfg.broadcast.size() && cfg.broadcast[e.partition];
+  f->owners = cfg.placement.Owners(e.partition, bcast);
+  // Spread the load over the replicas: start at a rank-dependent holder.
+  if (f->owners.size() > 1)
+    std::rotate(f->owners.begin(),
+                f->owners.begin() + static_cast<long>(static_cast<uint32_t>(cfg.rank) % f->owners.size()),
+                f->owners.end());
+  f->owners.erase(std::remove(f->owners.begin(), f->owners.end(), static_cast<uint32_t>(cfg.rank)),
+                  f->owners.end());
+  f->req = RemoteRequest{e.partition, 0, e.data_offset, e.stored_size};
+  f->buf.reset(new (std::nothrow) uint8_t[sizeof(RemoteReplyHeader) + e.stored_size]);
+  if (!f->buf) {
+    Reply(conn, -ENOMEM, -1);
+    return;
+  }
+  if (!cfg.mpi) {  // one node holds everything: nothing to fetch
+    Reply(conn, -EINVAL, -1);
+    return;
+  }
+  Fetch& ref = *f;
+  fetches.emplace(entry, std::move(f));
+  if (!SendToNextOwner(ref)) Complete(ref, -EIO);
+}
+
+// Finishes a fetch: on success the member is in the cache directory; every waiter gets a
+// descriptor of it (or the error). Erases the fetch.
+void Agent::Loop::Complete(Fetch& f, int32_t status) {
+  int fd = -1;
+  if (status == 0) {
+    const uint64_t len = f.req.length;
+    const std::string path = CachePath(f.entry), tmp = path + ".part";
+    fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    uint64_t done = 0;
+    while (fd >= 0 && done < len) {
+      const ssize_t n = ::pwrite(fd, f.buf.get() + sizeof(RemoteReplyHeader) + done, len - done,
+                                 static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += static_cast<uint64_t>(n);
+    }
+    if (fd < 0 || done < len || ::rename(tmp.c_str(), path.c_str()) != 0) {
+      spdlog::error("node cache: {}: {}", tmp, std::strerror(errno ? errno : EIO));
+      if (fd >= 0) ::close(fd);
+      ::unlink(tmp.c_str());
+      fd = -1;
+      status = -EIO;
+    } else {
+      Count(&AgentStats::fetched);
+      Count(&AgentStats::fetched_bytes, len);
+      Evict(len);
+      if (len <= cfg.cache_bytes) {
+        lru.push_back(f.entry);
+        cache.emplace(f.entry, Cached{len, std::prev(lru.end())});
+        cache_used += len;
+      } else {
+        ::unlink(path.c_str());  // larger than the whole cache: handed out, not kept
+      }
+    }
+  }
+  if (status != 0) Count(&AgentStats::failures);
+  for (int conn : f.waiters) Reply(conn, status, fd);
+  if (fd >= 0) ::close(fd);
+  fetches.erase(f.entry);
+}
+
+void Agent::Loop::Evict(uint64_t need) {
+  while (!lru.empty() && cache_used + need > cfg.cache_bytes) {
+    const uint32_t victim = lru.front();
+    lru.pop_front();
+    auto it = cache.find(victim);
+    cache_used -= it->second.size;
+    cache.erase(it);
+    ::unlink(CachePath(victim).c_str());  // processes reading it keep their descriptor
+    Count(&AgentStats::evictions);
+  }
+}
+
+bool Agent::Loop::ProgressFetches() {
+  bool active = false;
+  std::vector<uint32_t> keys;
+  for (auto& [entry, f] : fetches) keys.push_back(entry);
+  const auto now = Clock::now();
+  for (uint32_t entry : keys) {
+    Fetch& f = *fetches.find(entry).value();
+    int done = 0;
+    MPI_Testall(static_cast<int>(f.recvs.size()), f.recvs.data(), &done, MPI_STATUSES_IGNORE);
+    if (done) {
+      active = true;
+      int sent = 0;
+      MPI_Test(&f.send, &sent, MPI_STATUS_IGNORE);
+      if (!sent) abandoned.push_back(f.send);
+      f.send = MPI_REQUEST_NULL;
+      RemoteReplyHeader h;
+      std::memcpy(&h, f.buf.get(), sizeof h);
+      int32_t status = h.status;
+      if (status == 0 && h.length != f.req.length) status = -EIO;
+      if (status == 0 &&
+          compress::Crc32c(0, f.buf.get() + sizeof h, h.length) != h.crc32c) {
+        spdlog::warn("member '{}' from rank {}: damaged transfer (CRC mismatch){}",
+                     ns.path(ns.entry(entry)), f.owner, f.retried ? ", giving up" : ", retrying");
+        if (!f.retried) {
+          f.retried = true;
+          Count(&AgentStats::crc_retries);
+          if (SendToNextOwner(f)) continue;
+        }
+        status = -EIO;
+      }
+      if (status != 0 && status != -EIO) {  // the holder could not read it: try another
+        ++f.owner_idx;
+        if (SendToNextOwner(f)) continue;
+      }
+      Complete(f, status);
+    } else if (now > f.deadline) {
+      active = true;
+      Count(&AgentStats::timeouts);
+      spdlog::warn("rank {} did not answer within {} s: suspected for {} s", f.owner,
+                   cfg.timeout_s, 10 * cfg.timeout_s);
+      suspect_until[static_cast<size_t>(f.owner)] =
+          now + std::chrono::duration_cast<Clock::duration>(
+                    std::chrono::duration<double>(10 * cfg.timeout_s));
+      for (MPI_Request& r : f.recvs)
+        if (r != MPI_REQUEST_NULL) {
+          MPI_Cancel(&r);
+          abandoned.push_back(r);
+        }
+      if (f.send != MPI_REQUEST_NULL) abandoned.push_back(f.send);
+      f.send = MPI_REQUEST_NULL;
+      ++f.owner_idx;
+      if (!SendToNextOwner(f)) Complete(f, -EIO);
+    }
+  }
+  for (size_t i = 0; i < abandoned.size();) {
+    int done = 0;
+    MPI_Test(&abandoned[i], &done, MPI_STATUS_IGNORE);
+    if (done) {
+      abandoned[i] = abandoned.back();
+      abandoned.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return active;
+}
+
+void Agent::Loop::DropWaiter(int conn) {
+  for (auto& [entry, f] : fetches) {
+    auto& w = f->waiters;
+    w.erase(std::remove(w.begin(), w.end(), conn), w.end());
+  }
+}
+
+void Agent::Loop::HandleClient(int conn) {
+  LocalRequest req;
+  const ssize_t n = ::recv(conn, &req, sizeof req, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n != static_cast<ssize_t>(sizeof req)) {  // closed or garbage: drop the connection
+    DropWaiter(conn);
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, conn, nullptr);
+    ::close(conn);
+    return;
+  }
+  switch (req.op) {
+    case LocalOp::kPing:
+      Reply(conn, 0, -1);
+      return;
+    case LocalOp::kStop:
+      stop_requested.store(true);
+      Reply(conn, 0, -1);
+      return;
+    case LocalOp::kFetch:
+      break;
+    default:
+      Reply(conn, -EINVAL, -1);
+      return;
+  }
+  if (req.entry >= ns.size() || ns.entry(req.entry).kind != static_cast<uint8_t>(meta::Kind::kFile)) {
+    Reply(conn, -EINVAL, -1);
+    return;
+  }
+  if (auto it = cache.find(req.entry); it != cache.end()) {
+    const int fd = ::open(CachePath(req.entry).c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+      lru.splice(lru.end(), lru, it->second.pos);  // most recently used
+      Count(&AgentStats::cache_hits);
+      Reply(conn, 0, fd);
+      ::close(fd);
+      return;
+    }
+    cache_used -= it->second.size;  // the file went away: fetch again
+    lru.erase(it->second.pos);
+    cache.erase(it);
+  }
+  StartFetch(req.entry, conn);
+}
+
+void Agent::Loop::Accept() {
+  for (;;) {
+    const int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (c < 0) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = c;
+    ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, c, &ev);
+  }
+}
+
+void Agent::Loop::BroadcastStop() {
+  int one = 1;
+  for (int r = 0; r < nodes; ++r) {
+    if (r == cfg.rank) continue;
+    MPI_Request req;
+    MPI_Isend(&one, 1, MPI_INT, r, kTagStop, MPI_COMM_WORLD, &req);
+    abandoned.push_back(req);
+  }
+}
+
+void Agent::Loop::Run() {
+  auto last_active = Clock::now();
+  bool broadcast_done = false;
+  for (;;) {
+    bool active = cfg.mpi && ProgressServer();
+    active |= cfg.mpi && ProgressFetches();
+    if (stop_requested.load() && !broadcast_done) {
+      if (cfg.mpi) BroadcastStop();  // the stop started here (a peer's stop is not passed on again)
+      broadcast_done = true;
+      job_stop = true;
+    }
+    // This rank is done once its own work is (or the job was stopped) and nothing of its own
+    // is in flight; it then keeps serving until every rank is done (the barrier).
+    if (!in_barrier && (finish_requested.load() || job_stop) && fetches.empty()) {
+      if (!cfg.mpi) break;
+      MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+      in_barrier = true;
+    }
+    if (in_barrier) {
+      int done = 0;
+      MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
+      if (done) break;
+    }
+    if (active) last_active = Clock::now();
+    // Idle: sleep in epoll, briefly after recent activity, longer when quiet.
+    const auto idle = Clock::now() - last_active;
+    timespec timeout{0, 0};
+    if (!active) {
+      const bool warm = !fetches.empty() || !outgoing.empty() || idle < std::chrono::milliseconds(5);
+      timeout.tv_nsec = warm ? 20'000 : 500'000;
+    }
+    epoll_event events[32];
+    const int n = ::epoll_pwait2(epoll_fd, events, 32, &timeout, nullptr);
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      last_active = Clock::now();
+      if (fd == listen_fd) {
+        Accept();
+      } else if (fd == wake_fd) {
+        uint64_t v;
+        (void)!::read(wake_fd, &v, sizeof v);
+      } else {
+        HandleClient(fd);
+      }
+    }
+  }
+  // Every rank is done: withdraw what is still posted so MPI_Finalize finds nothing pending.
+  if (cfg.mpi) Withdraw();
+  std::lock_guard<std::mutex> lk(mu);
+  stopped = true;
+  cv.notify_all();
+}
+
+void Agent::Loop::Withdraw() {
+  for (Posted& p : posted) {
+    if (p.handle == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&p.handle);
+    MPI_Wait(&p.handle, MPI_STATUS_IGNORE);
+  }
+  if (stop_handle != MPI_REQUEST_NULL) {
+    MPI_Cancel(&stop_handle);
+    MPI_Wait(&stop_handle, MPI_STATUS_IGNORE);
+  }
+  for (Outgoing& o : outgoing)
+    MPI_Waitall(static_cast<int>(o.handles.size()), o.handles.data(), MPI_STATUSES_IGNORE);
+  for (MPI_Request& r : abandoned) {
+    int done = 0;
+    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
+    if (!done) MPI_Request_free(&r);
+  }
+}
+
+Agent::Agent(AgentConfig cfg, meta::NamespaceView ns) : loop_(std::make_unique<Loop>()) {
+  loop_->cfg = std::move(cfg);
+  loop_->ns = ns;
+}
+
+Agent::~Agent() {
+  Loop& l = *loop_;
+  if (thread_.joinable())
+    Finish();
+  else if (l.cfg.mpi && l.listen_fd >= 0)
+    l.Withdraw();  // opened, never started
+  for (int fd : l.blob_fds)
+    if (fd >= 0) ::close(fd);
+  for (int fd : {l.listen_fd, l.epoll_fd, l.wake_fd})
+    if (fd >= 0) ::close(fd);
+  if (!l.cfg.socket_path.empty()) ::unlink(l.cfg.socket_path.c_str());
+}
+
+Status Agent::Open() {
+  return loop_->Open();
+}
+
+void Agent::Start() {
+  thread_ = std::thread([this] { loop_->Run(); });
+}
+
+void Agent::Finish() {
+  loop_->finish_requested.store(true);
+  const uint64_t one = 1;
+  (void)!::write(loop_->wake_fd, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+}
+
+void Agent::RequestStop() {
+  loop_->stop_requested.store(true);
+  Finish();
+}
+
+void Agent::RequestStopFromSignal() {
+  loop_->stop_requested.store(true);
+  const uint64_t one = 1;
+  (void)!::write(loop_->wake_fd, &one, sizeof one);
+}
+
+void Agent::WaitUntilStopped() {
+  std::unique_lock<std::mutex> lk(loop_->mu);
+  loop_->cv.wait(lk, [&] { return loop_->stopped; });
+  lk.unlock();
+  if (thread_.joinable()) thread_.join();
+}
+
+AgentStats Agent::Stats() const {
+  std::lock_guard<std::mutex> lk(loop_->stats_mu);
+  return loop_->stats;
+}
+
+}  // namespace fanstore::io

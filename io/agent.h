@@ -1,0 +1,82 @@
+// The node agent: the part of each fanrun rank that serves other nodes' reads of the
+// partitions it holds (over MPI) and fetches remote members for this node's application
+// processes (over a UNIX socket, io/protocol.h), into a bounded node-local LRU cache.
+//
+// One thread runs everything (an event loop over MPI requests and the socket): it is the
+// only thread that calls MPI, several fetches and replies are in flight at once, and
+// concurrent requests for one member are fetched once. When idle it sleeps in epoll with a
+// short timeout instead of spinning in MPI progress, so a node's training processes keep
+// their cores.
+// Faults: a holder that does not answer within `timeout` is suspected for a while and the
+// next holder (a replica) is asked; with none left the requests fail with EIO. A reply whose
+// CRC32C does not match is asked for again once, then EIO.
+// Thread-safety: Start/Finish/RequestStop/Stats from the owning thread; the loop thread owns
+// every other member.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "meta/namespace_image.h"
+#include "meta/placement.h"
+#include "meta/status.h"
+
+namespace fanstore::io {
+
+struct AgentConfig {
+  bool mpi = true;  // false: one node without MPI (nothing is remote; the agent only listens)
+  int rank = 0;
+  meta::Placement placement;
+  std::vector<std::string> blob_paths;  // per partition: this node's copy, "" if remote
+  std::vector<uint8_t> broadcast;       // per partition
+  std::string socket_path;              // the local socket to create
+  std::string cache_dir;                // fetched members live here
+  uint64_t cache_bytes = 1ull << 30;
+  double timeout_s = 10;
+  uint64_t corrupt_replies = 0;  // fault injection for tests: damage the first N replies sent
+};
+
+struct AgentStats {
+  uint64_t served = 0, served_bytes = 0;          // remote requests this node answered
+  uint64_t fetched = 0, fetched_bytes = 0;        // members fetched from other nodes
+  uint64_t cache_hits = 0, deduplicated = 0;      // local requests answered without a fetch
+  uint64_t timeouts = 0, crc_retries = 0, failures = 0;
+  uint64_t evictions = 0;
+};
+
+class Agent {
+ public:
+  Agent(AgentConfig cfg, meta::NamespaceView ns);
+  ~Agent();
+  Agent(const Agent&) = delete;
+  Agent& operator=(const Agent&) = delete;
+
+  // Opens the local blobs, creates the socket and the cache directory, posts the receives.
+  // No thread yet: the caller may still use MPI (MPI_THREAD_SERIALIZED) until Start.
+  Status Open();
+  // Starts the loop thread; from here on it is the only caller of MPI until Finish returns.
+  void Start();
+  bool running() const { return thread_.joinable(); }
+  // The end of this rank's work (wrap mode: CMD has exited). Keeps serving the other ranks
+  // until every rank has finished, then returns (all ranks leave together).
+  void Finish();
+  // Serve mode: ends the whole job (every rank) as `fanrun stop` does, then waits like Finish.
+  void RequestStop();
+  // The same from a signal handler (async-signal-safe); returns at once.
+  void RequestStopFromSignal();
+  // Blocks until the job was stopped (by RequestStop, a local stop request or another rank).
+  void WaitUntilStopped();
+  AgentStats Stats() const;
+
+  struct Loop;
+
+ private:
+  std::unique_ptr<Loop> loop_;
+  std::thread thread_;
+};
+
+}  // namespace fanstore::io

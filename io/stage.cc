@@ -1,0 +1,160 @@
+#include "io/stage.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <vector>
+
+#include "meta/dataset.h"
+#include "meta/partition_reader.h"
+
+namespace fanstore::io {
+namespace {
+
+constexpr size_t kChunk = 4 << 20;
+constexpr unsigned kInFlight = 4;
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// Each buffer cycles: read chunk at `off` -> write it -> next chunk. Short transfers are
+// resubmitted for the remainder.
+struct Slot {
+  std::unique_ptr<uint8_t[]> buf{new uint8_t[kChunk]};
+  uint64_t off = 0;
+  size_t len = 0;   // bytes of this chunk
+  size_t done = 0;  // bytes read (reading) or written (writing)
+  bool writing = false;
+};
+
+Status Copy(int in, int out, uint64_t size, const std::string& src, const std::string& dst) {
+  io_uring ring;
+  if (const int rc = io_uring_queue_init(2 * kInFlight, &ring, 0); rc < 0)
+    return Status::FromErrno("io_uring_queue_init", -rc);
+  std::vector<Slot> slots(kInFlight);
+  uint64_t next = 0;
+  unsigned busy = 0;
+  Status st;
+  auto submit = [&](Slot& s, size_t idx) {
+    io_uring_sqe* sqe = io_uring_get_sqe(&ring);
+    if (s.writing)
+      io_uring_prep_write(sqe, out, s.buf.get() + s.done, static_cast<unsigned>(s.len - s.done),
+                          s.off + s.done);
+    else
+      io_uring_prep_read(sqe, in, s.buf.get() + s.done, static_cast<unsigned>(s.len - s.done),
+                         s.off + s.done);
+    io_uring_sqe_set_data64(sqe, idx);
+  };
+  auto start = [&](size_t idx) {
+    if (next >= size) return false;
+    Slot& s = slots[idx];
+    s.off = next;
+    s.len = static_cast<size_t>(std::min<uint64_t>(kChunk, size - next));
+    s.done = 0;
+    s.writing = false;
+    next += s.len;
+    submit(s, idx);
+    ++busy;
+    return true;
+  };
+  for (size_t i = 0; i < slots.size(); ++i) start(i);
+  while (busy > 0) {
+    io_uring_submit_and_wait(&ring, 1);
+    io_uring_cqe* cqe;
+    unsigned head, seen = 0;
+    io_uring_for_each_cqe(&ring, head, cqe) {
+      ++seen;
+      const size_t idx = io_uring_cqe_get_data64(cqe);
+      Slot& s = slots[idx];
+      const int res = cqe->res;
+      --busy;
+      if (!st.ok()) continue;  // draining after an error
+      if (res < 0 || (res == 0 && !s.writing)) {
+        st = res == 0 ? Status::Error(src + ": shorter than expected")
+                      : Status::FromErrno(s.writing ? dst : src, -res);
+        continue;
+      }
+      s.done += static_cast<size_t>(res);
+      if (s.done < s.len) {  // short transfer: the rest
+        submit(s, idx);
+        ++busy;
+      } else if (!s.writing) {
+        s.writing = true;
+        s.done = 0;
+        submit(s, idx);
+        ++busy;
+      } else {
+        start(idx);
+      }
+    }
+    io_uring_cq_advance(&ring, seen);
+  }
+  io_uring_queue_exit(&ring);
+  return st;
+}
+
+}  // namespace
+
+Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
+                                   const meta::Manifest& manifest, uint32_t id) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
+  if (in.get() < 0) return Status::FromErrno(src, errno);
+  struct stat st;
+  if (::fstat(in.get(), &st) != 0) return Status::FromErrno(src, errno);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (id < manifest.partitions.size() && manifest.partitions[id].file_size != size)
+    return Status::Error(src + ": " + std::to_string(size) + " bytes, the manifest says " +
+                         std::to_string(manifest.partitions[id].file_size) +
+                         " (truncated or replaced)");
+  const std::string tmp = dst + ".staging";
+  {
+    Fd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    if (out.get() < 0) return Status::FromErrno(tmp, errno);
+    // Reserve the space first: a full local disk fails here, at once, not half-way.
+    if (const int rc = ::posix_fallocate(out.get(), 0, static_cast<off_t>(size));
+        rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+      ::unlink(tmp.c_str());
+      return Status::FromErrno(dst, rc);
+    }
+    if (Status s = Copy(in.get(), out.get(), size, src, dst); !s.ok()) {
+      ::unlink(tmp.c_str());
+      return s;
+    }
+  }
+  meta::PartitionReader reader;
+  if (Status s = reader.Open(tmp); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return Status::Error(src + " (staged copy): " + s.message());
+  }
+  if (Status s = meta::CheckAgainstManifest(reader, manifest, id); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return Status::Error(src + ": " + s.message());
+  }
+  if (::rename(tmp.c_str(), dst.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    return Status::FromErrno(dst, e);
+  }
+  StageResult r;
+  r.bytes = size;
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+}  // namespace fanstore::io

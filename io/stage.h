@@ -1,0 +1,27 @@
+// Stage-in: copies a partition blob from the shared file system to node-local storage with
+// io_uring (large sequential reads and writes, several in flight), then opens the copy and
+// checks its header, footer, index checksum and its entry in the manifest before anything
+// is served from it. The copy is written under a temporary name and renamed last, so a
+// failed stage-in never leaves a plausible-looking blob behind.
+// Thread-safety: independent calls may run concurrently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "meta/manifest.h"
+#include "meta/status.h"
+
+namespace fanstore::io {
+
+struct StageResult {
+  uint64_t bytes = 0;
+  double seconds = 0;
+};
+
+// Copies `src` to `dst` and validates it as partition `id` of `manifest`. Errors name the
+// file and the reason (e.g. "…/part-00003.fsb: No space left on device").
+Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
+                                   const meta::Manifest& manifest, uint32_t id);
+
+}  // namespace fanstore::io
