@@ -142,8 +142,9 @@ int ExitLike(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : kExitFanrun;
 }
 
-void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, std::string* cache_size) {
-  app->add_option("--data,-d", o->data, "Packed dataset directory (manifest + part-*.fsb)")->required();
+void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, std::string* cache_size, bool require) {
+  app->add_option("--data,-d", o->data, "Packed dataset directory (manifest + part-*.fsb)")
+      ->required(require);
   app->add_option("--mount,-m", o->mount,
                   "Where the dataset appears (absolute; default: the source path recorded at pack "
                   "time; shadows a real directory there)");
@@ -298,7 +299,7 @@ int main(int argc, char** argv) {
   fanrun::NodeOptions opt;
   std::string cache_size, log_level, stats, job;
   std::vector<std::string> cmd;
-  AddNodeOptions(&app, &opt, &cache_size);
+  AddNodeOptions(&app, &opt, &cache_size, false);  // required unless a subcommand runs
   app.add_option("--log-level", log_level, "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)");
   app.add_option("--stats", stats, "Write per-process statistics at exit: 1 for stderr, or a file")
       ->expected(0, 1)
@@ -311,7 +312,7 @@ int main(int argc, char** argv) {
   CLI::App* serve = app.add_subcommand(
       "serve", "Attach mode: stage and serve DATA until `fanrun stop` (run it under mpiexec, one "
                "rank per node, then start the application with `fanrun attach`)");
-  AddNodeOptions(serve, &serve_opt, &serve_cache);
+  AddNodeOptions(serve, &serve_opt, &serve_cache, true);
   serve->add_option("--job", serve_opt.job, "Name of the job (default: generated and printed)");
   CLI::App* attach = app.add_subcommand(
       "attach", "Run CMD attached to a served job on this host (MPI applications too: it execs "
@@ -326,6 +327,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (app.got_subcommand(serve) || app.got_subcommand(attach) || app.got_subcommand(stop)) {
       // the main command's --data is not needed
+    } else if (opt.data.empty()) {
+      throw CLI::RequiredError("--data");
     } else if (cmd.empty()) {
       throw CLI::RequiredError("CMD");
     }

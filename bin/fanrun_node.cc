@@ -144,8 +144,14 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     return Status::Error("--job: '" + job_ + "' must not contain '/'");
 
   // Every rank reads the small manifest itself (a few KB from the shared file system).
-  auto manifest = meta::Manifest::Load(opt.data);
-  Status st = manifest.ok() ? Status::Ok() : manifest.status();
+  struct stat data_st;
+  Status st;
+  if (::stat(opt.data.c_str(), &data_st) != 0)
+    st = Status::FromErrno(opt.data, errno);
+  else if (!S_ISDIR(data_st.st_mode))
+    st = Status::Error(opt.data + ": not a directory (expected a packed dataset)");
+  auto manifest = st.ok() ? meta::Manifest::Load(opt.data) : Result<meta::Manifest>(st);
+  if (st.ok() && !manifest.ok()) st = manifest.status();
   const std::string abs_data =
       fs::absolute(opt.data).lexically_normal().string();
   std::error_code ec;
@@ -300,7 +306,8 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     MPI_Reduce(&bytes, &total_bytes, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   }
   if (agent_) agent_->Start();  // from here on only the agent calls MPI
-  if (rank_ == 0 && view.ok() && !std::getenv("FANSTORE_QUIET")) {
+  // Alone, fanrun stays silent: the summary is for jobs with a start-up worth reporting.
+  if (mpi_ && rank_ == 0 && view.ok() && !std::getenv("FANSTORE_QUIET")) {
     char line[512];
     std::snprintf(line, sizeof line,
                   "fanrun: %d node%s ready in %.2f s: staged %s in %.2f s (%.0f MB/s per node); "

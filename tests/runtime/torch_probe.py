@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 """A PyTorch input pipeline over an ImageFolder tree: prints the sorted multiset of
 (label, tensor checksum) one epoch yields, so a native run and a run under fanrun can be
-compared exactly. Usage: torch_probe.py ROOT START_METHOD(fork|spawn) [--time]"""
+compared exactly. With --distributed, the epoch is this rank's share (a DistributedSampler
+over FANSTORE_RANK of FANSTORE_NODES, as a data-parallel job splits it).
+Usage: torch_probe.py ROOT START_METHOD(fork|spawn) [--time] [--distributed]"""
+import os
 import hashlib
 import sys
 import time
@@ -18,8 +21,16 @@ def main():
         torchvision.transforms.ToTensor(),
     ])
     ds = torchvision.datasets.ImageFolder(root, transform=transform)
-    loader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2,
-                        multiprocessing_context=method, generator=torch.Generator().manual_seed(0))
+    if "--distributed" in sys.argv:
+        sampler = torch.utils.data.distributed.DistributedSampler(
+            ds, num_replicas=int(os.environ["FANSTORE_NODES"]),
+            rank=int(os.environ["FANSTORE_RANK"]), shuffle=True, seed=0)
+        loader = DataLoader(ds, batch_size=8, sampler=sampler, num_workers=2,
+                            multiprocessing_context=method)
+    else:
+        loader = DataLoader(ds, batch_size=8, shuffle=True, num_workers=2,
+                            multiprocessing_context=method,
+                            generator=torch.Generator().manual_seed(0))
     t0 = time.perf_counter()
     seen = []
     for images, labels in loader:

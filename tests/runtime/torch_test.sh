@@ -24,4 +24,22 @@ for method in fork spawn; do
   [ "$(wc -l <"$S/native.$method")" -eq 96 ] && ok || bad "native epoch yields 96 samples ($method)"
   expect_same "$S/fan.$method" "$S/native.$method" "DataLoader samples under fanrun ($method)"
 done
+# Two nodes (mpiexec ranks, each holding half the partitions): each rank's DistributedSampler
+# share, read with fork workers through its agent, equals the same share read natively.
+$FANSTORE pack -q "$S/src" "$S/packed4" --partitions 4 || bad "pack 4 partitions"
+printf '#!/bin/sh
+exec %s %s %s fork --distributed >%s/mpi.$FANSTORE_RANK
+' \
+  "$PY" "$SRCDIR/tests/runtime/torch_probe.py" "$MNT/train" "$S" >"$S/dist.sh"
+chmod +x "$S/dist.sh"
+FANSTORE_QUIET=1 timeout 600 mpiexec -n 2 "$FANRUN" --data "$S/packed4" --mount "$MNT" --local-dir "$S" \
+  --stats "$S/mpi.stats" -- "$S/dist.sh" 2>"$S/mpi.err" || bad "DataLoader under mpiexec -n 2: $(tail -3 "$S/mpi.err")"
+for r in 0 1; do
+  FANSTORE_RANK=$r FANSTORE_NODES=2 $PY "$SRCDIR/tests/runtime/torch_probe.py" "$S/src/train" fork --distributed \
+    >"$S/native.d$r" 2>>"$S/native.err" || bad "native distributed share $r"
+  [ "$(wc -l <"$S/native.d$r")" -eq 48 ] && ok || bad "rank $r's share has 48 samples"
+  expect_same "$S/mpi.$r" "$S/native.d$r" "DataLoader share of rank $r under mpiexec -n 2"
+done
+remote=$($PY -c "import json,sys; print(sum(json.loads(l).get('remote',0) for l in open(sys.argv[1])))" "$S/mpi.stats")
+[ "$remote" -gt 0 ] && ok || bad "the distributed DataLoader read no member from the other node"
 finish
