@@ -308,11 +308,17 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   if (agent_) agent_->Start();  // from here on only the agent calls MPI
   // Alone, fanrun stays silent: the summary is for jobs with a start-up worth reporting.
   if (mpi_ && rank_ == 0 && view.ok() && !std::getenv("FANSTORE_QUIET")) {
+    uint64_t path_bytes = 0;  // names (and symlink targets) in the image's string table
+    for (uint32_t i = 0; i < view->size(); ++i) {
+      const meta::ImageEntry& e = view->entry(i);
+      path_bytes += e.path_len + (e.kind == static_cast<uint8_t>(meta::Kind::kSymlink) ? e.size : 0);
+    }
+    const double entries = static_cast<double>(view->size());
     char line[512];
     std::snprintf(line, sizeof line,
                   "fanrun: %d node%s ready in %.2f s: staged %s in %.2f s (%.0f MB/s per node); "
                   "namespace %llu entries, %s exchanged (%.0f B/entry), exchange+image %.3f s; "
-                  "image %s (%.0f B/entry)\n",
+                  "image %s (%.0f B/entry + %.0f B of path)\n",
                   nodes_, nodes_ == 1 ? "" : "s", slowest[2], cli::HumanBytes(total_bytes).c_str(),
                   slowest[0],
                   slowest[0] > 0 ? total_bytes / nodes_ / 1e6 / slowest[0] : 0.0,
@@ -320,7 +326,8 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
                   cli::HumanBytes(static_cast<double>(exchanged)).c_str(),
                   static_cast<double>(exchanged) / static_cast<double>(view->size()), slowest[1],
                   cli::HumanBytes(static_cast<double>(image_.size())).c_str(),
-                  static_cast<double>(image_.size()) / static_cast<double>(view->size()));
+                  static_cast<double>(image_.size() - path_bytes) / entries,
+                  static_cast<double>(path_bytes) / entries);
     std::fputs(line, stderr);
   }
   return Status::Ok();

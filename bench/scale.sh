@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Scaling of the multi-node runtime, simulated as mpiexec ranks on this machine (each rank
+# a "node" with its own local directory):
+#   reads    fsbench (whole-file read, 1 thread per rank, every rank reads every file) under
+#            `mpiexec -n N fanrun` for N = 1, 2, 4 and 8 (oversubscribed on 2 cores):
+#            local-only (--replicas N: every member is local) against remote-heavy
+#            (--replicas 1: (N-1)/N of the members come from other ranks), first epoch
+#            (fetched over MPI) and second epoch (from the node cache).
+#   startup  "ready" time, exchange+image time, Allgatherv bytes per entry and image bytes
+#            per entry for namespaces of 10k, 100k and 1.28M entries with 4 ranks.
+# Writes bench/results/scale.json; docs/scaling.md projects these to 512 nodes.
+# Usage: bench/scale.sh [--files N] [--mean-kb K] [--sizes "10000 100000 1280000"] [--work DIR]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+files=8000 mean_kb=32 sizes="10000 100000 1280000" work=bench/work
+while [ $# -gt 0 ]; do
+  case $1 in
+    --files) files=$2; shift 2 ;;
+    --mean-kb) mean_kb=$2; shift 2 ;;
+    --sizes) sizes=$2; shift 2 ;;
+    --work) work=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+FSBENCH=$PWD/build/release/bin/fsbench FANSTORE=$PWD/build/release/bin/fanstore FANRUN=$PWD/build/release/bin/fanrun
+[ -x "$FANRUN" ] || ci/build.sh release >/dev/null
+mkdir -p "$work" bench/results
+work=$(cd "$work" && pwd)
+export FANSTORE_CACHE_DIR=$work/plan-cache
+mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
+tree=$work/scale-$files-$mean_kb
+[ -d "$tree" ] || bench/gen_dataset.py imagenet "$tree" --files "$files" --classes 50 --mean-kb "$mean_kb" --val-fraction 0
+packed=$tree.packed
+[ -d "$packed" ] || $FANSTORE pack -q "$tree" "$packed" --partitions 16
+mnt=$work/scale-mnt
+local_dir=$work/scale-local
+mkdir -p "$local_dir"
+results=$work/scale-results
+rm -rf "$results" && mkdir -p "$results"
+
+# Each rank: one epoch (first contact), then one more (node cache warm), as JSON.
+cat >"$work/scale-reader.sh" <<EOF
+#!/bin/sh
+$FSBENCH --op read --epochs 1 --json $mnt/train >$results/\$TAG.e1.\$FANSTORE_RANK
+$FSBENCH --op read --epochs 1 --seed 2 --json $mnt/train >$results/\$TAG.e2.\$FANSTORE_RANK
+EOF
+chmod +x "$work/scale-reader.sh"
+for n in 1 2 4 8; do
+  for mode in local remote; do
+    k=1
+    [ $mode = local ] && k=$n
+    echo "reads: $n rank(s), $mode" >&2
+    TAG=$mode.$n FANSTORE_QUIET=1 mpiexec -n $n \
+      "$FANRUN" --data "$packed" --mount "$mnt" --local-dir "$local_dir" --replicas $k \
+      -- "$work/scale-reader.sh" 2>"$results/$mode.$n.err" || { cat "$results/$mode.$n.err" >&2; exit 1; }
+  done
+done
+
+# Namespaces of growing size: tiny files (the cost under test is per entry, not per byte).
+for size in $sizes; do
+  ns=$work/ns-$size
+  if [ ! -d "$ns.packed" ]; then
+    echo "namespace: generating $size entries" >&2
+    /usr/bin/python3 - "$ns" "$size" <<'PYEOF'
+import os, sys
+root, n = sys.argv[1], int(sys.argv[2])
+per_dir = 1000
+for d in range((n + per_dir - 1) // per_dir):
+    p = os.path.join(root, "train", "n%08d" % d)
+    os.makedirs(p)
+    for i in range(min(per_dir, n - d * per_dir)):
+        with open(os.path.join(p, "n%08d_%d.JPEG" % (d, i)), "wb") as f:
+            f.write(b"x" * (i % 7))
+PYEOF
+    $FANSTORE pack -q "$ns" "$ns.packed" --partitions 16
+    rm -rf "$ns"
+  fi
+  for n in 1 4; do
+    echo "namespace: $size entries, $n rank(s)" >&2
+    mpiexec -n $n "$FANRUN" --data "$ns.packed" --mount "$mnt" --local-dir "$local_dir" -- true \
+      2>"$results/ns.$size.$n.err"
+  done
+done
+
+/usr/bin/python3 - "$results" "$files" "$sizes" <<'PYEOF' | tee bench/results/scale.json
+import glob, json, os, re, sys
+results, files, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+out = {"reads": [], "startup": []}
+for n in (1, 2, 4, 8):
+    row = {"ranks": n}
+    for mode in ("local", "remote"):
+        for ep in ("e1", "e2"):
+            runs = [json.load(open(f)) for f in glob.glob(os.path.join(results, "%s.%d.%s.*" % (mode, n, ep)))]
+            row["%s_%s_files_per_s" % (mode, ep)] = round(sum(r["items_per_s"] for r in runs))
+            row["%s_%s_errors" % (mode, ep)] = sum(r["errors"] for r in runs)
+    for ep in ("e1", "e2"):
+        row["remote_vs_local_%s" % ep] = round(row["remote_%s_files_per_s" % ep] / row["local_%s_files_per_s" % ep], 3)
+    out["reads"].append(row)
+pat = re.compile(r"ready in ([\d.]+) s: staged .* in ([\d.]+) s .*namespace (\d+) entries, .* exchanged \((\d+) B/entry\), exchange\+image ([\d.]+) s; image .* \((\d+) B/entry \+ (\d+) B of path\)")
+for size in sizes:
+    for n in (1, 4):
+        text = open(os.path.join(results, "ns.%s.%d.err" % (size, n))).read()
+        m = pat.search(text)
+        if not m:
+            continue
+        out["startup"].append({"ranks": n, "entries": int(m.group(3)), "ready_s": float(m.group(1)),
+                               "stage_s": float(m.group(2)), "exchange_image_s": float(m.group(5)),
+                               "exchange_bytes_per_entry": int(m.group(4)),
+                               "image_bytes_per_entry_without_paths": int(m.group(6)),
+                               "path_bytes_per_entry": int(m.group(7))})
+print(json.dumps(out, indent=1))
+PYEOF
