@@ -1,6 +1,7 @@
 #include "bin/fanrun_node.h"
 
 #include <mpi.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -77,6 +78,32 @@ bool AllOk(bool mpi, bool ok, int rank, int* failed_rank) {
   if (mpi) MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   *failed_rank = lowest;
   return lowest == INT_MAX;
+}
+
+// Removes what fanrun ranks that died without cleaning up (killed, or crashed) left under
+// `base`: a rank directory whose recorded pid is gone, its local directory, and job
+// directories left empty.
+void RemoveStale(const std::string& base) {
+  std::error_code ec;
+  for (const auto& job : fs::directory_iterator(base, ec)) {
+    if (job.path().filename().string().rfind("job-", 0) != 0) continue;
+    for (const auto& rank : fs::directory_iterator(job.path(), ec)) {
+      int pid = 0;
+      std::ifstream(rank.path() / "pid") >> pid;
+      if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      std::string local;
+      std::getline(std::ifstream(rank.path() / "local"), local);
+      if (!local.empty() && local.find("/fanstore-") != std::string::npos) fs::remove_all(local, ec);
+      fs::remove_all(rank.path(), ec);
+    }
+    bool ranks_left = false;
+    for (const auto& rank : fs::directory_iterator(job.path(), ec))
+      ranks_left |= rank.path().filename().string().rfind("rank-", 0) == 0;
+    if (!ranks_left) {
+      ::unlink((job.path() / "serve").c_str());
+      ::rmdir(job.path().c_str());
+    }
+  }
 }
 
 }  // namespace
@@ -157,6 +184,8 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   std::error_code ec;
   const std::string base = JobsBase();
   ::mkdir(base.c_str(), 0700);
+  if (rank_ == 0) RemoveStale(base);
+  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);  // before any rank of this job creates its directory
   job_dir_ = base + "/job-" + job_;
   rank_dir_ = job_dir_ + "/rank-" + std::to_string(rank_);
   if (st.ok()) {
@@ -164,6 +193,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     fs::remove_all(rank_dir_, ec);
     if (::mkdir(rank_dir_.c_str(), 0700) != 0) st = Status::FromErrno(rank_dir_, errno);
   }
+  if (st.ok()) st = WriteFile(rank_dir_ + "/pid", std::to_string(::getpid()) + "\n");
   if (st.ok() && opt.serve) WriteFile(job_dir_ + "/serve", "serve\n");
   if (opt.local_dir.empty()) {
     local_dir_ = rank_dir_;
@@ -175,6 +205,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
       st = Status::FromErrno(local_dir_, errno);
     else
       own_local_dir_ = true;
+    if (st.ok()) st = WriteFile(rank_dir_ + "/local", local_dir_ + "\n");
   }
 
   // Stage-in: this rank's partitions (placement), copied and checked, or checked in place.

@@ -105,6 +105,15 @@ rc=$?
 grep -q "rank 2 (.*part-00002.fsb: No such file or directory" "$S/err" && ok || bad "missing partition: message: $(cat "$S/err")"
 grep -q "stage-in failed on rank 2" "$S/err" && ok || bad "missing partition: rank 0 does not name rank 2: $(cat "$S/err")"
 
+# Ranks killed outright (SIGKILL: no clean-up runs) leave their directories; the next job
+# on the host removes them.
+timeout 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" \
+  -- sh -c '[ "$FANSTORE_RANK" = 0 ] && kill -KILL $PPID; sleep 1' >/dev/null 2>&1
+[ -n "$(ls -A "$S/local")" ] && ok || bad "killed ranks: nothing was left to clean up (test setup)"
+timeout 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" -- true 2>/dev/null &&
+  ok || bad "the job after killed ranks"
+[ -z "$(ls -A "$S/local")" ] && ok || bad "the leftovers of killed ranks were not removed: $(ls "$S/local")"
+
 # An agent that stops answering. Rank 3's command stops its own fanrun (the agent), the other
 # ranks read everything with --timeout 1, then rank 3 lets its fanrun go on so the job ends.
 cat >"$S/fault.sh" <<FAULT_END
