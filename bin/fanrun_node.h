@@ -57,7 +57,8 @@ class Node {
   int rank_ = 0, nodes_ = 1;
   std::string job_, job_dir_, rank_dir_, local_dir_, image_path_, socket_path_, mount_;
   bool own_local_dir_ = false;
-  std::string image_;  // the bytes the agent's view points into
+  uint8_t* image_ = nullptr;  // the shared mapping of the image file (the agent's view)
+  uint64_t image_size_ = 0;
   std::vector<std::string> skeleton_;
   std::unique_ptr<io::Agent> agent_;
   bool torn_down_ = false;

@@ -26,6 +26,7 @@ void AppendMembers(const PartitionReader& reader, uint32_t id, std::vector<NsMem
 
 Result<std::vector<NsMember>> DecodeMembers(std::string_view bytes, uint32_t partitions) {
   std::vector<NsMember> out;
+  out.reserve(bytes.size() / (IndexRecord::kSize + 16));
   size_t pos = 0;
   while (pos < bytes.size()) {
     if (bytes.size() - pos < IndexRecord::kSize)

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -73,6 +74,12 @@ struct NsMember;
 Result<std::string> BuildNamespaceImage(std::vector<NsMember> members,
                                         const std::vector<std::string>& partition_paths,
                                         uint64_t dataset_id);
+// The same, written into memory that `allocate(size)` returns (zero-filled, e.g. a fresh
+// shared mapping); returns the image's size.
+Result<uint64_t> BuildNamespaceImageInto(std::vector<NsMember> members,
+                                         const std::vector<std::string>& partition_paths,
+                                         uint64_t dataset_id,
+                                         const std::function<uint8_t*(uint64_t)>& allocate);
 // The image of a dataset opened on one node (every partition local).
 std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string>& partition_paths);
 
