@@ -83,6 +83,14 @@ PYEOF
   done
 done
 
+# Attach: 200 exec'd processes (/bin/true) each map the largest namespace image, against
+# the same loop natively; the difference per process is the runtime's start-up + attach.
+largest=${sizes##* }
+loop='s=$(date +%s.%N); i=0; while [ $i -lt 200 ]; do /bin/true; i=$((i+1)); done; e=$(date +%s.%N); echo "$s $e"'
+native=$(sh -c "$loop")
+under=$(FANSTORE_QUIET=1 "$FANRUN" --data "$work/ns-$largest.packed" --mount "$mnt" -- sh -c "$loop")
+echo "$native $under" >"$results/attach"
+
 /usr/bin/python3 - "$results" "$files" "$sizes" <<'PYEOF' | tee bench/results/scale.json
 import glob, json, os, re, sys
 results, files, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
@@ -97,7 +105,7 @@ for n in (1, 2, 4, 8):
     for ep in ("e1", "e2"):
         row["remote_vs_local_%s" % ep] = round(row["remote_%s_files_per_s" % ep] / row["local_%s_files_per_s" % ep], 3)
     out["reads"].append(row)
-pat = re.compile(r"ready in ([\d.]+) s: staged .* in ([\d.]+) s .*namespace (\d+) entries, .* exchanged \((\d+) B/entry\), exchange\+image ([\d.]+) s; image .* \((\d+) B/entry \+ (\d+) B of path\)")
+pat = re.compile(r"ready in ([\d.]+) s: staged .* in ([\d.]+) s .*namespace (\d+) entries, .* exchanged \((\d+) B/entry\) in [\d.]+ s, exchange\+image ([\d.]+) s; image .* \((\d+) B/entry \+ (\d+) B of path\)")
 for size in sizes:
     for n in (1, 4):
         text = open(os.path.join(results, "ns.%s.%d.err" % (size, n))).read()
@@ -109,5 +117,8 @@ for size in sizes:
                                "exchange_bytes_per_entry": int(m.group(4)),
                                "image_bytes_per_entry_without_paths": int(m.group(6)),
                                "path_bytes_per_entry": int(m.group(7))})
+a = [float(x) for x in open(os.path.join(results, "attach")).read().split()]
+out["attach_ms_per_exec"] = round(((a[3] - a[2]) - (a[1] - a[0])) / 200 * 1000, 2)
+out["attach_entries"] = int(sizes[-1])
 print(json.dumps(out, indent=1))
 PYEOF

@@ -92,7 +92,8 @@ void ScrubLauncherEnvironment() {
 }
 
 // Sets the variables the preload runtime reads.
-Status Preload(const std::string& image, const std::string& mount, const std::string& agent) {
+Status Preload(const std::string& image, const std::string& mount, const std::string& agent,
+               const std::string& node_cache) {
   const std::string preload = FindPreload();
   if (preload.empty()) return Status::Error("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
   std::string ld = preload;
@@ -100,10 +101,13 @@ Status Preload(const std::string& image, const std::string& mount, const std::st
   ::setenv("LD_PRELOAD", ld.c_str(), 1);
   ::setenv("FANSTORE_IMAGE", image.c_str(), 1);
   ::setenv("FANSTORE_MOUNT", mount.c_str(), 1);
-  if (!agent.empty())
+  if (!agent.empty()) {
     ::setenv("FANSTORE_AGENT", agent.c_str(), 1);
-  else
+    ::setenv("FANSTORE_NODE_CACHE", node_cache.c_str(), 1);
+  } else {
     ::unsetenv("FANSTORE_AGENT");
+    ::unsetenv("FANSTORE_NODE_CACHE");
+  }
   return Status::Ok();
 }
 
@@ -258,9 +262,10 @@ int Attach(const std::string& job_arg, std::vector<std::string>& cmd) {
   const auto dirs = RankDirs(*job);
   if (dirs.empty()) return Fail("job '" + *job + "' is not ready on this host");
   const std::string& dir = dirs[static_cast<size_t>(LocalRank()) % dirs.size()];
-  std::string mount;
-  std::ifstream(dir + "/mount") >> mount;
-  if (Status s = Preload(dir + "/namespace.img", mount, dir + "/agent.sock"); !s.ok())
+  std::string mount, cache;
+  std::getline(std::ifstream(dir + "/mount"), mount);
+  std::getline(std::ifstream(dir + "/cache-dir"), cache);
+  if (Status s = Preload(dir + "/namespace.img", mount, dir + "/agent.sock", cache); !s.ok())
     return Fail(s.message());
   std::vector<char*> args;
   for (auto& c : cmd) args.push_back(c.data());
@@ -351,7 +356,9 @@ int main(int argc, char** argv) {
   const bool mpi = UnderMpiexec();
   fanrun::Node node;
   if (Status s = node.Setup(opt, mpi); !s.ok()) return Fail(s.message());
-  if (Status s = Preload(node.image_path(), node.mount(), mpi ? node.socket_path() : ""); !s.ok())
+  if (Status s = Preload(node.image_path(), node.mount(), mpi ? node.socket_path() : "",
+                         node.cache_dir());
+      !s.ok())
     return Fail(s.message());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.
   ::setenv("FANSTORE_AGENT_TIMEOUT",

@@ -322,6 +322,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     st = Status::Error("--mount: must be an absolute path, got '" + mount + "'");
   mount_ = mount;
   if (st.ok()) st = WriteFile(rank_dir_ + "/mount", mount_);
+  if (st.ok()) st = WriteFile(rank_dir_ + "/cache-dir", cache_dir());
   const double build_s = Since(t_build);
 
   auto view = meta::NamespaceView::Attach(

@@ -48,6 +48,7 @@ class Node {
   const std::string& image_path() const { return image_path_; }
   const std::string& socket_path() const { return socket_path_; }
   const std::string& mount() const { return mount_; }
+  std::string cache_dir() const { return local_dir_ + "/cache"; }
   io::AgentStats agent_stats() const;
 
  private:

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <mpi.h>
 #include <sys/epoll.h>
+#include <sched.h>
+#include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -478,6 +480,12 @@ void Agent::Loop::HandleClient(int conn) {
     return;
   }
   switch (req.op) {
+    case LocalOp::kTouch:
+      if (auto it = cache.find(req.entry); it != cache.end()) {
+        lru.splice(lru.end(), lru, it->second.pos);  // most recently used
+        Count(&AgentStats::cache_hits);
+      }
+      return;
     case LocalOp::kPing:
       Reply(conn, 0, -1);
       return;
@@ -533,6 +541,8 @@ void Agent::Loop::BroadcastStop() {
 }
 
 void Agent::Loop::Run() {
+  // Sleeps of tens of microseconds must not be stretched by the default 50 us timer slack.
+  ::prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   auto last_active = Clock::now();
   bool broadcast_done = false;
   for (;;) {
@@ -558,10 +568,15 @@ void Agent::Loop::Run() {
     if (active) last_active = Clock::now();
     // Idle: sleep in epoll, briefly after recent activity, longer when quiet.
     const auto idle = Clock::now() - last_active;
+    // A transfer in flight needs both agents to drive MPI progress (a rendezvous takes
+    // several steps): yield the core instead of sleeping, so the step after costs a
+    // scheduling round when cores are busy and nothing when they are free.
     timespec timeout{0, 0};
-    if (!active) {
-      const bool warm = !fetches.empty() || !outgoing.empty() || idle < std::chrono::milliseconds(5);
-      timeout.tv_nsec = warm ? 20'000 : 500'000;
+    const bool in_flight = !fetches.empty() || !outgoing.empty();
+    if (!active && in_flight) {
+      ::sched_yield();
+    } else if (!active) {
+      timeout.tv_nsec = std::getenv("FANSTORE_SPIN") ? 0 : (idle < std::chrono::milliseconds(5) ? 20'000 : 500'000);
     }
     epoll_event events[32];
     const int n = ::epoll_pwait2(epoll_fd, events, 32, &timeout, nullptr);

@@ -1,7 +1,9 @@
 // The node agent's two protocols.
 //
 // Local (application process <-> agent of its node): a SOCK_SEQPACKET UNIX socket, one
-// connection per process and thread. A request is a LocalRequest; the reply is a LocalReply
+// connection per process and thread. A process first opens <cache dir>/<entry> itself (a
+// member fetched before) and then only sends kTouch; otherwise it sends kFetch. A request
+// is a LocalRequest; the reply to kFetch/kStop/kPing is a LocalReply
 // and, when status == 0, one file descriptor (SCM_RIGHTS) of a node-local file holding the
 // member's stored bytes from offset 0 (compressed members stay compressed: the reader
 // inflates and checks them exactly as it does a local member).
@@ -17,7 +19,9 @@
 
 namespace fanstore::io {
 
-enum class LocalOp : uint32_t { kFetch = 1, kStop = 2, kPing = 3 };
+// kTouch: "I read this cached member" (no reply), sent by a process that found the member
+// in the node cache directory itself, so the agent's LRU order stays that of all uses.
+enum class LocalOp : uint32_t { kFetch = 1, kStop = 2, kPing = 3, kTouch = 4 };
 
 struct LocalRequest {
   LocalOp op;

@@ -7,6 +7,7 @@
 #include <sys/un.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "intercept/preload_log.h"
@@ -78,6 +79,23 @@ long FetchRemote(uint32_t entry) {
       return -EIO;
     }
     t_conn.fd = static_cast<int>(fd);
+  }
+  // Fetched before: the node cache holds it. Open it directly and tell the agent, without
+  // waiting, that it was used (its LRU order). An eviction racing with this open is harmless:
+  // ENOENT sends us to the agent, and an opened file outlives its unlink.
+  if (!s.node_cache.empty()) {
+    char path[4096];
+    const int len = std::snprintf(path, sizeof path, "%s/%u", s.node_cache.c_str(), entry);
+    if (len > 0 && len < static_cast<int>(sizeof path)) {
+      const long fd = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
+                                  O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        io::LocalRequest touch{io::LocalOp::kTouch, entry};
+        RawSyscall6(SYS_sendto, t_conn.fd, reinterpret_cast<long>(&touch), sizeof touch,
+                    MSG_NOSIGNAL | MSG_DONTWAIT, 0, 0);
+        return fd;
+      }
+    }
   }
   io::LocalRequest req{io::LocalOp::kFetch, entry};
   long rc;

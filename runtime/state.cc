@@ -82,6 +82,7 @@ Status Init() {
   s->verify_raw = verify && std::strcmp(verify, "all") == 0;
   if (const char* st_env = std::getenv("FANSTORE_STATS")) s->stats_target = st_env;
   if (const char* agent = std::getenv("FANSTORE_AGENT")) s->agent = agent;
+  if (const char* cache = std::getenv("FANSTORE_NODE_CACHE")) s->node_cache = cache;
   if (const char* t = std::getenv("FANSTORE_AGENT_TIMEOUT"); t && std::atof(t) > 0)
     s->agent_timeout_ms = static_cast<int>(std::atof(t) * 1000);
   struct rlimit rl;

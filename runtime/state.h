@@ -6,6 +6,7 @@
 //   FANSTORE_VERIFY  all | compressed (default): which members' CRC32C is checked on read
 //   FANSTORE_STATS   1 (stderr) or a path: per-process statistics written at exit
 //   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
+//   FANSTORE_NODE_CACHE  the agent's node cache directory (members fetched before)
 //   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
 // Thread-safety: Init from the constructor; afterwards read-only except the blob fd slots
 // (atomic) and the cached cwd (see Cwd()).
@@ -29,6 +30,7 @@ struct State {
   std::string mount;               // absolute, no trailing '/'
   std::vector<std::string> parts;  // partition blob paths; "" = held by other nodes only
   std::string agent;               // the node agent's socket ("" = none)
+  std::string node_cache;          // the agent's cache directory (FANSTORE_NODE_CACHE)
   int agent_timeout_ms = 60000;
   bool verify_raw = false;
   std::string stats_target;   // "" | "1" | path

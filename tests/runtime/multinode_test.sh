@@ -59,10 +59,17 @@ run_all() {
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   rm -f "$S"/out.* "$S/stats"
-  env "${envs[@]}" timeout 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
+  local where=(--local-dir "$S/local")
+  [ "${DEFAULT_LOCAL_DIR:-}" = 1 ] && where=()  # the default: under /dev/shm
+  env "${envs[@]}" timeout "${RUN_TIMEOUT:-300}" mpiexec -n $NP "$FANRUN" "${where[@]}" --mount "$MNT" \
     --stats "$S/stats" "$@" -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
   local rc=$?
-  if [ $rc -eq 124 ]; then return 124; fi
+  if [ $rc -eq 124 ]; then
+    # A hung MPI job: timeout only ends mpiexec; end its ranks too (they spin in MPI).
+    pkill -KILL -f -- "--mount $MNT" 2>/dev/null
+    pkill -KILL -f -- "$S/reader.sh" 2>/dev/null
+    return 124
+  fi
   [ $rc -eq 0 ] && ok || bad "$name: exit $rc: $(tail -5 "$S/run.err")"
   for r in $(seq 0 $((NP - 1))); do
     [ "$(grep -c ' ok ' "$S/out.$r" 2>/dev/null)" = "$NFILES" ] && ok ||
@@ -77,6 +84,7 @@ run_all() {
 }
 mkdir -p "$S/local"
 run_all "raw" -- --data "$S/raw"
+DEFAULT_LOCAL_DIR=1 run_all "default local dir" -- --data "$S/z"
 run_all "compressed" -- --data "$S/z"
 run_all "replicas 2" -- --data "$S/z" --replicas 2
 run_all "no stage" -- --data "$S/raw" --no-stage
@@ -86,7 +94,7 @@ run_all "small node cache" -- --data "$S/z" --cache-size 64K
 # hangs is tried again (up to 3 times); wrong bytes or errors are never retried.
 tcp_done=0
 for attempt in 1 2 3; do
-  if run_all "TCP path" UCX_TLS=tcp,self UCX_NET_DEVICES=lo -- --data "$S/z" --replicas 2; then
+  if RUN_TIMEOUT=90 run_all "TCP path" UCX_TLS=tcp,self UCX_NET_DEVICES=lo -- --data "$S/z" --replicas 2; then
     tcp_done=1
     break
   fi
