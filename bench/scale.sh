@@ -8,6 +8,7 @@
 #            (fetched over MPI) and second epoch (from the node cache).
 #   startup  "ready" time, exchange+image time, Allgatherv bytes per entry and image bytes
 #            per entry for namespaces of 10k, 100k and 1.28M entries with 4 ranks.
+# Staged partitions and node caches live in the default local directory (/dev/shm).
 # Writes bench/results/scale.json; docs/scaling.md projects these to 512 nodes.
 # Usage: bench/scale.sh [--files N] [--mean-kb K] [--sizes "10000 100000 1280000"] [--work DIR]
 set -euo pipefail
@@ -34,8 +35,6 @@ tree=$work/scale-$files-$mean_kb
 packed=$tree.packed
 [ -d "$packed" ] || $FANSTORE pack -q "$tree" "$packed" --partitions 16
 mnt=$work/scale-mnt
-local_dir=$work/scale-local
-mkdir -p "$local_dir"
 results=$work/scale-results
 rm -rf "$results" && mkdir -p "$results"
 
@@ -52,7 +51,7 @@ for n in 1 2 4 8; do
     [ $mode = local ] && k=$n
     echo "reads: $n rank(s), $mode" >&2
     TAG=$mode.$n FANSTORE_QUIET=1 mpiexec -n $n \
-      "$FANRUN" --data "$packed" --mount "$mnt" --local-dir "$local_dir" --replicas $k \
+      "$FANRUN" --data "$packed" --mount "$mnt" --replicas $k \
       -- "$work/scale-reader.sh" 2>"$results/$mode.$n.err" || { cat "$results/$mode.$n.err" >&2; exit 1; }
   done
 done
@@ -78,7 +77,7 @@ PYEOF
   fi
   for n in 1 4; do
     echo "namespace: $size entries, $n rank(s)" >&2
-    mpiexec -n $n "$FANRUN" --data "$ns.packed" --mount "$mnt" --local-dir "$local_dir" -- true \
+    mpiexec -n $n "$FANRUN" --data "$ns.packed" --mount "$mnt" -- true \
       2>"$results/ns.$size.$n.err"
   done
 done
