@@ -31,3 +31,12 @@ finish() {
   echo "$PASS passed, $FAIL failed"
   [ "$FAIL" -eq 0 ]
 }
+# skip_without_mpi WHAT: where the build cannot run MPI ranks (FANSTORE_TEST_SKIP_MPI holds
+# the reason), ends the test here with a SKIP line naming WHAT and the reason.
+skip_without_mpi() {
+  if [ -n "${FANSTORE_TEST_SKIP_MPI:-}" ]; then
+    echo "SKIP: $1: $FANSTORE_TEST_SKIP_MPI"
+    finish
+    exit $?
+  fi
+}

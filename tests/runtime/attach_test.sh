@@ -9,11 +9,7 @@ FANRUN=$2
 READER=$3
 SRCDIR=$4
 . "$SRCDIR/tests/bin/lib.sh"
-if [ -n "${FANSTORE_TEST_SKIP_MPI:-}" ]; then
-  echo "SKIP: every check here runs MPI ranks: $FANSTORE_TEST_SKIP_MPI"
-  finish
-  exit $?
-fi
+skip_without_mpi "every check here runs MPI ranks"
 S=$SCRATCH
 JOB=attach-test-$$
 JOBDIR=/dev/shm/fanstore-$(id -u)/job-$JOB

@@ -12,11 +12,7 @@ FANSTORE=$1
 FANRUN=$2
 SRCDIR=$3
 . "$SRCDIR/tests/bin/lib.sh"
-if [ -n "${FANSTORE_TEST_SKIP_MPI:-}" ]; then
-  echo "SKIP: every check here runs MPI ranks: $FANSTORE_TEST_SKIP_MPI"
-  finish
-  exit $?
-fi
+skip_without_mpi "every check here runs MPI ranks"
 S=$SCRATCH
 PY=/usr/bin/python3
 READ_ALL=$SRCDIR/tests/runtime/read_all.py

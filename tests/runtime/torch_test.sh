@@ -26,11 +26,7 @@ for method in fork spawn; do
 done
 # Two nodes (mpiexec ranks, each holding half the partitions): each rank's DistributedSampler
 # share, read with fork workers through its agent, equals the same share read natively.
-if [ -n "${FANSTORE_TEST_SKIP_MPI:-}" ]; then
-  echo "SKIP: DataLoader under mpiexec -n 2: $FANSTORE_TEST_SKIP_MPI"
-  finish
-  exit $?
-fi
+skip_without_mpi "DataLoader under mpiexec -n 2"
 $FANSTORE pack -q "$S/src" "$S/packed4" --partitions 4 || bad "pack 4 partitions"
 printf '#!/bin/sh
 exec %s %s %s fork --distributed >%s/mpi.$FANSTORE_RANK
