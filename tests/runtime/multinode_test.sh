@@ -109,6 +109,21 @@ rc=$?
 grep -q "rank 2 (.*part-00002.fsb: No such file or directory" "$S/err" && ok || bad "missing partition: message: $(cat "$S/err")"
 grep -q "stage-in failed on rank 2" "$S/err" && ok || bad "missing partition: rank 0 does not name rank 2: $(cat "$S/err")"
 
+# A full local disk (a 64 KiB tmpfs): the stage-in fails at once on every rank, CMD never runs.
+mkdir -p "$S/tiny"
+if mount -t tmpfs -o size=64k tmpfs "$S/tiny" 2>/dev/null; then
+  rm -f "$S/cmd-ran"
+  timeout 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/tiny" --mount "$MNT" --data "$S/raw" -- touch "$S/cmd-ran" >"$S/out" 2>"$S/err"
+  rc=$?
+  [ $rc -eq 125 ] && ok || bad "full local disk: exit $rc"
+  [ ! -e "$S/cmd-ran" ] && ok || bad "full local disk: CMD ran anyway"
+  grep -q "rank 1 (.*part-00001.fsb: No space left on device" "$S/err" && ok || bad "full local disk: message: $(cat "$S/err")"
+  [ -z "$(ls -A "$S/tiny")" ] && ok || bad "full local disk: left files behind: $(ls -A "$S/tiny")"
+  umount "$S/tiny"
+else
+  echo "SKIP: full local disk: cannot mount a small tmpfs here (needs root)"
+fi
+
 # Ranks killed outright (SIGKILL: no clean-up runs) leave their directories; the next job
 # on the host removes them.
 timeout 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" \
