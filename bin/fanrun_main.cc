@@ -134,6 +134,9 @@ Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub) {
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   g_child = 0;
+  // CMD is gone: from here on a signal from the launcher ends fanrun itself (mpiexec sends
+  // SIGTERM to abort a job; nothing is left to forward it to).
+  for (int sig : {SIGTERM, SIGHUP, SIGQUIT, SIGINT}) ::signal(sig, SIG_DFL);
   return status;
 }
 

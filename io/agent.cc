@@ -470,9 +470,19 @@ void Agent::Loop::DropWaiter(int conn) {
 }
 
 void Agent::Loop::HandleClient(int conn) {
-  LocalRequest req;
-  const ssize_t n = ::recv(conn, &req, sizeof req, MSG_DONTWAIT);
+  TouchBatch msg;  // the largest message; others are a LocalRequest
+  const ssize_t n = ::recv(conn, &msg, sizeof msg, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+  if (n == static_cast<ssize_t>(sizeof msg) && msg.op == LocalOp::kTouch) {
+    for (uint32_t i = 0; i < std::min(msg.count, kTouchBatch); ++i)
+      if (auto it = cache.find(msg.entries[i]); it != cache.end()) {
+        lru.splice(lru.end(), lru, it->second.pos);  // most recently used
+        Count(&AgentStats::cache_hits);
+      }
+    return;
+  }
+  LocalRequest req;
+  std::memcpy(&req, &msg, sizeof req);
   if (n != static_cast<ssize_t>(sizeof req)) {  // closed or garbage: drop the connection
     DropWaiter(conn);
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, conn, nullptr);
@@ -480,12 +490,6 @@ void Agent::Loop::HandleClient(int conn) {
     return;
   }
   switch (req.op) {
-    case LocalOp::kTouch:
-      if (auto it = cache.find(req.entry); it != cache.end()) {
-        lru.splice(lru.end(), lru, it->second.pos);  // most recently used
-        Count(&AgentStats::cache_hits);
-      }
-      return;
     case LocalOp::kPing:
       Reply(conn, 0, -1);
       return;

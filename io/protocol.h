@@ -19,13 +19,21 @@
 
 namespace fanstore::io {
 
-// kTouch: "I read this cached member" (no reply), sent by a process that found the member
-// in the node cache directory itself, so the agent's LRU order stays that of all uses.
+// kTouch: "I read these cached members" (a TouchBatch, no reply), sent by a process that
+// found members in the node cache directory itself, every kTouchBatch hits (one wake-up of
+// the agent per batch, not per read), so the agent's LRU order follows all uses.
 enum class LocalOp : uint32_t { kFetch = 1, kStop = 2, kPing = 3, kTouch = 4 };
 
 struct LocalRequest {
   LocalOp op;
   uint32_t entry;  // namespace image entry (kFetch)
+};
+
+inline constexpr uint32_t kTouchBatch = 32;
+struct TouchBatch {
+  LocalOp op;  // kTouch
+  uint32_t count;
+  uint32_t entries[kTouchBatch];
 };
 
 struct LocalReply {

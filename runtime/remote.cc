@@ -29,6 +29,7 @@ struct Connection {
   }
 };
 thread_local Connection t_conn;
+thread_local io::TouchBatch t_touch{io::LocalOp::kTouch, 0, {}};  // node-cache hits not yet told
 
 long Connect(State& s) {
   const long fd = RawSyscall6(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -70,6 +71,7 @@ long FetchRemote(uint32_t entry) {
   if (t_conn.owner != me) {  // a forked child: the inherited connection is the parent's
     if (t_conn.fd >= 0) RawSyscall6(SYS_close, t_conn.fd);
     t_conn.fd = -1;
+    t_touch.count = 0;
     t_conn.owner = me;
   }
   if (t_conn.fd < 0) {
@@ -90,9 +92,14 @@ long FetchRemote(uint32_t entry) {
       const long fd = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
                                   O_RDONLY | O_CLOEXEC);
       if (fd >= 0) {
-        io::LocalRequest touch{io::LocalOp::kTouch, entry};
-        RawSyscall6(SYS_sendto, t_conn.fd, reinterpret_cast<long>(&touch), sizeof touch,
-                    MSG_NOSIGNAL | MSG_DONTWAIT, 0, 0);
+        io::TouchBatch& b = t_touch;
+        b.op = io::LocalOp::kTouch;
+        b.entries[b.count++] = entry;
+        if (b.count == io::kTouchBatch) {
+          RawSyscall6(SYS_sendto, t_conn.fd, reinterpret_cast<long>(&b), sizeof b,
+                      MSG_NOSIGNAL | MSG_DONTWAIT, 0, 0);
+          b.count = 0;
+        }
         return fd;
       }
     }

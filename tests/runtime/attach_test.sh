@@ -31,7 +31,7 @@ done
 [ "$(ls "$JOBDIR"/rank-*/agent.sock 2>/dev/null | wc -l)" -eq 2 ] && ok || bad "serve did not become ready: $(cat "$S/serve.err")"
 grep -q "fanrun attach --job $JOB" "$S/serve.err" && ok || bad "serve does not print how to attach"
 
-timeout 300 mpiexec -n 2 "$FANRUN" attach --job "$JOB" -- "$READER" "$S/mnt" "$S/src" "$S/list" \
+timeout -k 10 300 mpiexec -n 2 "$FANRUN" attach --job "$JOB" -- "$READER" "$S/mnt" "$S/src" "$S/list" \
   >"$S/app.out" 2>"$S/app.err"
 rc=$?
 [ $rc -eq 0 ] && ok || bad "MPI application under attach: exit $rc: $(tail -5 "$S/app.err")"

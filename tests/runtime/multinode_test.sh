@@ -57,7 +57,7 @@ run_all() {
   rm -f "$S"/out.* "$S/stats"
   local where=(--local-dir "$S/local")
   [ "${DEFAULT_LOCAL_DIR:-}" = 1 ] && where=()  # the default: under /dev/shm
-  env "${envs[@]}" timeout "${RUN_TIMEOUT:-300}" mpiexec -n $NP "$FANRUN" "${where[@]}" --mount "$MNT" \
+  env "${envs[@]}" timeout -k 10 "${RUN_TIMEOUT:-300}" mpiexec -n $NP "$FANRUN" "${where[@]}" --mount "$MNT" \
     --stats "$S/stats" "$@" -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
   local rc=$?
   if [ $rc -eq 124 ]; then
@@ -102,7 +102,7 @@ done
 cp -r "$S/raw" "$S/broken"
 rm "$S/broken/part-00002.fsb"
 rm -f "$S/cmd-ran"
-timeout 120 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/broken" -- touch "$S/cmd-ran" >"$S/out" 2>"$S/err"
+timeout -k 10 120 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/broken" -- touch "$S/cmd-ran" >"$S/out" 2>"$S/err"
 rc=$?
 [ $rc -ne 0 ] && [ $rc -ne 124 ] && ok || bad "missing partition: exit $rc"
 [ ! -e "$S/cmd-ran" ] && ok || bad "missing partition: CMD ran anyway"
@@ -113,7 +113,7 @@ grep -q "stage-in failed on rank 2" "$S/err" && ok || bad "missing partition: ra
 mkdir -p "$S/tiny"
 if mount -t tmpfs -o size=64k tmpfs "$S/tiny" 2>/dev/null; then
   rm -f "$S/cmd-ran"
-  timeout 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/tiny" --mount "$MNT" --data "$S/raw" -- touch "$S/cmd-ran" >"$S/out" 2>"$S/err"
+  timeout -k 10 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/tiny" --mount "$MNT" --data "$S/raw" -- touch "$S/cmd-ran" >"$S/out" 2>"$S/err"
   rc=$?
   [ $rc -eq 125 ] && ok || bad "full local disk: exit $rc"
   [ ! -e "$S/cmd-ran" ] && ok || bad "full local disk: CMD ran anyway"
@@ -126,10 +126,10 @@ fi
 
 # Ranks killed outright (SIGKILL: no clean-up runs) leave their directories; the next job
 # on the host removes them.
-timeout 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" \
+timeout -k 10 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" \
   -- sh -c '[ "$FANSTORE_RANK" = 0 ] && kill -KILL $PPID; sleep 1' >/dev/null 2>&1
 [ -n "$(ls -A "$S/local")" ] && ok || bad "killed ranks: nothing was left to clean up (test setup)"
-timeout 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" -- true 2>/dev/null &&
+timeout -k 10 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" -- true 2>/dev/null &&
   ok || bad "the job after killed ranks"
 [ -z "$(ls -A "$S/local")" ] && ok || bad "the leftovers of killed ranks were not removed: $(ls "$S/local")"
 
@@ -164,7 +164,7 @@ ONLY3=$(grep -c only3 "$S/holders")
 [ "$ONLY3" -gt 0 ] && ok || bad "fault setup: no file is held by rank 3 only"
 for k in 1 2; do
   rm -f "$S"/out.* "$S"/done.* "$S/stopped"
-  timeout 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/z" \
+  timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/z" \
     --timeout 1 --replicas $k -- "$S/fault.sh" >"$S/run.out" 2>"$S/run.err"
   rc=$?
   [ $rc -eq 0 ] && ok || bad "stopped agent (replicas $k): exit $rc: $(tail -3 "$S/run.err")"
@@ -192,14 +192,14 @@ done
 # Damaged transfers: the first reply of every serving rank is damaged and retried once;
 # when every reply is damaged, remote reads fail with EIO and never give wrong bytes.
 rm -f "$S"/out.*
-FANSTORE_TEST_CORRUPT_REPLIES=1 timeout 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
+FANSTORE_TEST_CORRUPT_REPLIES=1 timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
   --data "$S/raw" -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err" && ok || bad "damaged transfer retried: exit $?"
 for r in $(seq 0 $((NP - 1))); do
   [ "$(grep -c ' ok ' "$S/out.$r")" = "$NFILES" ] && ok || bad "damaged transfer retried: rank $r: $(grep -v ' ok ' "$S/out.$r" | head -3)"
 done
 grep -q "damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "damaged transfer: no retry logged"
 rm -f "$S"/out.*
-FANSTORE_TEST_CORRUPT_REPLIES=1000000 timeout 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
+FANSTORE_TEST_CORRUPT_REPLIES=1000000 timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
   --data "$S/raw" -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
 for r in $(seq 0 $((NP - 1))); do
   if [ -s "$S/out.$r" ] && ! grep -q ' wrong ' "$S/out.$r" && grep -q ' EIO ' "$S/out.$r" && grep -q ' ok ' "$S/out.$r"; then ok; else

@@ -33,7 +33,7 @@ exec %s %s %s fork --distributed >%s/mpi.$FANSTORE_RANK
 ' \
   "$PY" "$SRCDIR/tests/runtime/torch_probe.py" "$MNT/train" "$S" >"$S/dist.sh"
 chmod +x "$S/dist.sh"
-FANSTORE_QUIET=1 timeout 600 mpiexec -n 2 "$FANRUN" --data "$S/packed4" --mount "$MNT" --local-dir "$S" \
+FANSTORE_QUIET=1 timeout -k 10 600 mpiexec -n 2 "$FANRUN" --data "$S/packed4" --mount "$MNT" --local-dir "$S" \
   --stats "$S/mpi.stats" -- "$S/dist.sh" 2>"$S/mpi.err" || bad "DataLoader under mpiexec -n 2: $(tail -3 "$S/mpi.err")"
 for r in 0 1; do
   FANSTORE_RANK=$r FANSTORE_NODES=2 $PY "$SRCDIR/tests/runtime/torch_probe.py" "$S/src/train" fork --distributed \
