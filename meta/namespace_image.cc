@@ -131,9 +131,10 @@ Result<uint64_t> BuildNamespaceImageInto(std::vector<NsMember> all,
     e.stored_size = m.rec.stored_size;
     e.path_off = static_cast<uint32_t>(string_pos);
     e.path_len = static_cast<uint32_t>(m.path.size());
-    std::memcpy(strings + string_pos, m.path.data(), m.path.size());
+    // (empty views may have a null data(): memcpy must not see them)
+    if (!m.path.empty()) std::memcpy(strings + string_pos, m.path.data(), m.path.size());
     string_pos += m.path.size();
-    std::memcpy(strings + string_pos, m.target.data(), m.target.size());
+    if (!m.target.empty()) std::memcpy(strings + string_pos, m.target.data(), m.target.size());
     string_pos += m.target.size();
     e.mode = m.rec.mode;
     e.uid = m.rec.uid;

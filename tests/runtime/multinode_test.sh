@@ -60,7 +60,7 @@ run_all() {
   env "${envs[@]}" timeout -k 10 "${RUN_TIMEOUT:-300}" mpiexec -n $NP "$FANRUN" "${where[@]}" --mount "$MNT" \
     --stats "$S/stats" "$@" -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
   local rc=$?
-  if [ $rc -eq 124 ]; then
+  if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then  # timed out (TERM, or KILL after -k)
     # A hung MPI job: timeout only ends mpiexec; end its ranks too (they spin in MPI).
     pkill -KILL -f -- "--mount $MNT" 2>/dev/null
     pkill -KILL -f -- "$S/reader.sh" 2>/dev/null
