@@ -580,7 +580,7 @@ void Agent::Loop::Run() {
     if (!active && in_flight) {
       ::sched_yield();
     } else if (!active) {
-      timeout.tv_nsec = std::getenv("FANSTORE_SPIN") ? 0 : (idle < std::chrono::milliseconds(5) ? 20'000 : 500'000);
+      timeout.tv_nsec = idle < std::chrono::milliseconds(5) ? 20'000 : 500'000;
     }
     epoll_event events[32];
     const int n = ::epoll_pwait2(epoll_fd, events, 32, &timeout, nullptr);
