@@ -108,6 +108,37 @@ void RemoveStale(const std::string& base) {
   }
 }
 
+// The namespace exchange: each rank encodes the partitions it is primary for (rank 0 the
+// broadcast ones); sizes, then the payload, by MPI_Allgatherv. Every rank gets every block.
+Result<std::string> ExchangeNamespace(bool mpi, int rank, int nodes, const meta::Placement& placement,
+                                      const std::vector<uint8_t>& broadcast,
+                                      const std::vector<meta::PartitionReader>& readers) {
+  std::string mine;
+  for (uint32_t p = 0; p < readers.size(); ++p) {
+    const bool primary = broadcast[p] ? rank == 0
+                                      : placement.Owners(p, false)[0] == static_cast<uint32_t>(rank);
+    if (primary) meta::EncodeMembers(readers[p], p, &mine);
+  }
+  if (!mpi || nodes == 1) return mine;
+  std::vector<long long> sizes(static_cast<size_t>(nodes));
+  long long my_size = static_cast<long long>(mine.size());
+  MPI_Allgather(&my_size, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD);
+  std::vector<int> counts(sizes.size()), displs(sizes.size());
+  long long total = 0;
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    counts[r] = static_cast<int>(sizes[r]);
+    displs[r] = static_cast<int>(total);
+    total += sizes[r];
+  }
+  if (total > INT_MAX)  // the same answer on every rank: all of them stop here
+    return Status::Error("the namespace is " + std::to_string(total) +
+                         " bytes, over the 2 GiB an MPI_Allgatherv can carry");
+  std::string all(static_cast<size_t>(total), '\0');
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), counts.data(),
+                 displs.data(), MPI_BYTE, MPI_COMM_WORLD);
+  return all;
+}
+
 }  // namespace
 
 std::string JobsBase() {
@@ -257,65 +288,15 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
                                     : "");
   }
 
-  // The namespace: each rank encodes the partitions it is primary for (rank 0 the broadcast
-  // ones); sizes, then the payload, by MPI_Allgatherv.
   const auto t_exchange = Clock::now();
-  std::string mine;
-  for (uint32_t p = 0; p < parts; ++p) {
-    const bool primary = broadcast[p] ? rank_ == 0 : placement.Owners(p, false)[0] == static_cast<uint32_t>(rank_);
-    if (primary) meta::EncodeMembers(readers[p], p, &mine);
-  }
-  std::string all;
-  uint64_t exchanged = mine.size();
-  if (mpi_ && nodes_ > 1) {
-    std::vector<long long> sizes(static_cast<size_t>(nodes_));
-    long long my_size = static_cast<long long>(mine.size());
-    MPI_Allgather(&my_size, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD);
-    std::vector<int> counts(sizes.size()), displs(sizes.size());
-    long long total = 0;
-    for (size_t r = 0; r < sizes.size(); ++r) {
-      counts[r] = static_cast<int>(sizes[r]);
-      displs[r] = static_cast<int>(total);
-      total += sizes[r];
-    }
-    if (total > INT_MAX)
-      return Status::Error(where + "the namespace is " + std::to_string(total) +
-                           " bytes, over the 2 GiB an MPI_Allgatherv can carry");
-    all.resize(static_cast<size_t>(total));
-    MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), counts.data(),
-                   displs.data(), MPI_BYTE, MPI_COMM_WORLD);
-    exchanged = static_cast<uint64_t>(total);
-  } else {
-    all = std::move(mine);
-  }
+  auto all = ExchangeNamespace(mpi_, rank_, nodes_, placement, broadcast, readers);
+  if (!all.ok()) return Status::Error(where + all.status().message());
+  const uint64_t exchanged = all->size();
   const double exchange_s = Since(t_exchange);
   const auto t_build = Clock::now();
-  auto members = meta::DecodeMembers(all, parts);
   image_path_ = rank_dir_ + "/namespace.img";
-  if (!st.ok()) {
-  } else if (!members.ok()) {
-    st = members.status();
-  } else {
-    // Built straight into a shared mapping of the image file: no copy, no write.
-    const std::string tmp = image_path_ + ".tmp";
-    const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0) st = Status::FromErrno(tmp, errno);
-    auto size = meta::BuildNamespaceImageInto(
-        std::move(members.value()), local_paths, manifest->dataset_id,
-        [&](uint64_t n) -> uint8_t* {
-          if (fd < 0 || ::ftruncate(fd, static_cast<off_t>(n)) != 0) return nullptr;
-          void* m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-          if (m == MAP_FAILED) return nullptr;
-          image_ = static_cast<uint8_t*>(m);
-          image_size_ = n;
-          return image_;
-        });
-    if (fd >= 0) ::close(fd);
-    if (st.ok() && !size.ok()) st = Status::Error(image_path_ + ": " + size.status().message());
-    if (st.ok() && ::rename(tmp.c_str(), image_path_.c_str()) != 0)
-      st = Status::FromErrno(image_path_, errno);
-  }
-  std::string().swap(all);
+  if (st.ok()) st = PublishImage(*all, local_paths, manifest->dataset_id);
+  std::string().swap(*all);
   std::string mount = opt.mount.empty() ? (manifest.ok() ? manifest->source : "") : opt.mount;
   while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
   if (st.ok() && (mount.empty() || mount[0] != '/'))
@@ -385,6 +366,33 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
                   static_cast<double>(path_bytes) / entries);
     std::fputs(line, stderr);
   }
+  return Status::Ok();
+}
+
+// Decodes the exchanged members and builds the image straight into a shared mapping of
+// the image file (no copy, no write), published under its final name when complete.
+Status Node::PublishImage(std::string_view exchanged, const std::vector<std::string>& local_paths,
+                          uint64_t dataset_id) {
+  auto members = meta::DecodeMembers(exchanged, static_cast<uint32_t>(local_paths.size()));
+  if (!members.ok()) return members.status();
+  const std::string tmp = image_path_ + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(tmp, errno);
+  auto size = meta::BuildNamespaceImageInto(
+      std::move(members.value()), local_paths, dataset_id, [&](uint64_t n) -> uint8_t* {
+        if (::ftruncate(fd, static_cast<off_t>(n)) != 0) return nullptr;
+        void* m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED) return nullptr;
+        image_ = static_cast<uint8_t*>(m);
+        image_size_ = n;
+        return image_;
+      });
+  ::close(fd);
+  if (!size.ok()) {
+    ::unlink(tmp.c_str());
+    return Status::Error(image_path_ + ": " + size.status().message());
+  }
+  if (::rename(tmp.c_str(), image_path_.c_str()) != 0) return Status::FromErrno(image_path_, errno);
   return Status::Ok();
 }
 

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/agent.h"
@@ -53,6 +54,8 @@ class Node {
 
  private:
   void Teardown();
+  Status PublishImage(std::string_view exchanged, const std::vector<std::string>& local_paths,
+                      uint64_t dataset_id);
 
   bool mpi_ = false;
   int rank_ = 0, nodes_ = 1;
