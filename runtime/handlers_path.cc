@@ -346,7 +346,9 @@ HookResult OnMutationPath(long nr, const long a[6]) {
       dirfd = a[0];
       path = Str(a[1]);
       path_arg = 1;
-      nofollow = (a[3] & AT_SYMLINK_NOFOLLOW) != 0;
+      // fchownat(dirfd, path, uid, gid, flags) carries its flags one argument later than
+      // utimensat(dirfd, path, times, flags); fchmodat and futimesat always follow.
+      nofollow = (a[nr == SYS_fchownat ? 4 : 3] & AT_SYMLINK_NOFOLLOW) != 0;
       if (nr == SYS_fchmodat || nr == SYS_futimesat) nofollow = false;
       if (nr == SYS_utimensat && !path) return kPassToKernel;  // futimens(fd): fd form
       break;

@@ -16,6 +16,8 @@ printf 'x' >"$T/meta/one"
 echo leaf >"$T/deep/a/b/c/leaf.txt"
 ln -s numbers.txt "$T/meta/link"
 ln -s ../deep/a "$T/meta/dirlink"
+echo outside >"$S/outside"
+ln -s "$S/outside" "$T/meta/outlink"  # leaves the tree: following it reaches a writable file
 touch -d '2021-03-04 05:06:07.5' "$T/meta/one"
 RO=$S/ro
 mkdir -p "$RO"

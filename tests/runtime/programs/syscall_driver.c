@@ -200,6 +200,9 @@ int main(int argc, char** argv) {
   SHOW("symlink existing", symlink("one", "meta/link"));
   SHOW("chmod", chmod("meta/one", 0600));
   SHOW("chown", chown("meta/one", 0, 0));
+  /* meta/outlink points outside the tree: only the NOFOLLOW form touches the dataset. */
+  SHOW("fchownat nofollow", fchownat(AT_FDCWD, "meta/outlink", getuid(), getgid(), AT_SYMLINK_NOFOLLOW));
+  SHOW("fchownat follow", fchownat(AT_FDCWD, "meta/outlink", getuid(), getgid(), 0));
   SHOW("truncate", truncate("meta/one", 0));
   SHOW("utimensat", utimensat(AT_FDCWD, "meta/one", NULL, 0));
   SHOW("setxattr", setxattr("meta/one", "user.x", "1", 1, 0));
