@@ -49,6 +49,7 @@ bool CaptureExecEnv(const char* lib_path, char* const* environ) {
   if (!lib_path || !(g_lib = Keep(lib_path))) return false;
   for (char* const* e = environ; e && *e; ++e) {
     if (std::strncmp(*e, "FANSTORE_", 9) != 0) continue;
+    if (std::strncmp(*e, "FANSTORE_FDS=", 13) == 0) continue;  // one exec's own (inherit.h)
     if (g_nvars == kMaxVars || !(g_vars[g_nvars] = Keep(*e))) return false;
     ++g_nvars;
   }

@@ -1,19 +1,70 @@
 #include "runtime/fd_table.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
 
 #include <cerrno>
 #include <new>
 
-namespace fanstore::runtime {
+#include "intercept/raw_syscall.h"
+#include "runtime/inherit.h"
+#include "runtime/state.h"
 
-FdTable::FdTable() {
+namespace fanstore::runtime {
+namespace {
+
+using intercept::RawSyscall6;
+
+constexpr size_t kSlabBytes = sizeof(OpenFile) * kMaxDescs + kMaxDescs / 8;
+
+// The inherited slab's memfd if it looks like one (a regular file of the slab's size).
+bool LooksLikeSlab(int fd) {
+  struct stat st;
+  if (fd < 0 || RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) return false;
+  const long fl = RawSyscall6(SYS_fcntl, fd, F_GETFL);
+  return fl >= 0 && !(fl & O_PATH) && (fl & O_ACCMODE) == O_RDWR && S_ISREG(st.st_mode) &&
+         static_cast<size_t>(st.st_size) == kSlabBytes;
+}
+
+}  // namespace
+
+FdTable::FdTable(int slab_fd, int fd_floor) {
   for (auto& f : fd_) f.store(-1, std::memory_order_relaxed);
   for (auto& b : bits_) b.store(0, std::memory_order_relaxed);
-  const size_t bytes = sizeof(OpenFile) * kMaxDescs + kMaxDescs / 8;
-  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  slab_ = m == MAP_FAILED ? nullptr : static_cast<OpenFile*>(m);
-  used_ = slab_ ? reinterpret_cast<std::atomic<uint64_t>*>(slab_ + kMaxDescs) : nullptr;
+  long fd = -1;
+  if (LooksLikeSlab(slab_fd)) {
+    fd = slab_fd;
+    inherited_ = true;
+  } else {
+    fd = RawSyscall6(SYS_memfd_create, reinterpret_cast<long>("fanstore-fds"), MFD_CLOEXEC);
+    if (fd >= 0 && RawSyscall6(SYS_ftruncate, fd, static_cast<long>(kSlabBytes)) != 0) {
+      RawSyscall6(SYS_close, fd);
+      fd = -1;
+    }
+  }
+  if (fd < 0) return;  // no slab: every open fails with ENOMEM
+  void* m = ::mmap(nullptr, kSlabBytes, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
+  if (m == MAP_FAILED) {
+    RawSyscall6(SYS_close, fd);
+    inherited_ = false;
+    return;
+  }
+  slab_ = static_cast<OpenFile*>(m);
+  used_ = reinterpret_cast<std::atomic<uint64_t>*>(slab_ + kMaxDescs);
+  // Into the reserved range, out of the application's way, close-on-exec.
+  long moved = fd;
+  if (fd_floor > 0 && fd < fd_floor) {
+    moved = RawSyscall6(SYS_fcntl, fd, F_DUPFD_CLOEXEC, fd_floor);
+    if (moved >= 0) {
+      RawSyscall6(SYS_close, fd);
+    } else {
+      moved = fd;
+    }
+  }
+  RawSyscall6(SYS_fcntl, moved, F_SETFD, FD_CLOEXEC);
+  slab_fd_ = static_cast<int>(moved);
 }
 
 int FdTable::NewDesc(uint32_t entry, int flags) {
@@ -48,6 +99,16 @@ void FdTable::Bind(int fd, int d) {
   if (old >= 0) Release(old);
 }
 
+void FdTable::Adopt(int fd, int d, bool add_ref) {
+  if (add_ref) slab_[d].refs.fetch_add(1, std::memory_order_acq_rel);
+  fd_[fd].store(d, std::memory_order_release);
+  bits_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
+}
+
+void FdTable::ReleaseDesc(int d) {
+  if (ValidDesc(d)) Release(d);
+}
+
 bool FdTable::Unbind(int fd) {
   if (fd < 0 || fd >= kMaxFds) return false;
   const int old = fd_[fd].exchange(-1, std::memory_order_acq_rel);
@@ -57,13 +118,22 @@ bool FdTable::Unbind(int fd) {
   return true;
 }
 
+void FdTable::OnForkChild() {
+  ForEach([this](int, int d) { slab_[d].refs.fetch_add(1, std::memory_order_acq_rel); });
+}
+
+void FdTable::ReleaseAll() {
+  ForEach([this](int fd, int) { Unbind(fd); });
+}
+
 OpenFile* FdTable::Lookup(long fd) const {
   const int d = DescOf(fd);
   return d >= 0 ? &slab_[d] : nullptr;
 }
 
 FdTable& Fds() {
-  static FdTable* t = new FdTable();  // never destroyed: hooks may run during exit
+  // Never destroyed: hooks may run during exit.
+  static FdTable* t = new FdTable(InheritedSlabFd(), Get() ? Get()->reserved_lo : 0);
   return *t;
 }
 

@@ -1,8 +1,14 @@
 // The virtual fd table. Every virtual fd is a real kernel fd (an O_PATH placeholder on
-// /dev/null, so close/dup/CLOEXEC/poll behave, numbers never collide and an unintercepted
-// read fails with EBADF). The fd -> description map is process-local and lock-free for
-// readers; the open-file descriptions (offset, flags, entry) live in a MAP_SHARED slab, so
-// a forked child shares offsets with its parent as POSIX says.
+// /dev/null, so close/dup/CLOEXEC behave, numbers never collide and an unintercepted read
+// fails with EBADF). The fd -> description map is process-local and lock-free for
+// readers; the open-file descriptions (offset, flags, entry, references) live in a slab in
+// a memfd mapped MAP_SHARED, so a forked child shares offsets with its parent as POSIX
+// says, and an exec'd program that inherits a virtual fd maps the same slab (see
+// runtime/inherit.h) and keeps sharing them.
+// References: every fd bound to a description in any process counts once. A forked
+// child's copies are counted by OnForkChild, a process's own at exit are dropped by
+// ReleaseAll; a process killed by a signal leaks its references (a slot stays used, no
+// bytes go wrong).
 // Thread-safety: all methods are safe from any thread; Bind/Unbind of the same fd race
 // only as the application's own close/dup would.
 #pragma once
@@ -24,13 +30,24 @@ struct OpenFile {
 
 class FdTable {
  public:
-  FdTable();
+  // Maps the slab inherited through exec (`slab_fd` >= 0, checked) or a new one; the slab's
+  // memfd is moved to `fd_floor` or above (the runtime's reserved range).
+  FdTable(int slab_fd, int fd_floor);
   // A new description for `entry`, or -ENFILE.
   int NewDesc(uint32_t entry, int flags);
   // fd -> desc (takes a reference); replaces a previous binding of fd.
   void Bind(int fd, int desc);
+  // fd -> desc for an fd inherited through exec, whose reference the old program already
+  // counted (`add_ref` false) or did not (a vfork child's copy: true).
+  void Adopt(int fd, int desc, bool add_ref);
+  // Drops one reference of `desc` (an inherited fd the old program had and exec closed).
+  void ReleaseDesc(int desc);
   // Drops fd's binding; returns whether fd was virtual.
   bool Unbind(int fd);
+  // In a forked child: its copies of the parent's virtual fds become references.
+  void OnForkChild();
+  // At exit: the process's fds stop referring to their descriptions.
+  void ReleaseAll();
   // The description of a virtual fd, or nullptr.
   OpenFile* Lookup(long fd) const;
   // `fd` as it arrives in a register: only its low 32 bits are the fd (an int).
@@ -38,7 +55,25 @@ class FdTable {
     const int fd = static_cast<int>(fd_arg);
     return fd >= 0 && fd < kMaxFds ? fd_[fd].load(std::memory_order_acquire) : -1;
   }
+  bool ValidDesc(int d) const {
+    return slab_ && d >= 0 && d < kMaxDescs &&
+           (used_[d / 64].load(std::memory_order_acquire) >> (d % 64) & 1);
+  }
   OpenFile& desc(int d) { return slab_[d]; }
+  int slab_fd() const { return slab_fd_; }
+  // True when the slab is the one the program that exec'd us passed on.
+  bool inherited() const { return inherited_; }
+  // Calls fn(fd, desc) for every virtual fd, lowest first.
+  template <typename Fn>
+  void ForEach(Fn fn) const {
+    for (int w = 0; w < kMaxFds / 64; ++w) {
+      for (uint64_t v = bits_[w].load(std::memory_order_acquire); v; v &= v - 1) {
+        const int fd = w * 64 + __builtin_ctzll(v);
+        const int d = fd_[fd].load(std::memory_order_acquire);
+        if (d >= 0) fn(fd, d);
+      }
+    }
+  }
   // For the prefilter (no vector registers: plain words): the bitmap of virtual fds, the
   // fd -> description map and the descriptions.
   const std::atomic<uint64_t>* bits() const { return bits_; }
@@ -49,8 +84,10 @@ class FdTable {
   void Release(int d);
   std::atomic<int32_t> fd_[kMaxFds];  // -1: not virtual
   std::atomic<uint64_t> bits_[kMaxFds / 64];
-  OpenFile* slab_;               // kMaxDescs, MAP_SHARED
-  std::atomic<uint64_t>* used_;  // kMaxDescs bits, MAP_SHARED
+  OpenFile* slab_ = nullptr;               // kMaxDescs, MAP_SHARED
+  std::atomic<uint64_t>* used_ = nullptr;  // kMaxDescs bits, MAP_SHARED
+  int slab_fd_ = -1;  // the slab's memfd (CLOEXEC except at an exec passing fds on)
+  bool inherited_ = false;
 };
 
 FdTable& Fds();

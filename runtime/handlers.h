@@ -55,5 +55,8 @@ HookResult OnFstat(const long a[6]);
 HookResult OnMmap(const long a[6]);
 HookResult OnCopy(long nr, const long a[6]);
 HookResult OnFdMisc(long nr, const long a[6]);
+HookResult OnPoll(long nr, const long a[6]);
+HookResult OnSelect(long nr, const long a[6]);
+HookResult OnEpollCtl(const long a[6]);
 
 }  // namespace fanstore::runtime

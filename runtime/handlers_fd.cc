@@ -1,4 +1,8 @@
 #include <dirent.h>
+#include <poll.h>
+#include <sys/select.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
@@ -437,6 +441,115 @@ HookResult OnFdMisc(long nr, const long a[6]) {
     default:  // fchmod, fchown, fsetxattr, fremovexattr
       return Err(EROFS);
   }
+}
+
+// Readiness. A regular file or directory is always readable and writable (the kernel's
+// DEFAULT_POLLMASK), while a placeholder would poll as POLLNVAL and select as EBADF; so
+// virtual fds are answered here and taken out of what the kernel sees, and when one of
+// them is ready the kernel is only asked for the others' state (a zero timeout), as the
+// kernel itself returns at once when anything is ready.
+namespace {
+constexpr short kAlwaysReady = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
+constexpr unsigned long kMaxPollFds = 4096;
+}  // namespace
+
+HookResult OnPoll(long nr, const long a[6]) {
+  // poll(fds, nfds, timeout_ms)  ppoll(fds, nfds, tsp, sigmask, sigsetsize)
+  auto* fds = reinterpret_cast<pollfd*>(a[0]);
+  const unsigned long n = static_cast<unsigned long>(a[1]);
+  if (!fds || n > kMaxPollFds) return kPassToKernel;
+  pollfd copy[kMaxPollFds];
+  short virt[kMaxPollFds];  // the answer for a virtual fd, -1 for the others
+  bool any = false;
+  long ready = 0;
+  for (unsigned long i = 0; i < n; ++i) {
+    copy[i] = fds[i];
+    virt[i] = -1;
+    if (fds[i].fd < 0 || Fds().DescOf(fds[i].fd) < 0) continue;
+    any = true;
+    virt[i] = static_cast<short>(kAlwaysReady & (fds[i].events | POLLERR | POLLHUP));
+    ready += virt[i] != 0;
+    copy[i].fd = -1;  // ignored by the kernel
+  }
+  if (!any) return kPassToKernel;
+  long rc;
+  if (nr == SYS_poll) {
+    rc = RawSyscall6(SYS_poll, reinterpret_cast<long>(copy), a[1], ready ? 0 : a[2]);
+  } else {
+    timespec zero{0, 0};
+    rc = RawSyscall6(SYS_ppoll, reinterpret_cast<long>(copy), a[1],
+                     ready ? reinterpret_cast<long>(&zero) : a[2], a[3], a[4]);
+  }
+  if (rc < 0 && !(ready && rc == -EINTR)) return Handled(rc);  // ready fds win over signals
+  long count = 0;
+  for (unsigned long i = 0; i < n; ++i) {
+    fds[i].revents = virt[i] >= 0 ? virt[i] : (rc < 0 ? 0 : copy[i].revents);
+    count += fds[i].revents != 0;
+  }
+  return Handled(count);
+}
+
+HookResult OnSelect(long nr, const long a[6]) {
+  // select(nfds, r, w, e, timeval)  pselect6(nfds, r, w, e, timespec, {sigmask, size})
+  const long nfds = static_cast<int>(a[0]);
+  if (nfds <= 0 || nfds > kMaxFds) return kPassToKernel;
+  const long words = (nfds + 63) / 64;
+  uint64_t* sets[3] = {reinterpret_cast<uint64_t*>(a[1]), reinterpret_cast<uint64_t*>(a[2]),
+                       reinterpret_cast<uint64_t*>(a[3])};
+  uint64_t copy[3][kMaxFds / 64];
+  uint64_t virt[2][kMaxFds / 64];  // virtual fds asked for reading, writing: ready
+  bool any = false;
+  long ready = 0;
+  const std::atomic<uint64_t>* bits = Fds().bits();
+  for (long w = 0; w < words; ++w) {
+    uint64_t mask = ~uint64_t{0};
+    if (w == words - 1 && nfds % 64) mask = (uint64_t{1} << (nfds % 64)) - 1;
+    const uint64_t vbits = bits[w].load(std::memory_order_acquire) & mask;
+    for (int k = 0; k < 3; ++k) {
+      const uint64_t asked = sets[k] ? sets[k][w] : 0;
+      any |= (asked & vbits) != 0;
+      copy[k][w] = asked & ~vbits;
+      if (k < 2) {
+        virt[k][w] = asked & vbits;
+        ready += __builtin_popcountll(virt[k][w]);
+      }
+    }
+  }
+  if (!any) return kPassToKernel;
+  long* c[3];
+  for (int k = 0; k < 3; ++k) c[k] = sets[k] ? reinterpret_cast<long*>(copy[k]) : nullptr;
+  long rc;
+  if (nr == SYS_select) {
+    timeval zero{0, 0};
+    rc = RawSyscall6(SYS_select, nfds, reinterpret_cast<long>(c[0]), reinterpret_cast<long>(c[1]),
+                     reinterpret_cast<long>(c[2]), ready ? reinterpret_cast<long>(&zero) : a[4]);
+  } else {
+    timespec zero{0, 0};
+    rc = RawSyscall6(SYS_pselect6, nfds, reinterpret_cast<long>(c[0]),
+                     reinterpret_cast<long>(c[1]), reinterpret_cast<long>(c[2]),
+                     ready ? reinterpret_cast<long>(&zero) : a[4], a[5]);
+  }
+  if (rc < 0 && !(ready && rc == -EINTR)) return Handled(rc);
+  for (long w = 0; w < words; ++w) {
+    for (int k = 0; k < 3; ++k) {
+      if (!sets[k]) continue;
+      sets[k][w] = (rc < 0 ? 0 : copy[k][w]) | (k < 2 ? virt[k][w] : 0);
+    }
+  }
+  return Handled((rc < 0 ? 0 : rc) + ready);
+}
+
+HookResult OnEpollCtl(const long a[6]) {
+  // epoll_ctl(epfd, op, fd, event): a regular file cannot be watched (EPERM), nor be the
+  // epoll instance (EINVAL, after the target's own checks).
+  const bool virtual_target = Fds().DescOf(a[2]) >= 0;
+  const bool virtual_epfd = Fds().DescOf(a[0]) >= 0;
+  if (!virtual_target && !virtual_epfd) return kPassToKernel;
+  if (!virtual_epfd && RawSyscall6(SYS_fcntl, a[0], F_GETFD) < 0) return Err(EBADF);
+  if (virtual_target) return Err(EPERM);
+  struct stat st;
+  if (RawSyscall6(SYS_fstat, a[2], reinterpret_cast<long>(&st)) < 0) return Err(EBADF);
+  return Err(S_ISREG(st.st_mode) || S_ISDIR(st.st_mode) ? EPERM : EINVAL);
 }
 
 }  // namespace fanstore::runtime

@@ -16,6 +16,7 @@
 #include "meta/format.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
+#include "runtime/inherit.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/state.h"
 
@@ -412,25 +413,39 @@ namespace fanstore::runtime {
 
 HookResult OnExec(long nr, const long a[6]) {
   // execve(path, argv, envp)  execveat(dirfd, path, argv, envp, flags)
+  // The exec policy (LD_PRELOAD and FANSTORE_* follow the program) applies to every exec,
+  // and virtual fds that survive it are passed on (runtime/inherit.h). Nothing here
+  // allocates on the way to a native program: vfork children come through this path.
   const bool at = nr == SYS_execveat;
+  const int env_arg = at ? 3 : 2;
+  const int path_arg = at ? 1 : 0;
+  char* out[4096];
+  char scratch[8192];
+  char fds[4096];
+  const bool vfork_child = Get()->InVforkChild();
+  const bool passing = EncodeForExec(fds, sizeof fds, vfork_child);
+  char* const* env = intercept::FixExecEnv(reinterpret_cast<char* const*>(a[env_arg]), out, 4096,
+                                           scratch, sizeof scratch);
+  env = WithFdsVar(env, out, 4096, passing ? fds : nullptr);
+  long b[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+  b[env_arg] = reinterpret_cast<long>(env);
+  // A vfork child cannot resolve (that may allocate): a virtual program is not found there.
+  if (vfork_child) return Handled(ExecPassingFds(nr, b, passing));
   const long flags = at ? a[4] : 0;
   int rflags = (flags & AT_SYMLINK_NOFOLLOW) ? 0 : kFollow;
   if (flags & AT_EMPTY_PATH) rflags |= kEmptyOk;
-  const Resolved r = Resolve(at ? a[0] : AT_FDCWD, Str(at ? a[1] : a[0]), rflags);
-  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, at ? 1 : 0);
+  const Resolved r = Resolve(at ? a[0] : AT_FDCWD, Str(a[path_arg]), rflags);
+  if (r.kind == Resolved::kError) return Err(r.err);
+  if (r.kind == Resolved::kRewritten) b[path_arg] = reinterpret_cast<long>(r.path.c_str());
+  if (r.kind != Resolved::kVirtual) return Handled(ExecPassingFds(nr, b, passing));
   const meta::ImageEntry& e = Get()->ns.entry(r.entry);
   if (IsDirEntry(r.entry) || !(e.mode & 0111)) return Err(EACCES);
   if (IsSymlink(r.entry)) return Err(ELOOP);
-  // The program's bytes in a memfd, executed in place; the exec policy (LD_PRELOAD and
-  // FANSTORE_* follow the program) applies as for any exec.
+  // The program's bytes in a memfd, executed in place.
   const long mfd = MemfdOf(r.entry, false);
   if (mfd < 0) return Handled(mfd);
-  auto* envp = reinterpret_cast<char* const*>(at ? a[3] : a[2]);
-  char* out[4096];
-  char scratch[8192];
-  char* const* env = intercept::FixExecEnv(envp, out, 4096, scratch, sizeof scratch);
-  const long rc = RawSyscall6(SYS_execveat, mfd, reinterpret_cast<long>(""), at ? a[2] : a[1],
-                              reinterpret_cast<long>(env), AT_EMPTY_PATH);
+  const long c[6] = {mfd, reinterpret_cast<long>(""), at ? a[2] : a[1], b[env_arg], AT_EMPTY_PATH, 0};
+  const long rc = ExecPassingFds(SYS_execveat, c, passing);
   RawSyscall6(SYS_close, mfd);  // only reached when the exec failed
   return Handled(rc);
 }

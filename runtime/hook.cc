@@ -13,6 +13,7 @@
 #include "intercept/preload_log.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
+#include "runtime/inherit.h"
 #include "runtime/member_io.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/state.h"
@@ -96,6 +97,14 @@ HookResult Route(long nr, const long a[6]) {
     case SYS_copy_file_range:
     case SYS_splice:
       return OnCopy(nr, a);
+    case SYS_poll:
+    case SYS_ppoll:
+      return OnPoll(nr, a);
+    case SYS_select:
+    case SYS_pselect6:
+      return OnSelect(nr, a);
+    case SYS_epoll_ctl:
+      return OnEpollCtl(a);
     case SYS_fadvise64:
     case SYS_readahead:
     case SYS_fsync:
@@ -125,14 +134,14 @@ intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   if (!s) return kPassToKernel;
   if (nr == SYS_exit_group) {  // every way out (exit, _exit, os._exit) ends here
     WriteStats();
+    if (!s->InVforkChild()) Fds().ReleaseAll();
     return kPassToKernel;
   }
   // A vfork child shares its parent's memory: handlers that allocate, lock or change
   // shared tables check for it (State::InVforkChild, a getpid) themselves; the rest
-  // (stat, lseek, fstat, access, readlink: no allocation) are safe as they are.
+  // (stat, lseek, fstat, access, readlink: no allocation) are safe as they are, and exec
+  // takes care of itself.
   switch (nr) {
-    case SYS_execve:
-    case SYS_execveat:
     case SYS_open:
     case SYS_openat:
     case SYS_read:
@@ -198,6 +207,7 @@ HookSpec PreloadHookSpec() {
   State* s = Get();
   if (!s) return spec;  // no dataset configured: nothing to serve
   Fds();
+  AdoptInherited();
   g_prefilter.mount_len =
       static_cast<unsigned>(std::min<size_t>(s->mount.size(), sizeof g_prefilter.mount - 1));
   std::memcpy(g_prefilter.mount, s->mount.data(), g_prefilter.mount_len);
@@ -229,7 +239,8 @@ HookSpec PreloadHookSpec() {
         SYS_mknodat,    SYS_rename,          SYS_renameat,    SYS_renameat2,    SYS_link,
         SYS_linkat,     SYS_symlink,         SYS_symlinkat,   SYS_chmod,        SYS_fchmodat,
         SYS_chown,      SYS_lchown,          SYS_fchownat,    SYS_truncate,     SYS_utime,
-        SYS_utimes,     SYS_utimensat,       SYS_futimesat,   SYS_exit_group})
+        SYS_utimes,     SYS_utimensat,       SYS_futimesat,   SYS_exit_group,   SYS_poll,
+        SYS_ppoll,      SYS_select,          SYS_pselect6,    SYS_epoll_ctl})
     spec.interest.nrs.set(nr);
   return spec;
 }

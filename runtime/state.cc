@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "intercept/raw_syscall.h"
+#include "runtime/fd_table.h"
 
 namespace fanstore::runtime {
 namespace {
@@ -19,7 +20,9 @@ namespace {
 State* g_state = nullptr;
 
 void AfterFork() {
-  if (g_state) g_state->pid.store(static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)));
+  if (!g_state) return;
+  g_state->pid.store(static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)));
+  Fds().OnForkChild();  // the child's copies of virtual fds refer to the descriptions too
 }
 
 }  // namespace

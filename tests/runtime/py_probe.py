@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Python's ways into files, run from inside a tree: natively and under fanrun the outputs
-must be identical. Usage: py_probe.py walk|rglob|copyfile OUT|mmap FILE|npy FILE|pil DIR|subprocess FILE"""
+must be identical. Usage: py_probe.py walk|rglob|copyfile OUT|mmap FILE|npy FILE|pil DIR|subprocess FILE|
+inherit FILE DIR|fork-close FILE OTHER"""
 import hashlib
 import mmap
 import os
@@ -48,6 +49,36 @@ def main():
     elif cmd == "subprocess":  # a child program reading the tree
         r = subprocess.run(["md5sum", sys.argv[2]], capture_output=True, text=True, check=True)
         print(r.stdout.strip())
+    elif cmd == "inherit":  # open fds passed to exec'd programs, offsets shared
+        with open(sys.argv[2], "rb", buffering=0) as f:
+            f.read(6)  # the child goes on from here, and its reads move our offset
+            print(subprocess.run(["head", "-c", "8"], stdin=f, capture_output=True).stdout)
+            print(f.tell(), f.read(5))
+            fd = f.fileno()  # pass_fds: the same number in the child (vfork + dup)
+            script = f"head -c 9 <&{fd}; env | grep -c FANSTORE_FDS"
+            print(subprocess.run(["sh", "-c", script], pass_fds=[fd], capture_output=True).stdout)
+            # posix_spawn with a dup2 file action: glibc's clone(CLONE_VFORK) path
+            r, w = os.pipe()
+            pid = os.posix_spawn("/usr/bin/wc", ["wc", "-c"], os.environ,
+                                 file_actions=[(os.POSIX_SPAWN_DUP2, fd, 0),
+                                               (os.POSIX_SPAWN_DUP2, w, 1)])
+            os.close(w)
+            print(os.read(r, 100), os.waitpid(pid, 0)[1])
+            os.close(r)
+        d = os.open(sys.argv[3], os.O_RDONLY | os.O_DIRECTORY)
+        os.set_inheritable(d, True)
+        code = f"import os; print(sorted(os.listdir({d})), os.fstat({d}).st_mode)"
+        print(subprocess.run([sys.executable, "-c", code], close_fds=False,
+                             capture_output=True).stdout)
+    elif cmd == "fork-close":  # a child's close must not end the parent's open file
+        f = open(sys.argv[2], "rb")
+        pid = os.fork()
+        if pid == 0:
+            f.close()
+            os._exit(0)
+        os.waitpid(pid, 0)
+        with open(sys.argv[3], "rb") as g:
+            print(f.read(30), g.read(10))
     else:
         sys.exit("py_probe.py: unknown command " + cmd)
 

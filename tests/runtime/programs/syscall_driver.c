@@ -9,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
+#include <sys/select.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -212,6 +215,52 @@ int main(int argc, char** argv) {
   SHOW("ftruncate", ftruncate(fd, 0));
   SHOW("fchmod", fchmod(fd, 0600));
   close(fd);
+  /* readiness: a regular file or directory is always readable and writable; epoll
+   * refuses it. Mixed with a pipe that has data and one that has none. */
+  {
+    int file = open("meta/numbers.txt", O_RDONLY), dir = open("deep", O_RDONLY | O_DIRECTORY);
+    int full[2], empty[2];
+    if (pipe(full) != 0 || pipe(empty) != 0 || write(full[1], "x", 1) != 1) return 3;
+    struct pollfd p[6] = {{file, POLLIN, 0},  {dir, POLLIN | POLLOUT | POLLPRI, 0},
+                          {full[0], POLLIN, 0}, {empty[0], POLLIN, 0},
+                          {-1, POLLIN, 0},   {file, 0, 0}};
+    rc = poll(p, 6, 1000);
+    printf("%-34s %d %x %x %x %x %x %x\n", "poll mixed", rc, p[0].revents, p[1].revents,
+           p[2].revents, p[3].revents, p[4].revents, p[5].revents);
+    struct pollfd q[2] = {{empty[0], POLLIN, 0}, {file, POLLOUT, 0}};
+    struct timespec zero = {0, 0};
+    rc = ppoll(q, 2, &zero, NULL);
+    printf("%-34s %d %x %x\n", "ppoll", rc, q[0].revents, q[1].revents);
+    struct pollfd z[1] = {{file, 0, 0}};
+    SHOW("poll nothing asked, timeout 0", poll(z, 1, 0));
+    fd_set r, w, e;
+    FD_ZERO(&r); FD_ZERO(&w); FD_ZERO(&e);
+    FD_SET(file, &r); FD_SET(empty[0], &r); FD_SET(dir, &w); FD_SET(file, &e);
+    struct timeval tv = {1, 0};
+    int maxfd = file > dir ? file : dir;
+    if (empty[0] > maxfd) maxfd = empty[0];
+    rc = select(maxfd + 1, &r, &w, &e, &tv);
+    printf("%-34s %d r=%d,%d w=%d e=%d\n", "select mixed", rc, FD_ISSET(file, &r),
+           FD_ISSET(empty[0], &r), FD_ISSET(dir, &w), FD_ISSET(file, &e));
+    FD_ZERO(&r); FD_SET(file, &r);
+    rc = pselect(file + 1, &r, NULL, NULL, &zero, NULL);
+    printf("%-34s %d r=%d\n", "pselect", rc, FD_ISSET(file, &r));
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN};
+    SHOW("epoll_ctl add file", epoll_ctl(ep, EPOLL_CTL_ADD, file, &ev));
+    SHOW("epoll_ctl add dir", epoll_ctl(ep, EPOLL_CTL_ADD, dir, &ev));
+    SHOW("epoll_ctl del file", epoll_ctl(ep, EPOLL_CTL_DEL, file, &ev));
+    SHOW("epoll_ctl add pipe", epoll_ctl(ep, EPOLL_CTL_ADD, full[0], &ev));
+    SHOW("epoll_ctl on a file as epfd", epoll_ctl(file, EPOLL_CTL_ADD, full[0], &ev));
+    close(ep);
+    close(file);
+    SHOW("epoll_ctl add closed", epoll_ctl(dir, EPOLL_CTL_ADD, file, &ev));
+    struct pollfd c[1] = {{file, POLLIN, 0}};
+    rc = poll(c, 1, 0);
+    printf("%-34s %d %x\n", "poll closed fd", rc, c[0].revents);
+    close(dir);
+    close(full[0]); close(full[1]); close(empty[0]); close(empty[1]);
+  }
   struct statfs sfs;
   rc = statfs("meta", &sfs);
   printf("%-34s %d rdonly=%d\n", "statfs", rc, rc == 0 && (sfs.f_flags & ST_RDONLY) != 0);

@@ -1,0 +1,179 @@
+#include "runtime/inherit.h"
+
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "intercept/raw_syscall.h"
+#include "runtime/fd_table.h"
+#include "runtime/state.h"
+
+namespace fanstore::runtime {
+namespace {
+
+using intercept::RawSyscall6;
+
+constexpr char kVar[] = "FANSTORE_FDS=";
+constexpr size_t kVarLen = sizeof kVar - 1;
+
+// Appends text and numbers to a fixed buffer; remembers running out of room.
+struct Writer {
+  char* buf;
+  size_t cap;
+  size_t len = 0;
+  bool full = false;
+  void Put(char c) {
+    if (len + 1 < cap) {
+      buf[len++] = c;
+    } else {
+      full = true;
+    }
+  }
+  void Put(const char* s) {
+    while (*s) Put(*s++);
+  }
+  void Put(long v) {
+    char digits[24];
+    int n = 0;
+    do {
+      digits[n++] = static_cast<char>('0' + v % 10);
+      v /= 10;
+    } while (v > 0 && n < 24);
+    while (n > 0) Put(digits[--n]);
+  }
+  size_t room() const { return cap - len; }
+  void Finish() { buf[len < cap ? len : cap - 1] = '\0'; }
+};
+
+bool IsPlaceholder(int fd) {
+  const long fl = RawSyscall6(SYS_fcntl, fd, F_GETFL);
+  return fl >= 0 && (fl & O_PATH);
+}
+
+bool SurvivesExec(int fd) {
+  const long fl = RawSyscall6(SYS_fcntl, fd, F_GETFD);
+  return fl >= 0 && !(fl & FD_CLOEXEC);
+}
+
+}  // namespace
+
+int InheritedSlabFd() {
+  const char* v = std::getenv("FANSTORE_FDS");
+  if (!v) return -1;
+  char* end;
+  const long fd = std::strtol(v, &end, 10);
+  return end != v && fd >= 0 && fd < (1L << 30) ? static_cast<int>(fd) : -1;
+}
+
+void AdoptInherited() {
+  const char* v = std::getenv("FANSTORE_FDS");
+  if (!v) return;
+  FdTable& t = Fds();
+  State* s = Get();
+  const char* p = std::strchr(v, ' ');
+  while (t.inherited() && s && p && *p) {
+    while (*p == ' ') ++p;
+    const char kind = *p;
+    if (kind != 'k' && kind != 'a' && kind != 'r') break;
+    char* end;
+    const long first = std::strtol(p + 1, &end, 10);
+    if (end == p + 1) break;
+    p = end;
+    if (kind == 'r') {
+      t.ReleaseDesc(static_cast<int>(first));
+      continue;
+    }
+    if (*p != '.') break;
+    const long d = std::strtol(p + 1, &end, 10);
+    if (end == p + 1) break;
+    p = end;
+    const int fd = static_cast<int>(first);
+    if (first < 0 || first >= kMaxFds || s->IsReservedFd(fd) || !t.ValidDesc(static_cast<int>(d)) ||
+        t.desc(static_cast<int>(d)).entry >= s->ns.size() || !IsPlaceholder(fd))
+      continue;
+    t.Adopt(fd, static_cast<int>(d), kind == 'a');
+  }
+  ::unsetenv("FANSTORE_FDS");
+}
+
+bool EncodeForExec(char* buf, size_t cap, bool vfork_child) {
+  FdTable& t = Fds();
+  if (t.slab_fd() < 0 || cap < 64) return false;
+  Writer w{buf, cap};
+  w.Put(kVar);
+  w.Put(static_cast<long>(t.slab_fd()));
+  int passed = 0;
+  auto pass = [&](char kind, int fd, int d) {
+    w.Put(' ');
+    w.Put(kind);
+    w.Put(static_cast<long>(fd));
+    w.Put('.');
+    w.Put(static_cast<long>(d));
+    ++passed;
+  };
+  if (!vfork_child) {
+    // The tables are this process's own and exact.
+    t.ForEach([&](int fd, int d) {
+      if (SurvivesExec(fd)) pass('k', fd, d);
+    });
+    // Descriptions whose fds exec closes; dropping them is only bookkeeping, so they are
+    // left out (leaked) when the buffer runs short.
+    t.ForEach([&](int fd, int d) {
+      if (passed == 0 || w.full || w.room() < 16 || SurvivesExec(fd)) return;
+      w.Put(" r");
+      w.Put(static_cast<long>(d));
+    });
+  } else {
+    const long self = RawSyscall6(SYS_getpid);
+    const long parent = RawSyscall6(SYS_getppid);
+    // 1 equal, 0 not, -1 cannot tell (no kcmp)
+    auto same = [&](int child_fd, int parent_fd) {
+      const long r = RawSyscall6(SYS_kcmp, self, parent, KCMP_FILE, child_fd, parent_fd);
+      return r == 0 ? 1 : (r > 0 || r == -EBADF) ? 0 : -1;
+    };
+    t.ForEach([&](int fd, int d) {
+      if (SurvivesExec(fd) && IsPlaceholder(fd) && same(fd, fd) != 0) pass('a', fd, d);
+    });
+    for (int fd = 0; fd < 3; ++fd) {  // dup2(virtual, 0..2) in the child: a redirection
+      if ((t.DescOf(fd) >= 0 && same(fd, fd) != 0) || !SurvivesExec(fd) || !IsPlaceholder(fd))
+        continue;
+      int found = -1;
+      t.ForEach([&](int pfd, int d) {
+        if (found < 0 && same(fd, pfd) == 1) found = d;
+      });
+      if (found >= 0) pass('a', fd, found);
+    }
+  }
+  w.Finish();
+  return passed > 0 && !w.full;
+}
+
+char* const* WithFdsVar(char* const* env, char** out, size_t cap, const char* var) {
+  if (!env) return env;
+  size_t n = 0;
+  bool present = false;
+  for (; env[n]; ++n) present |= std::strncmp(env[n], kVar, kVarLen) == 0;
+  if (!var && !present) return env;
+  if (n + 2 > cap) return env;
+  size_t k = 0;
+  for (size_t i = 0; i < n; ++i)  // in place when env == out: k never passes i
+    if (std::strncmp(env[i], kVar, kVarLen) != 0) out[k++] = env[i];
+  if (var) out[k++] = const_cast<char*>(var);
+  out[k] = nullptr;
+  return out;
+}
+
+long ExecPassingFds(long nr, const long b[6], bool passing) {
+  const int slab = Fds().slab_fd();
+  if (passing) RawSyscall6(SYS_fcntl, slab, F_SETFD, 0);
+  const long rc = RawSyscall6(nr, b[0], b[1], b[2], b[3], b[4], b[5]);
+  if (passing) RawSyscall6(SYS_fcntl, slab, F_SETFD, FD_CLOEXEC);  // the exec failed
+  return rc;
+}
+
+}  // namespace fanstore::runtime
