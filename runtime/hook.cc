@@ -177,14 +177,15 @@ void WriteStats() {
       line, sizeof line,
       "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
       "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
-      "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu}\n",
+      "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu}\n",
       static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.load()),
       static_cast<unsigned long long>(s_opens.load()),
       static_cast<unsigned long long>(s_stats.load() + g_prefilter.answered_stats.load()),
       static_cast<unsigned long long>(io.reads), static_cast<unsigned long long>(io.bytes),
       static_cast<unsigned long long>(io.cache_hits), static_cast<unsigned long long>(io.inflates),
       io.inflate_ns / 1e6, static_cast<unsigned long long>(s_failed.load()),
-      static_cast<unsigned long long>(io.errors), static_cast<unsigned long long>(io.remote));
+      static_cast<unsigned long long>(io.errors), static_cast<unsigned long long>(io.remote),
+      static_cast<unsigned long long>(io.device_reads));
   if (s->stats_target == "1") {
     std::fputs(line, stderr);
   } else if (FILE* f = std::fopen(s->stats_target.c_str(), "a")) {

@@ -33,6 +33,7 @@ void CloseSource(const MemberSource& src);
 struct IoStats {
   uint64_t reads = 0, bytes = 0, inflates = 0, inflate_ns = 0, cache_hits = 0, errors = 0;
   uint64_t remote = 0;  // members asked of the node agent
+  uint64_t device_reads = 0;  // blob reads not in the page cache (through io_uring)
 };
 IoStats SnapshotIoStats();
 
