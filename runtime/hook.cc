@@ -11,6 +11,7 @@
 
 #include "intercept/hook_api.h"
 #include "intercept/preload_log.h"
+#include "runtime/counter.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
 #include "runtime/inherit.h"
@@ -23,24 +24,24 @@ intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept;
 void WriteStats();
 namespace {
 
-std::atomic<uint64_t> s_opens, s_stats, s_calls, s_failed;
+ShardedCounter s_opens, s_stats, s_calls, s_failed;
 
 HookResult Route(long nr, const long a[6]) {
   switch (nr) {
     case SYS_open:
     case SYS_openat:
-      s_opens.fetch_add(1, std::memory_order_relaxed);
+      s_opens.Add(1);
       return OnOpenat(nr, a);
     case SYS_stat:
     case SYS_lstat:
     case SYS_newfstatat:
-      s_stats.fetch_add(1, std::memory_order_relaxed);
+      s_stats.Add(1);
       return OnStatPath(nr, a);
     case SYS_statx:
-      s_stats.fetch_add(1, std::memory_order_relaxed);
+      s_stats.Add(1);
       return OnStatx(a);
     case SYS_fstat:
-      s_stats.fetch_add(1, std::memory_order_relaxed);
+      s_stats.Add(1);
       return OnFstat(a);
     case SYS_access:
     case SYS_faccessat:
@@ -162,9 +163,9 @@ intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
     default:
       break;
   }
-  s_calls.fetch_add(1, std::memory_order_relaxed);
+  s_calls.Add(1);
   const HookResult r = Route(nr, a);
-  if (r.handled && r.value < 0) s_failed.fetch_add(1, std::memory_order_relaxed);
+  if (r.handled && r.value < 0) s_failed.Add(1);
   return r;
 }
 
@@ -178,12 +179,12 @@ void WriteStats() {
       "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
       "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
       "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu}\n",
-      static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.load()),
-      static_cast<unsigned long long>(s_opens.load()),
-      static_cast<unsigned long long>(s_stats.load() + g_prefilter.answered_stats.load()),
+      static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.Load()),
+      static_cast<unsigned long long>(s_opens.Load()),
+      static_cast<unsigned long long>(s_stats.Load() + g_prefilter.answered_stats.Load()),
       static_cast<unsigned long long>(io.reads), static_cast<unsigned long long>(io.bytes),
       static_cast<unsigned long long>(io.cache_hits), static_cast<unsigned long long>(io.inflates),
-      io.inflate_ns / 1e6, static_cast<unsigned long long>(s_failed.load()),
+      io.inflate_ns / 1e6, static_cast<unsigned long long>(s_failed.Load()),
       static_cast<unsigned long long>(io.errors), static_cast<unsigned long long>(io.remote),
       static_cast<unsigned long long>(io.device_reads));
   if (s->stats_target == "1") {

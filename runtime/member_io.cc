@@ -18,6 +18,7 @@
 #include "intercept/preload_log.h"
 #include "intercept/raw_syscall.h"
 #include "meta/format.h"
+#include "runtime/counter.h"
 #include "runtime/remote.h"
 #include "runtime/state.h"
 
@@ -30,8 +31,7 @@ using meta::ImageEntry;
 constexpr uint64_t kCacheMax = 8ull << 20;  // members up to this size may be cached whole
 constexpr int kCacheSlots = 16;
 
-std::atomic<uint64_t> s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors, s_remote,
-    s_device;
+ShardedCounter s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors, s_remote, s_device;
 
 struct Ring {
   io_uring ring;
@@ -63,7 +63,7 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
       n = intercept::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at),
                                  static_cast<long>(want), static_cast<long>(off + done));
     } else if (n == -EAGAIN) {  // not in the page cache: the device read goes through io_uring
-      s_device.fetch_add(1, std::memory_order_relaxed);
+      s_device.Add(1);
       const pid_t me = Get()->pid.load(std::memory_order_relaxed);
       if (t_ring.owner != me) {
         t_ring.ok = io_uring_queue_init(8, &t_ring.ring, 0) == 0;
@@ -91,7 +91,7 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
 }
 
 long Damaged(const State& s, const ImageEntry& e, const char* why) {
-  s_errors.fetch_add(1, std::memory_order_relaxed);
+  s_errors.Add(1);
   const std::string& where = s.parts[e.partition];
   intercept::Logger().error("{}: member '{}': {}", where.empty() ? "fetched from another node" : where,
                             s.ns.path(e), why);
@@ -121,11 +121,10 @@ long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
   if (n < 0) return n;
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = compress::InflateExact({stored.get(), e.stored_size}, {out, e.size});
-  s_inflates.fetch_add(1, std::memory_order_relaxed);
-  s_inflate_ns.fetch_add(static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                                   std::chrono::steady_clock::now() - t0)
-                                                   .count()),
-                         std::memory_order_relaxed);
+  s_inflates.Add(1);
+  s_inflate_ns.Add(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count()));
   if (rc != 0) return Damaged(s, e, "damaged compressed data");
   if (compress::Crc32c(0, out, e.size) != e.crc32c)
     return Damaged(s, e, "checksum mismatch (damaged data)");
@@ -192,7 +191,7 @@ long OpenSource(uint32_t entry, MemberSource* out) {
     *out = MemberSource{fd, e.data_offset, false};
     return 0;
   }
-  s_remote.fetch_add(1, std::memory_order_relaxed);
+  s_remote.Add(1);
   const long fd = FetchRemote(entry);
   if (fd < 0) return fd;
   *out = MemberSource{static_cast<int>(fd), 0, true};
@@ -208,12 +207,12 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   const ImageEntry& e = s.ns.entry(entry);
   if (off >= e.size || len == 0) return 0;
   const size_t n = static_cast<size_t>(std::min<uint64_t>(len, e.size - off));
-  s_reads.fetch_add(1, std::memory_order_relaxed);
+  s_reads.Add(1);
   const bool raw = e.codec == static_cast<uint8_t>(Codec::kRaw);
   // The whole member in one read: straight into the caller's buffer.
   if (off == 0 && n == e.size) {
     const long r = LoadWhole(s, entry, static_cast<uint8_t*>(dst));
-    if (r > 0) s_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+    if (r > 0) s_bytes.Add(static_cast<uint64_t>(r));
     return r;
   }
   if (raw && e.size > kCacheMax) {  // large raw member: read the range directly
@@ -221,12 +220,12 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
     if (const long rc = OpenSource(entry, &src); rc < 0) return rc;
     const long r = PreadBlob(src.fd, dst, n, src.base + off);
     CloseSource(src);
-    if (r > 0) s_bytes.fetch_add(static_cast<uint64_t>(r), std::memory_order_relaxed);
+    if (r > 0) s_bytes.Add(static_cast<uint64_t>(r));
     return r;
   }
   auto data = TheCache().Find(entry);
   if (data) {
-    s_hits.fetch_add(1, std::memory_order_relaxed);
+    s_hits.Add(1);
   } else {
     data = std::make_shared<std::vector<uint8_t>>(e.size);
     const long r = LoadWhole(s, entry, data->data());
@@ -234,15 +233,15 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
     TheCache().Put(entry, data);
   }
   std::memcpy(dst, data->data() + off, n);
-  s_bytes.fetch_add(n, std::memory_order_relaxed);
+  s_bytes.Add(n);
   return static_cast<ssize_t>(n);
 }
 
 IoStats SnapshotIoStats() {
-  IoStats st{s_reads.load(),      s_bytes.load(), s_inflates.load(),
-             s_inflate_ns.load(), s_hits.load(),  s_errors.load()};
-  st.remote = s_remote.load();
-  st.device_reads = s_device.load();
+  IoStats st{s_reads.Load(),      s_bytes.Load(), s_inflates.Load(),
+             s_inflate_ns.Load(), s_hits.Load(),  s_errors.Load()};
+  st.remote = s_remote.Load();
+  st.device_reads = s_device.Load();
   return st;
 }
 

@@ -168,7 +168,7 @@ void FillStatxOf(uint32_t idx, void* buf) noexcept {
 
 namespace {
 intercept::PrefilterResult Answered() {
-  g_prefilter.answered_stats.fetch_add(1, std::memory_order_relaxed);
+  g_prefilter.answered_stats.Add();
   return {0, intercept::kAnswered};
 }
 }  // namespace

@@ -10,6 +10,7 @@
 
 #include "intercept/hook_api.h"
 #include "meta/namespace_image.h"
+#include "runtime/counter.h"
 #include "runtime/fd_table.h"
 
 namespace fanstore::runtime {
@@ -23,7 +24,7 @@ struct PrefilterState {
   const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
   const OpenFile* descs = nullptr;                 // FdTable::slab()
   std::atomic<int> cwd_virtual{1};                 // 1: relative paths may be ours
-  std::atomic<uint64_t> answered_stats{0};         // stat calls answered in the prefilter
+  ShardedCounter answered_stats;                   // stat calls answered in the prefilter
   // The namespace image, for stat answered in the prefilter.
   const meta::ImageEntry* entries = nullptr;
   const meta::ImageBucket* buckets = nullptr;
