@@ -51,15 +51,25 @@ thread_local Ring t_ring;
 // RWF_NOWAIT (EOPNOTSUPP) are read with pread, which cannot block on a device there. A
 // fork child makes its own ring: the pid is State::pid, kept current by the atfork
 // handler, so no system call is made for it.
+// fds known to refuse RWF_NOWAIT, so that their reads skip the attempt (a bit left over
+// from a closed fd only makes the next file at that number use plain pread: still right).
+std::atomic<uint64_t> s_no_nowait[1 << 10];
+
 long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
+  const bool known = fd >= 0 && fd < (1 << 16);
+  std::atomic<uint64_t>* word = known ? &s_no_nowait[fd / 64] : nullptr;
+  const uint64_t bit = uint64_t{1} << (fd & 63);
   size_t done = 0;
   while (done < len) {
     char* at = static_cast<char*>(buf) + done;
     const size_t want = std::min<size_t>(len - done, 1u << 30);
     iovec iov{at, want};
-    long n = intercept::RawSyscall6(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1,
-                                    static_cast<long>(off + done), 0, RWF_NOWAIT);
+    const bool skip = word && (word->load(std::memory_order_relaxed) & bit);
+    long n = skip ? -EOPNOTSUPP
+                  : intercept::RawSyscall6(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1,
+                                           static_cast<long>(off + done), 0, RWF_NOWAIT);
     if (n == -EOPNOTSUPP) {
+      if (word && !skip) word->fetch_or(bit, std::memory_order_relaxed);
       n = intercept::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at),
                                  static_cast<long>(want), static_cast<long>(off + done));
     } else if (n == -EAGAIN) {  // not in the page cache: the device read goes through io_uring
