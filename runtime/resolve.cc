@@ -23,7 +23,16 @@ using meta::ImageEntry;
 using meta::Kind;
 
 constexpr int kMaxHops = 40;
-std::atomic<int64_t> g_cwd{-2};  // -2 unknown, -1 native, else entry
+// The current directory: an entry when it is inside the dataset; kCwdUnknown after a
+// native chdir (recomputed on the next relative path); kCwdNative when outside the mount and
+// not above it; kCwdAbove when it is a native directory above the mount point (then
+// g_cwd_to_mount holds the way down, e.g. "data/imagenet" for cwd /scratch and mount
+// /scratch/data/imagenet, so that a script's relative dataset paths reach the dataset).
+constexpr int64_t kCwdUnknown = -2, kCwdNative = -1, kCwdAbove = -3;
+std::atomic<int64_t> g_cwd{kCwdUnknown};
+// Published once per distinct value and never freed (a reader may hold the old one); a
+// program that moves between directories above the mount only adds a few short strings.
+std::atomic<const std::string*> g_cwd_to_mount{nullptr};
 
 bool IsDir(const ImageEntry& e) {
   return e.kind == static_cast<uint8_t>(Kind::kDir);
@@ -143,8 +152,45 @@ void RefreshCwd(const State& s) {
       return;
     }
   }
-  g_cwd.store(-1);
+  // Above the mount point: "/" (any mount) or a proper prefix followed by '/'.
+  const std::string_view cwd(buf, n > 0 ? static_cast<size_t>(n - 1) : 0);
+  const std::string_view m(s.mount);
+  if (n > 0 && cwd.size() < m.size() && m.compare(0, cwd.size(), cwd) == 0 &&
+      (cwd == "/" || m[cwd.size()] == '/')) {
+    const std::string_view down = m.substr(cwd == "/" ? 1 : cwd.size() + 1);
+    const std::string* cur = g_cwd_to_mount.load();
+    if (!cur || *cur != down) g_cwd_to_mount.store(new std::string(down));
+    g_cwd.store(kCwdAbove);
+    g_prefilter.cwd_virtual.store(1);  // relative paths may lead into the dataset
+    return;
+  }
+  g_cwd.store(kCwdNative);
   g_prefilter.cwd_virtual.store(0);
+}
+
+// From a native cwd above the mount point: the part of `path` below the mount point if it
+// goes down the way `down` names ("." and empty components skipped), false otherwise (the
+// kernel resolves it: it names a native directory, or takes a ".." or a native symlink,
+// which only the kernel can follow).
+bool BelowMountFromAbove(std::string_view path, std::string_view down, std::string_view* rest) {
+  size_t i = 0;
+  auto next_component = [&]() {
+    for (;;) {
+      while (i < path.size() && path[i] == '/') ++i;
+      const size_t start = i;
+      while (i < path.size() && path[i] != '/') ++i;
+      const std::string_view c = path.substr(start, i - start);
+      if (c != ".") return c;
+    }
+  };
+  while (!down.empty()) {
+    const size_t slash = down.find('/');
+    const std::string_view want = down.substr(0, slash);
+    down = slash == std::string_view::npos ? std::string_view() : down.substr(slash + 1);
+    if (next_component() != want) return false;  // also "" (the path ended above the mount)
+  }
+  *rest = path.substr(i);
+  return true;
 }
 
 // A path without ".", "..", empty components or a trailing slash, relative to the
@@ -182,7 +228,7 @@ Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool fo
 bool CwdIsVirtual(uint32_t* entry) {
   const State* s = Get();
   int64_t c = g_cwd.load(std::memory_order_relaxed);
-  if (c == -2 && s) {
+  if (c == kCwdUnknown && s) {
     RefreshCwd(*s);
     c = g_cwd.load(std::memory_order_relaxed);
   }
@@ -196,7 +242,7 @@ void SetCwdVirtual(uint32_t entry) {
   g_prefilter.cwd_virtual.store(1);
 }
 void SetCwdNative() {
-  g_cwd.store(-2);  // recomputed on the next relative path: a native chdir may enter the mount
+  g_cwd.store(kCwdUnknown);  // recomputed on the next relative path: a native chdir may enter the mount
   g_prefilter.cwd_virtual.store(1);
 }
 
@@ -234,7 +280,14 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   }
   if (dirfd == AT_FDCWD) {
     uint32_t cwd;
-    if (!CwdIsVirtual(&cwd)) return Resolved{};
+    if (!CwdIsVirtual(&cwd)) {
+      std::string_view rest;
+      const std::string* down = g_cwd_to_mount.load();
+      if (g_cwd.load(std::memory_order_relaxed) != kCwdAbove || !down ||
+          !BelowMountFromAbove(p, *down, &rest))
+        return Resolved{};
+      return WalkFrom(*s, 0, rest, follow);
+    }
     if (cwd != 0) {
       // Relative to a directory below the root: prefix its path for the fast probe.
       char buf[1024];

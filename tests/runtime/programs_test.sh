@@ -65,6 +65,24 @@ same "python subprocess.run" "$PY $SRCDIR/tests/runtime/py_probe.py subprocess m
 same "open fds across exec (subprocess, posix_spawn)" "$PY $SRCDIR/tests/runtime/py_probe.py inherit meta/numbers.txt deep/a"
 same "shell redirections into exec'd programs" "wc -c < meta/numbers.txt; (head -c 5 >/dev/null; head -c 12) < meta/numbers.txt; exec 3< meta/one; cat <&3; ls /proc/self/fd/ >/dev/null; sh -c 'cat <&3'; echo"
 same "a forked child's close" "$PY $SRCDIR/tests/runtime/py_probe.py fork-close meta/numbers.txt meta/with\\ space.txt"
+# Relative paths from a directory above the mount point (a script run from the parent
+# of its data directory): $D is the dataset's directory name there (src natively, mnt under
+# fanrun), reached as "D/...", "./D/..." and from "/" as a path without the leading slash.
+same_above() {  # same_above DESCRIPTION CMD-STRING (uses $D)
+  local what=$1 cmd=$2 packed
+  (cd "$S" && D=src PY=$PY S=$S bash -c "$cmd") >"$S/native.out" 2>&1
+  for packed in raw z; do
+    (cd "$S" && D=mnt PY=$PY S=$S "$FANRUN" --data "$S/$packed" --mount "$MNT" -- bash -c "$cmd") >"$S/fan.out" 2>&1
+    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
+      bad "$what ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
+    fi
+  done
+}
+same_above "relative paths from above the mount point" \
+  'find "$D/meta" -printf "%P %s %y\n" | LC_ALL=C sort; cat "./$D//meta/numbers.txt" | md5sum
+   stat -c "%s %F" "$D/deep/a/b/c/leaf.txt" "$D"
+   $PY -c "import os,sys; print(sorted(os.listdir(sys.argv[1])), open(sys.argv[1] + \"/one\").read())" "$D/meta"
+   (cd "$D/deep" && cat a/b/c/leaf.txt); (cd / && md5sum < "${S#/}/$D/meta/array.npy"); ls "${D}x" 2>&1 | sed "s/.*: //"'
 mkdir -p "$S/copies-native" "$S/copies-fan"
 same "shutil.copyfile" "rm -rf $S/copies; mkdir -p $S/copies; $PY $SRCDIR/tests/runtime/py_probe.py copyfile $S/copies"
 
