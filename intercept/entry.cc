@@ -45,10 +45,10 @@ __attribute__((constructor)) void FanstorePreloadInit() {
   Logger().debug(
       "libc: {} syscall sites: {} patched ({} with a run-time number check), {} left (not of "
       "interest), {} left (original frame), {} refused; plan {} in {:.2f} ms, total {:.2f} ms, "
-      "{} stub bytes, vector state {} ({} bytes)",
+      "{} stub bytes, vector state {} ({} bytes), clone mark {}",
       s.sites, s.patched, s.unknown_nr_patched, s.uninteresting, s.original_frame, s.refused,
       s.plan_cached ? "from the cache" : "decoded", s.decode_ms, s.total_ms, s.stub_bytes,
-      VecModeName(), s.xsave_bytes);
+      VecModeName(), s.xsave_bytes, s.clone_mark ? "complete" : "incomplete (getpid checks)");
   for (const auto& [why, n] : s.refusals) Logger().debug("refused {} site(s): {}", n, why);
 }
 

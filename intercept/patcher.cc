@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "intercept/clone_mark.h"
 #include "intercept/cpu_state.h"
 #include "intercept/dispatch.h"
 #include "intercept/insn.h"
@@ -21,7 +22,7 @@ namespace fanstore::intercept {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-constexpr uint64_t kMaxStubBytes = 128;  // generous upper bound of one stub
+constexpr uint64_t kMaxStubBytes = 192;  // generous upper bound of one stub
 
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -111,7 +112,8 @@ Result<PatchStats> Install(const HookSpec& spec) {
     SitePlan& p = plans[i];
     if (p.decision != Decision::kPatch) continue;
     const uint64_t at = reinterpret_cast<uint64_t>(region) + off;
-    std::vector<uint8_t> stub = BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot);
+    std::vector<uint8_t> stub =
+        BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot, CloneMarkTlsOffset());
     if (stub.empty() || off + stub.size() > region_size || !Rel32Reaches(p.start + 5, at)) {
       p.decision = Decision::kRefused;
       p.reason = "stub out of reach";
@@ -130,6 +132,13 @@ Result<PatchStats> Install(const HookSpec& spec) {
   const long rc = WritePatches(plans, patches);
   if (rc != 0) return Status::FromErrno("mprotect of libc's text", static_cast<int>(-rc));
 
+  // The clone mark can be trusted only if no way into clone/vfork through libc is left
+  // unpatched: every clone-family site and every site whose number is decided at run time.
+  bool mark_complete = true;
+  for (const SitePlan& p : plans)
+    if ((p.nr < 0 || IsCloneFamily(p.nr)) && p.decision != Decision::kPatch) mark_complete = false;
+  SetCloneMarkComplete(mark_complete);
+  st.clone_mark = mark_complete;
   for (const SitePlan& p : plans) {
     ++st.sites;
     switch (p.decision) {

@@ -20,6 +20,7 @@ struct PatchStats {
   uint64_t unknown_nr_patched = 0;           // stubs with the run-time clone/vfork check
   std::map<std::string, uint64_t> refusals;  // reason -> count
   bool plan_cached = false;                  // the plan came from the plan cache (plan_cache.h)
+  bool clone_mark = false;                   // every clone/vfork path writes the clone mark
   double decode_ms = 0, total_ms = 0;
   uint64_t stub_bytes = 0;
   uint32_t xsave_bytes = 0;

@@ -11,7 +11,7 @@
 namespace fanstore::intercept {
 namespace {
 
-constexpr char kMagic[8] = {'F', 'S', 'I', 'P', 'L', 'A', 'N', '2'};
+constexpr char kMagic[8] = {'F', 'S', 'I', 'P', 'L', 'A', 'N', '3'};
 constexpr size_t kMaxRange = 32;
 
 struct Record {  // offsets from text_start

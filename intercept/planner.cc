@@ -27,6 +27,10 @@ bool MustRunInOriginalFrame(long nr) {
   return nr == SYS_clone || nr == SYS_clone3 || nr == SYS_vfork || nr == SYS_rt_sigreturn;
 }
 
+bool IsCloneFamily(long nr) {
+  return nr == SYS_clone || nr == SYS_clone3 || nr == SYS_vfork;
+}
+
 const char* DecisionName(Decision d) {
   switch (d) {
     case Decision::kPatch:
@@ -59,13 +63,13 @@ std::vector<SitePlan> PlanSites(const std::vector<Insn>& insns, const BranchTarg
     SitePlan p;
     p.syscall_addr = insns[i].addr;
     p.nr = InferNr(insns, i, t);
-    if (p.nr >= 0 && MustRunInOriginalFrame(p.nr)) {
+    if (p.nr >= 0 && MustRunInOriginalFrame(p.nr) && !IsCloneFamily(p.nr)) {
       p.decision = Decision::kOriginalFrame;
       p.reason = "syscall " + std::to_string(p.nr) + " runs in the original frame";
       plans.push_back(p);
       continue;
     }
-    if (p.nr >= 0 && !interest.Wants(p.nr)) {
+    if (p.nr >= 0 && !interest.Wants(p.nr) && !IsCloneFamily(p.nr)) {
       p.decision = Decision::kUninteresting;
       p.reason = "syscall " + std::to_string(p.nr) + " is not of interest";
       plans.push_back(p);

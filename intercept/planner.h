@@ -6,9 +6,11 @@
 //  - otherwise relocatable neighbours before the syscall (up to 3), or after it (up to 3);
 //  - no instruction boundary inside the range except `start` may be a branch target, and
 //    every copied instruction must be position independent;
-//  - a site whose number is known and not of interest is left alone; clone, clone3, vfork
-//    and rt_sigreturn sites are never patched (they must run in the original frame), and a
-//    site with an unknown number gets a stub that checks for them at run time;
+//  - a site whose number is known and not of interest is left alone; rt_sigreturn sites
+//    are never patched (it must run in the original frame); clone, clone3 and vfork sites
+//    are always patched, with a stub that runs the call itself, on no stack, and then writes
+//    the clone mark (clone_mark.h); a site with an unknown number gets a stub that checks
+//    for all four at run time;
 //  - anything else is refused with a reason, never patched unsafely.
 // Thread-safety: pure functions.
 #pragma once
@@ -32,6 +34,8 @@ struct Interest {
 
 // True for the calls that must execute their `syscall` on the caller's own stack frame.
 bool MustRunInOriginalFrame(long nr);
+// clone, clone3, vfork: patched with a direct stub that writes the clone mark.
+bool IsCloneFamily(long nr);
 
 class BranchTargets {
  public:

@@ -12,6 +12,23 @@ void Put32(std::vector<uint8_t>& v, int32_t x) {
     v.push_back(static_cast<uint8_t>(static_cast<uint32_t>(x) >> (8 * i)));
 }
 
+// After a clone-family syscall: the clone mark is 1 in a child (rax == 0), else 0.
+void PutMark(std::vector<uint8_t>& v, int32_t mark_tls) {
+  const uint8_t head[] = {0x48, 0x89, 0xC1,  // mov %rax,%rcx
+                          0xE3, 0x0B};       // jrcxz +11 (over movb + jmp)
+  v.insert(v.end(), head, head + sizeof head);
+  auto movb = [&](uint8_t value) {  // movb $value,%fs:mark_tls
+    const uint8_t op[] = {0x64, 0xC6, 0x04, 0x25};
+    v.insert(v.end(), op, op + sizeof op);
+    Put32(v, mark_tls);
+    v.push_back(value);
+  };
+  movb(0);
+  v.push_back(0xEB);  // jmp +9 (over the other movb)
+  v.push_back(0x09);
+  movb(1);
+}
+
 }  // namespace
 
 bool Rel32Reaches(uint64_t from, uint64_t to) {
@@ -20,12 +37,27 @@ bool Rel32Reaches(uint64_t from, uint64_t to) {
 }
 
 std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t stub_addr,
-                               uint64_t entry_slot) {
+                               uint64_t entry_slot, int32_t mark_tls) {
   std::vector<uint8_t> s;
   const size_t pre = p.syscall_addr - p.start;
   const size_t post_at = pre + 2;
   const size_t range_len = p.end - p.start;
   s.insert(s.end(), range, range + pre);
+  auto jump_back = [&]() -> bool {
+    s.push_back(0xE9);  // jmp rel32 back
+    const uint64_t after_jmp = stub_addr + s.size() + 4;
+    if (!Rel32Reaches(after_jmp, p.end)) return false;
+    Put32(s, static_cast<int32_t>(p.end - after_jmp));
+    return true;
+  };
+  if (p.nr >= 0 && IsCloneFamily(p.nr)) {
+    s.push_back(0x0F);  // syscall
+    s.push_back(0x05);
+    PutMark(s, mark_tls);
+    s.insert(s.end(), range + post_at, range + range_len);
+    if (!jump_back()) return {};
+    return s;
+  }
   std::vector<size_t> je_fixups;
   if (p.nr < 0) {
     for (long nr : {SYS_clone, SYS_clone3, SYS_vfork, SYS_rt_sigreturn}) {
@@ -47,21 +79,21 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
   const uint8_t lea_up[] = {0x48, 0x8D, 0xA4, 0x24, 0x80, 0x00, 0x00, 0x00};  // lea 0x80(%rsp),%rsp
   s.insert(s.end(), lea_up, lea_up + sizeof lea_up);
   if (p.nr < 0) {
-    s.push_back(0xEB);  // jmp rel8 over the direct syscall
-    s.push_back(0x02);
+    s.push_back(0xEB);  // jmp rel8 over the direct syscall and the mark
+    const size_t jmp_at = s.size();
+    s.push_back(0);
     const size_t direct = s.size();
     s.push_back(0x0F);  // syscall
     s.push_back(0x05);
+    PutMark(s, mark_tls);
+    s[jmp_at] = static_cast<uint8_t>(s.size() - (jmp_at + 1));
     for (size_t at : je_fixups) {
       const int32_t rel = static_cast<int32_t>(direct - (at + 4));
       std::memcpy(&s[at], &rel, 4);
     }
   }
   s.insert(s.end(), range + post_at, range + range_len);
-  s.push_back(0xE9);  // jmp rel32 back
-  const uint64_t after_jmp = stub_addr + s.size() + 4;
-  if (!Rel32Reaches(after_jmp, p.end)) return {};
-  Put32(s, static_cast<int32_t>(p.end - after_jmp));
+  if (!jump_back()) return {};
   return s;
 }
 

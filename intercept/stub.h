@@ -6,9 +6,14 @@
 //   lea -128(%rsp),%rsp            step over the red zone
 //   call *entry_slot(%rip)         the common entry (saves state, calls the dispatcher)
 //   lea 128(%rsp),%rsp
-//   [jmp .Lpost; .Ldirect: syscall]
+//   [jmp .Lpost; .Ldirect: syscall; <mark>]
 //   .Lpost: <post>                 the range's instructions after the syscall, copied
 //   jmp end                        back to the first byte after the range
+// A clone, clone3 or vfork site (number known) gets only <pre> syscall <mark> <post> jmp:
+// the child may return on another stack (or on the parent's, which it must not disturb).
+// <mark> writes the clone mark (clone_mark.h) with no stack and no flags (the code after
+// a syscall may still test the flags it set before; rcx and r11 are the kernel's anyway):
+//   mov %rax,%rcx; jrcxz 1f; movb $0,%fs:M; jmp 2f; 1: movb $1,%fs:M; 2:
 // Thread-safety: pure functions.
 #pragma once
 
@@ -22,8 +27,9 @@ namespace fanstore::intercept {
 // `range` holds the original bytes of [plan.start, plan.end); `stub_addr` is where the stub
 // will live; `entry_slot` the address of an 8-byte slot holding the entry's address.
 // Returns an empty vector if a rel32 would not reach.
+// `mark_tls` is the clone mark's offset from %fs.
 std::vector<uint8_t> BuildStub(const SitePlan& plan, const uint8_t* range, uint64_t stub_addr,
-                               uint64_t entry_slot);
+                               uint64_t entry_slot, int32_t mark_tls);
 
 // The bytes that replace [plan.start, plan.end): jmp rel32 to the stub, then int3 padding.
 std::vector<uint8_t> BuildPatch(const SitePlan& plan, uint64_t stub_addr);

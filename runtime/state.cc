@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "intercept/clone_mark.h"
 #include "intercept/raw_syscall.h"
 #include "runtime/fd_table.h"
 
@@ -32,8 +33,13 @@ State* Get() {
 }
 
 bool State::InVforkChild() const {
-  return static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)) !=
-         pid.load(std::memory_order_relaxed);
+  // No clone mark on this thread: it has not returned as a child from clone/vfork since it
+  // last proved itself (intercept/clone_mark.h), so no system call is needed.
+  if (intercept::CloneMarkComplete() && !intercept::t_clone_child) return false;
+  const bool child =
+      static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)) != pid.load(std::memory_order_relaxed);
+  if (!child) intercept::t_clone_child = 0;  // a forked child or a new thread, not a vfork child
+  return child;
 }
 
 int State::BlobFd(uint32_t p) {

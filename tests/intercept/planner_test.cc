@@ -77,11 +77,18 @@ TEST(Planner, KnownUninterestingNumberIsLeftAlone) {
   EXPECT_EQ(plans[0].decision, Decision::kUninteresting);
 }
 
-TEST(Planner, CloneVforkAndSigreturnAreNeverPatched) {
-  for (long nr : {SYS_clone, SYS_clone3, SYS_vfork, SYS_rt_sigreturn}) {
-    const auto plans = Plan(Cat({MovEax(static_cast<int32_t>(nr)), kSyscall, kRet}), All());
+TEST(Planner, SigreturnIsNeverPatched) {
+  const auto plans = Plan(Cat({MovEax(SYS_rt_sigreturn), kSyscall, kRet}), All());
+  ASSERT_EQ(plans.size(), 1u);
+  EXPECT_EQ(plans[0].decision, Decision::kOriginalFrame);
+}
+
+TEST(Planner, CloneFamilyIsAlwaysPatchedForTheCloneMark) {
+  for (long nr : {SYS_clone, SYS_clone3, SYS_vfork}) {
+    const auto plans =
+        Plan(Cat({MovEax(static_cast<int32_t>(nr)), kSyscall, kRet}), Only({SYS_openat}));
     ASSERT_EQ(plans.size(), 1u);
-    EXPECT_EQ(plans[0].decision, Decision::kOriginalFrame) << nr;
+    EXPECT_EQ(plans[0], Patch(5, 0, 7, static_cast<int>(nr))) << nr;
   }
 }
 
@@ -145,7 +152,7 @@ TEST(Stub, KnownNumberStubIsExact) {
   const Bytes code = Cat({MovEax(SYS_getpid), kSyscall, kRet});
   const SitePlan p = Patch(5, 0, 7, SYS_getpid);
   const uint64_t stub = 0x20000, slot = 0x1FFF0;
-  const Bytes s = BuildStub(p, code.data(), stub, slot);
+  const Bytes s = BuildStub(p, code.data(), stub, slot, -8);
   const Bytes want = Cat({
       MovEax(SYS_getpid),                       // pre: the mov
       {0x48, 0x8D, 0x64, 0x24, 0x80},           // lea -0x80(%rsp),%rsp
@@ -157,10 +164,31 @@ TEST(Stub, KnownNumberStubIsExact) {
   EXPECT_EQ(BuildPatch(p, stub), (Bytes{0xE9, 0xFB, 0xFF, 0x00, 0x00, 0xCC, 0xCC}));
 }
 
+// The mark for a thread-pointer offset of -8: movb $V,%fs:-8.
+Bytes MarkStore(uint8_t v) {
+  return {0x64, 0xC6, 0x04, 0x25, 0xF8, 0xFF, 0xFF, 0xFF, v};
+}
+const Bytes kMark = Cat({{0x48, 0x89, 0xC1, 0xE3, 0x0B},  // mov %rax,%rcx; jrcxz child
+                         MarkStore(0), {0xEB, 0x09},      // parent: 0; jmp done
+                         MarkStore(1)});                  // child: 1
+
+TEST(Stub, CloneStubRunsTheCallItselfThenWritesTheMark) {
+  // vfork as glibc has it: pop %rdi; mov $58,%eax; syscall; push %rdi
+  const Bytes code = Cat({{0x5F}, MovEax(SYS_vfork), kSyscall, {0x57}});
+  const SitePlan p = Patch(6, 1, 8, SYS_vfork);
+  const Bytes s = BuildStub(p, code.data() + 1, 0x20000, 0x1FFF0, -8);
+  const Bytes want = Cat({
+      MovEax(SYS_vfork), kSyscall,  // no stack touched, no hook
+      kMark,
+      {0xE9, 0xE3, 0xFF, 0xFE, 0xFF},  // jmp 0x10008: 0x10008 - 0x20025
+  });
+  EXPECT_EQ(s, want);
+}
+
 TEST(Stub, UnknownNumberStubChecksForOriginalFrameCalls) {
   const Bytes code = Cat({kMovEdiToEax, kMovRcxToR10, kSyscall, kCmpRax4095});
   const SitePlan p = Patch(5, 2, 7, -1);
-  const Bytes s = BuildStub(p, code.data() + 2, 0x20000, 0x1FFF0);
+  const Bytes s = BuildStub(p, code.data() + 2, 0x20000, 0x1FFF0, -8);
   ASSERT_FALSE(s.empty());
   EXPECT_EQ(Bytes(s.begin(), s.begin() + 3), kMovRcxToR10);
   EXPECT_EQ(s[3], 0x3D);  // cmp $clone,%eax
@@ -168,15 +196,23 @@ TEST(Stub, UnknownNumberStubChecksForOriginalFrameCalls) {
   int cmps = 0;
   for (size_t i = 3; i + 11 <= s.size() && s[i] == 0x3D; i += 11) ++cmps;
   EXPECT_EQ(cmps, 4);
-  // The direct path is a real syscall instruction inside the stub.
-  bool has_syscall = false;
-  for (size_t i = 0; i + 1 < s.size(); ++i) has_syscall |= s[i] == 0x0F && s[i + 1] == 0x05;
-  EXPECT_TRUE(has_syscall);
+  // The direct path is a real syscall instruction inside the stub, followed by the mark,
+  // and the hook path jumps over both to the way back (the range ends at the syscall).
+  size_t direct = 0;
+  for (size_t i = 0; i + 1 < s.size(); ++i)
+    if (s[i] == 0x0F && s[i + 1] == 0x05) direct = i;
+  ASSERT_GT(direct, 0u);
+  EXPECT_EQ(Bytes(s.begin() + static_cast<long>(direct) + 2,
+                  s.begin() + static_cast<long>(direct + 2 + kMark.size())), kMark);
+  EXPECT_EQ(s[direct - 2], 0xEB);
+  EXPECT_EQ(s[direct - 1], 2 + kMark.size());
+  ASSERT_EQ(s.size(), direct + 2 + kMark.size() + 5);
+  EXPECT_EQ(s[direct + 2 + kMark.size()], 0xE9);
 }
 
 TEST(Stub, OutOfReachIsReportedNotWrapped) {
   const Bytes code = Cat({MovEax(SYS_getpid), kSyscall});
-  EXPECT_TRUE(BuildStub(Patch(5, 0, 7, 39), code.data(), 0x20000, 0x20000 + (5ull << 32)).empty());
+  EXPECT_TRUE(BuildStub(Patch(5, 0, 7, 39), code.data(), 0x20000, 0x20000 + (5ull << 32), -8).empty());
   EXPECT_FALSE(Rel32Reaches(0, 1ull << 32));
   EXPECT_TRUE(Rel32Reaches(1ull << 32, (1ull << 32) - 5));
 }
