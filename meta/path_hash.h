@@ -15,8 +15,8 @@ inline uint64_t HashPath(const char* s, size_t n) noexcept {
   uint64_t h = 0x243F6A8885A308D3ull ^ (n * kMul);
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    uint64_t w = 0;
-    for (int k = 7; k >= 0; --k) w = (w << 8) | static_cast<uint8_t>(s[i + k]);
+    uint64_t w;  // little-endian: byte i is the lowest
+    __builtin_memcpy(&w, s + i, 8);
     h = (h ^ w) * kMul;
     h ^= h >> 29;
   }
