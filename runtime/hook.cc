@@ -178,7 +178,8 @@ void WriteStats() {
       line, sizeof line,
       "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
       "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
-      "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu}\n",
+      "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu, "
+      "\"mapped_reads\": %llu}\n",
       static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.Load()),
       static_cast<unsigned long long>(s_opens.Load()),
       static_cast<unsigned long long>(s_stats.Load() + g_prefilter.answered_stats.Load()),
@@ -186,7 +187,8 @@ void WriteStats() {
       static_cast<unsigned long long>(io.cache_hits), static_cast<unsigned long long>(io.inflates),
       io.inflate_ns / 1e6, static_cast<unsigned long long>(s_failed.Load()),
       static_cast<unsigned long long>(io.errors), static_cast<unsigned long long>(io.remote),
-      static_cast<unsigned long long>(io.device_reads));
+      static_cast<unsigned long long>(io.device_reads),
+      static_cast<unsigned long long>(io.mapped_reads));
   if (s->stats_target == "1") {
     std::fputs(line, stderr);
   } else if (FILE* f = std::fopen(s->stats_target.c_str(), "a")) {

@@ -31,7 +31,8 @@ using meta::ImageEntry;
 constexpr uint64_t kCacheMax = 8ull << 20;  // members up to this size may be cached whole
 constexpr int kCacheSlots = 16;
 
-ShardedCounter s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors, s_remote, s_device;
+ShardedCounter s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors, s_remote, s_device,
+    s_mapped;
 
 struct Ring {
   io_uring ring;
@@ -100,6 +101,32 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
   return static_cast<long>(done);
 }
 
+// Page-cached blob bytes are copied from a mapping of the blob instead: a memcpy from
+// mapped page-cache pages costs ~6.5-7 us for 85 KiB where pread takes ~11 us (the kernel's
+// per-page copy loop; measured, docs/design.md). mincore() tells whether every page is
+// cached: if one is not, the bytes are read (through io_uring), so a cold read never waits
+// on a page fault, and a blob shorter than its index (pages past its end are never
+// resident) gets EIO, not SIGBUS. Members over 4 MiB take the read path (the copy
+// dominates there).
+constexpr size_t kPage = 4096, kViewMax = 4u << 20;
+
+const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len) {
+  if (len == 0 || len > kViewMax) return nullptr;
+  uint64_t size = 0;
+  const uint8_t* map = s.BlobMap(partition, &size);
+  if (!map || off > size || len > size - off) return nullptr;
+  const uint64_t first = off & ~uint64_t{kPage - 1};
+  const uint64_t span = ((off + len + kPage - 1) & ~uint64_t{kPage - 1}) - first;
+  unsigned char vec[kViewMax / kPage + 2];
+  if (intercept::RawSyscall6(SYS_mincore, reinterpret_cast<long>(map + first),
+                             static_cast<long>(span), reinterpret_cast<long>(vec)) != 0)
+    return nullptr;
+  for (uint64_t i = 0; i < span / kPage; ++i)
+    if (!(vec[i] & 1)) return nullptr;
+  s_mapped.Add(1);
+  return map + off;
+}
+
 long Damaged(const State& s, const ImageEntry& e, const char* why) {
   s_errors.Add(1);
   const std::string& where = s.parts[e.partition];
@@ -118,19 +145,31 @@ long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
     ~Closer() { CloseSource(s); }
   } closer{src};
   const int fd = src.fd;
+  const uint8_t* view = src.owned ? nullptr : ResidentView(s, e.partition, src.base, e.stored_size);
   if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
-    const long n = PreadBlob(fd, out, e.size, src.base);
+    long n;
+    if (view) {
+      std::memcpy(out, view, e.size);
+      n = static_cast<long>(e.size);
+    } else {
+      n = PreadBlob(fd, out, e.size, src.base);
+    }
     if (n < 0) return n;
     if (s.verify_raw && compress::Crc32c(0, out, e.size) != e.crc32c)
       return Damaged(s, e, "checksum mismatch (damaged data)");
     return n;
   }
-  std::unique_ptr<uint8_t[]> stored(new (std::nothrow) uint8_t[e.stored_size]);
-  if (!stored) return -ENOMEM;
-  const long n = PreadBlob(fd, stored.get(), e.stored_size, src.base);
-  if (n < 0) return n;
+  // Compressed: inflated straight from the mapping when cached, else from a read copy.
+  std::unique_ptr<uint8_t[]> stored;
+  if (!view) {
+    stored.reset(new (std::nothrow) uint8_t[e.stored_size]);
+    if (!stored) return -ENOMEM;
+    const long n = PreadBlob(fd, stored.get(), e.stored_size, src.base);
+    if (n < 0) return n;
+    view = stored.get();
+  }
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = compress::InflateExact({stored.get(), e.stored_size}, {out, e.size});
+  const int rc = compress::InflateExact({view, e.stored_size}, {out, e.size});
   s_inflates.Add(1);
   s_inflate_ns.Add(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
@@ -228,7 +267,13 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   if (raw && e.size > kCacheMax) {  // large raw member: read the range directly
     MemberSource src;
     if (const long rc = OpenSource(entry, &src); rc < 0) return rc;
-    const long r = PreadBlob(src.fd, dst, n, src.base + off);
+    long r;
+    if (const uint8_t* view = src.owned ? nullptr : ResidentView(s, e.partition, src.base + off, n)) {
+      std::memcpy(dst, view, n);
+      r = static_cast<long>(n);
+    } else {
+      r = PreadBlob(src.fd, dst, n, src.base + off);
+    }
     CloseSource(src);
     if (r > 0) s_bytes.Add(static_cast<uint64_t>(r));
     return r;
@@ -252,6 +297,7 @@ IoStats SnapshotIoStats() {
              s_inflate_ns.Load(), s_hits.Load(),  s_errors.Load()};
   st.remote = s_remote.Load();
   st.device_reads = s_device.Load();
+  st.mapped_reads = s_mapped.Load();
   return st;
 }
 

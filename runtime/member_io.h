@@ -1,5 +1,6 @@
-// Reading a member's bytes: raw members straight from their blob (io_uring, one ring per
-// thread, re-created after fork; pread where io_uring is unavailable), compressed members
+// Reading a member's bytes: raw members straight from their blob (copied from a mapping of
+// the blob when its pages are cached; else io_uring, one ring per thread, re-created after
+// fork; pread where io_uring is unavailable), compressed members
 // inflated whole with ISA-L and checked against their CRC32C (raw ones too with
 // FANSTORE_VERIFY=all). A read that does not take a small member whole at once loads the
 // member into a small per-process cache, so Python's and PIL's many short reads are
@@ -34,6 +35,7 @@ struct IoStats {
   uint64_t reads = 0, bytes = 0, inflates = 0, inflate_ns = 0, cache_hits = 0, errors = 0;
   uint64_t remote = 0;  // members asked of the node agent
   uint64_t device_reads = 0;  // blob reads not in the page cache (through io_uring)
+  uint64_t mapped_reads = 0;  // members copied from a mapping of their page-cached blob
 };
 IoStats SnapshotIoStats();
 

@@ -61,6 +61,33 @@ int State::BlobFd(uint32_t p) {
   return static_cast<int>(target);
 }
 
+const uint8_t* State::BlobMap(uint32_t p, uint64_t* size) {
+  uintptr_t m = blob_maps[p].load(std::memory_order_acquire);
+  if (m == 0) {
+    const int fd = BlobFd(p);
+    struct stat st;
+    uintptr_t made = 1;
+    if (fd >= 0 && intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
+        st.st_size > 0) {
+      const long r = intercept::RawSyscall6(SYS_mmap, 0, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+      if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095)) {
+        blob_sizes[p] = static_cast<uint64_t>(st.st_size);
+        made = static_cast<uintptr_t>(r);
+      }
+    }
+    uintptr_t expected = 0;
+    if (blob_maps[p].compare_exchange_strong(expected, made, std::memory_order_acq_rel)) {
+      m = made;
+    } else {  // another thread mapped it first
+      if (made > 1) intercept::RawSyscall6(SYS_munmap, static_cast<long>(made), static_cast<long>(blob_sizes[p]));
+      m = expected;
+    }
+  }
+  if (m <= 1) return nullptr;
+  *size = blob_sizes[p];
+  return reinterpret_cast<const uint8_t*>(m);
+}
+
 Status Init() {
   const char* image = std::getenv("FANSTORE_IMAGE");
   if (!image || !*image) return Status::Ok();  // not under fanrun: stay out of the way
@@ -87,6 +114,12 @@ Status Init() {
     s->parts.emplace_back(s->ns.partition_path(p));
   s->blob_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
   for (size_t p = 0; p <= s->parts.size(); ++p) s->blob_fds[p].store(-1);
+  s->blob_maps.reset(new std::atomic<uintptr_t>[s->parts.size() + 1]);
+  s->blob_sizes.reset(new uint64_t[s->parts.size() + 1]);
+  for (size_t p = 0; p <= s->parts.size(); ++p) {
+    s->blob_maps[p].store(0);
+    s->blob_sizes[p] = 0;
+  }
   const char* verify = std::getenv("FANSTORE_VERIFY");
   s->verify_raw = verify && std::strcmp(verify, "all") == 0;
   if (const char* st_env = std::getenv("FANSTORE_STATS")) s->stats_target = st_env;

@@ -37,9 +37,15 @@ struct State {
   int reserved_lo = 0;        // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)
   std::atomic<pid_t> pid{0};  // this process (updated in forked children)
   std::unique_ptr<std::atomic<int>[]> blob_fds;
+  // Read-only mappings of the local blobs, made on first use: 0 not yet, 1 unavailable.
+  std::unique_ptr<std::atomic<uintptr_t>[]> blob_maps;
+  std::unique_ptr<uint64_t[]> blob_sizes;  // written before the mapping is published
 
   // The blob fd of partition p, opened on first use; a negative errno on failure.
   int BlobFd(uint32_t p);
+  // Partition p's blob mapped read-only (shared, whole), made on first use; nullptr if it
+  // cannot be mapped. Never unmapped: a process maps each local blob once.
+  const uint8_t* BlobMap(uint32_t p, uint64_t* size);
   // True in a vfork/CLONE_VM child: it shares the parent's memory, so the hook must not
   // allocate, lock or change shared tables there.
   bool InVforkChild() const;

@@ -161,6 +161,47 @@ assert sum(r['device_reads'] for r in rows) > 0, rows
 " && ok || bad "cold reads ($packed) went through io_uring: $(cat "$S/stats.cold")"
 done
 
+# Warm data: the same reads again (pages cached now) are copied from a mapping of the blob
+# (mapped_reads), with the same bytes.
+for packed in raw z; do
+  rm -f "$S/stats.warm"
+  "$FANRUN" --data "$S/$packed" --mount "$MNT" --stats "$S/stats.warm" -- bash -c \
+    "cd '$MNT' && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum" >"$S/md5.warm"
+  cmp -s "$S/md5.native" "$S/md5.warm" && ok || bad "warm reads ($packed): $(diff "$S/md5.native" "$S/md5.warm" | head -4)"
+  $PY -c "
+import json
+rows = [json.loads(l) for l in open('$S/stats.warm')]
+assert sum(r['mapped_reads'] for r in rows) > 0, rows
+" && ok || bad "warm reads ($packed) copied from the mapped blob: $(cat "$S/stats.warm")"
+done
+
+# A blob cut short while the job runs, after the reading process mapped it: reads past the
+# new end are EIO for those files, never SIGBUS, and the process goes on.
+cat >"$S/cut.py" <<'EOF2'
+import os, sys
+blob, files = sys.argv[1], sorted(sys.argv[2:])
+for f in files:  # every member read once: the blob is mapped and its pages cached
+    open(f, 'rb').read()
+os.truncate(blob, 8192)
+ok = eio = 0
+for f in files:
+    try:
+        open(f, 'rb').read()
+        ok += 1
+    except OSError as e:
+        assert e.errno == 5, e
+        eio += 1
+print("read", ok, "eio", eio > 0)
+EOF2
+for packed in raw z; do
+  rm -rf "$S/cut" && cp -r "$S/$packed" "$S/cut"
+  "$FANRUN" --data "$S/cut" --mount "$MNT" -- bash -c \
+    "cd '$MNT' && find train -type f -print0 | xargs -0 $PY '$S/cut.py' '$S/cut/part-00000.fsb'" >"$S/cut.out" 2>"$S/cut.err"
+  if grep -q "eio True" "$S/cut.out"; then ok; else
+    bad "blob cut short in the job ($packed): $(cat "$S/cut.out") / $(tail -3 "$S/cut.err")"
+  fi
+done
+
 # fanrun itself: exit status, signals, bad data.
 "$FANRUN" --data "$S/raw" --mount "$MNT" -- sh -c 'exit 7'
 [ $? -eq 7 ] && ok || bad "CMD's exit status passes through"
