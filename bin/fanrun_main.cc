@@ -305,10 +305,14 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("fanrun ") + FANSTORE_VERSION);
   app.require_subcommand(0, 1);
   fanrun::NodeOptions opt;
-  std::string cache_size, log_level, stats, job;
+  std::string cache_size, log_level, stats, readahead, job;
   std::vector<std::string> cmd;
   AddNodeOptions(&app, &opt, &cache_size, false);  // required unless a subcommand runs
   app.add_option("--log-level", log_level, "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)");
+  app.add_option("--readahead", readahead,
+                 "Bytes read around a member that is not in the page cache, so its neighbours "
+                 "are cached when they are read (e.g. 1M, 0 = off; default auto: 1M when the "
+                 "node's partitions fit in half of the memory) (FANSTORE_READAHEAD)");
   app.add_option("--stats", stats, "Write per-process statistics at exit: 1 for stderr, or a file")
       ->expected(0, 1)
       ->default_str("1");
@@ -347,6 +351,11 @@ int main(int argc, char** argv) {
   }
   if (!log_level.empty()) ::setenv("FANSTORE_LOG_LEVEL", log_level.c_str(), 1);
   if (!stats.empty()) ::setenv("FANSTORE_STATS", stats.c_str(), 1);
+  if (!readahead.empty() && readahead != "auto") {
+    auto v = fanrun::ParseSize(readahead);
+    if (!v.ok()) return Fail("--readahead: " + v.status().message());
+    ::setenv("FANSTORE_READAHEAD", std::to_string(*v).c_str(), 1);
+  }
 
   if (app.got_subcommand(serve)) {
     if (Status s = FinishOptions(&serve_opt, serve_cache); !s.ok()) return Fail(s.message());

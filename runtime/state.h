@@ -5,6 +5,8 @@
 //   FANSTORE_MOUNT   absolute mount point (default: the image's recorded source path)
 //   FANSTORE_VERIFY  all | compressed (default): which members' CRC32C is checked on read
 //   FANSTORE_STATS   1 (stderr) or a path: per-process statistics written at exit
+//   FANSTORE_READAHEAD  bytes prefetched around a member read from the device, or auto
+//                    (default: 1 MiB when the node's blobs fit in half of the memory)
 //   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
 //   FANSTORE_NODE_CACHE  the agent's node cache directory (members fetched before)
 //   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
@@ -33,6 +35,7 @@ struct State {
   std::string node_cache;          // the agent's cache directory (FANSTORE_NODE_CACHE)
   int agent_timeout_ms = 60000;
   bool verify_raw = false;
+  int64_t readahead = -1;     // FANSTORE_READAHEAD: bytes around a cold member (-1: auto)
   std::string stats_target;   // "" | "1" | path
   int reserved_lo = 0;        // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)
   std::atomic<pid_t> pid{0};  // this process (updated in forked children)
