@@ -38,6 +38,7 @@ run() {  # run TARGET LABEL OP THREADS CACHE -- CMD-PREFIX... PATH
   # noise); cold: caches dropped, one timed epoch.
   local extra=(--warmup --duration "$seconds")
   [ "$cache" = cold ] && extra=(--drop-caches --epochs 1)
+  [ "$cache" = fresh ] && extra=(--epochs 1)
   local json
   if ! json=$("$@" --op "$op" --threads "$threads" "${extra[@]}" --json 2>"$work/err"); then
     echo "compare.sh: $label $op failed: $(head -c 300 "$work/err")" >&2
@@ -54,6 +55,9 @@ measure_all() {  # measure_all TARGET LABEL CMD-PREFIX... PATH
   for op in stat read; do
     for t in 1 2; do run "$target" "$label" $op $t warm -- "$@"; done
   done
+  # The first pass of a new process over page-cached data (as a DataLoader worker that is
+  # started for each epoch sees it): warm runs above re-read in one process.
+  run "$target" "$label" read 1 fresh -- "$@"
   if [ $can_drop = 1 ]; then run "$target" "$label" read 2 cold -- "$@"; fi
 }
 

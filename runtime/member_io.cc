@@ -151,7 +151,7 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
 constexpr size_t kPage = 4096, kViewMax = 4u << 20;
 
 const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len) {
-  if (len == 0 || len > kViewMax) return nullptr;
+  if (len == 0 || len > kViewMax || !s.mapped_reads) return nullptr;
   uint64_t size = 0;
   const uint8_t* map = s.BlobMap(partition, &size);
   if (!map || off > size || len > size - off) return nullptr;

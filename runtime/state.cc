@@ -123,6 +123,7 @@ Status Init() {
   const char* verify = std::getenv("FANSTORE_VERIFY");
   s->verify_raw = verify && std::strcmp(verify, "all") == 0;
   if (const char* st_env = std::getenv("FANSTORE_STATS")) s->stats_target = st_env;
+  if (const char* m = std::getenv("FANSTORE_MAPPED_READS")) s->mapped_reads = std::strcmp(m, "0") != 0;
   if (const char* ra = std::getenv("FANSTORE_READAHEAD"); ra && std::strcmp(ra, "auto") != 0)
     s->readahead = static_cast<int64_t>(std::strtoull(ra, nullptr, 10));
   if (const char* agent = std::getenv("FANSTORE_AGENT")) s->agent = agent;

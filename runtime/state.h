@@ -7,6 +7,7 @@
 //   FANSTORE_STATS   1 (stderr) or a path: per-process statistics written at exit
 //   FANSTORE_READAHEAD  bytes prefetched around a member read from the device, or auto
 //                    (default: 1 MiB when the node's blobs fit in half of the memory)
+//   FANSTORE_MAPPED_READS  0: never copy page-cached members from a mapping of the blob
 //   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
 //   FANSTORE_NODE_CACHE  the agent's node cache directory (members fetched before)
 //   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
@@ -36,6 +37,7 @@ struct State {
   int agent_timeout_ms = 60000;
   bool verify_raw = false;
   int64_t readahead = -1;     // FANSTORE_READAHEAD: bytes around a cold member (-1: auto)
+  bool mapped_reads = true;   // FANSTORE_MAPPED_READS=0: always read, never copy from a mapping
   std::string stats_target;   // "" | "1" | path
   int reserved_lo = 0;        // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)
   std::atomic<pid_t> pid{0};  // this process (updated in forked children)
