@@ -198,6 +198,8 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   auto logger = spdlog::stderr_logger_mt("fanrun");
   logger->set_pattern("fanrun: " + where + "%v");
   spdlog::set_default_logger(logger);
+  if (const char* level = std::getenv("FANSTORE_LOG_LEVEL"))  // fanrun --log-level
+    spdlog::set_level(spdlog::level::from_str(level));
 
   // The job id: given, or rank 0's host and pid, the same on every rank.
   job_ = opt.job;
@@ -401,7 +403,14 @@ io::AgentStats Node::agent_stats() const {
 }
 
 void Node::Finish() {
-  if (agent_) agent_->Finish();
+  if (agent_) {
+    agent_->Finish();
+    const io::AgentStats a = agent_->Stats();
+    spdlog::debug("agent: fetched {} members ({} bytes), served {}, {} node-cache hits, "
+                  "{} deduplicated, {} timeouts, {} CRC retries, {} failures, {} evictions",
+                  a.fetched, a.fetched_bytes, a.served, a.cache_hits,
+                  a.deduplicated, a.timeouts, a.crc_retries, a.failures, a.evictions);
+  }
   Teardown();
 }
 
