@@ -4,9 +4,9 @@
 // state; the runtime must not change shared tables there. Asking getpid() every time cost
 // ~4 system calls per file read. Instead every clone, clone3 and vfork site of libc is
 // patched with a stub that runs the system call itself (no hook, no stack: a vfork child
-// returns on the parent's stack, a new thread on an empty one) and then writes this
-// thread-local byte: 1 where the call returned 0 (any child), 0 where it returned a pid or
-// an error (the parent). A mark set in a forked child or a new thread is a false alarm the
+// returns on the parent's stack, a new thread on an empty one), with this thread-local
+// byte set to 1 before the call and, after it, left at 1 where the call returned 0 (any
+// child) and cleared where it returned a pid or an error (the parent). A mark set in a forked child or a new thread is a false alarm the
 // runtime clears after one getpid; a mark that is 0 is trustworthy once CloneMarkComplete().
 // Thread-safety: the byte is per thread; the completeness flag is written once, by Install.
 #pragma once

@@ -12,21 +12,23 @@ void Put32(std::vector<uint8_t>& v, int32_t x) {
     v.push_back(static_cast<uint8_t>(static_cast<uint32_t>(x) >> (8 * i)));
 }
 
+// movb $value,%fs:mark_tls
+void PutMarkStore(std::vector<uint8_t>& v, int32_t mark_tls, uint8_t value) {
+  const uint8_t op[] = {0x64, 0xC6, 0x04, 0x25};
+  v.insert(v.end(), op, op + sizeof op);
+  Put32(v, mark_tls);
+  v.push_back(value);
+}
+
 // After a clone-family syscall: the clone mark is 1 in a child (rax == 0), else 0.
 void PutMark(std::vector<uint8_t>& v, int32_t mark_tls) {
   const uint8_t head[] = {0x48, 0x89, 0xC1,  // mov %rax,%rcx
                           0xE3, 0x0B};       // jrcxz +11 (over movb + jmp)
   v.insert(v.end(), head, head + sizeof head);
-  auto movb = [&](uint8_t value) {  // movb $value,%fs:mark_tls
-    const uint8_t op[] = {0x64, 0xC6, 0x04, 0x25};
-    v.insert(v.end(), op, op + sizeof op);
-    Put32(v, mark_tls);
-    v.push_back(value);
-  };
-  movb(0);
+  PutMarkStore(v, mark_tls, 0);
   v.push_back(0xEB);  // jmp +9 (over the other movb)
   v.push_back(0x09);
-  movb(1);
+  PutMarkStore(v, mark_tls, 1);
 }
 
 }  // namespace
@@ -51,6 +53,9 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
     return true;
   };
   if (p.nr >= 0 && IsCloneFamily(p.nr)) {
+    // Set before the call too, so that a child is marked from its first instruction (a
+    // signal handler may run before the code after the syscall).
+    PutMarkStore(s, mark_tls, 1);
     s.push_back(0x0F);  // syscall
     s.push_back(0x05);
     PutMark(s, mark_tls);
@@ -83,6 +88,7 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
     const size_t jmp_at = s.size();
     s.push_back(0);
     const size_t direct = s.size();
+    PutMarkStore(s, mark_tls, 1);
     s.push_back(0x0F);  // syscall
     s.push_back(0x05);
     PutMark(s, mark_tls);

@@ -6,10 +6,12 @@
 //   lea -128(%rsp),%rsp            step over the red zone
 //   call *entry_slot(%rip)         the common entry (saves state, calls the dispatcher)
 //   lea 128(%rsp),%rsp
-//   [jmp .Lpost; .Ldirect: syscall; <mark>]
+//   [jmp .Lpost; .Ldirect: movb $1,%fs:M; syscall; <mark>]
 //   .Lpost: <post>                 the range's instructions after the syscall, copied
 //   jmp end                        back to the first byte after the range
-// A clone, clone3 or vfork site (number known) gets only <pre> syscall <mark> <post> jmp:
+// A clone, clone3 or vfork site (number known) gets only
+// <pre> movb $1,%fs:M; syscall; <mark> <post> jmp (the mark is set before the call too, so
+// a child is marked from its first instruction, signal handlers included):
 // the child may return on another stack (or on the parent's, which it must not disturb).
 // <mark> writes the clone mark (clone_mark.h) with no stack and no flags (the code after
 // a syscall may still test the flags it set before; rcx and r11 are the kernel's anyway):

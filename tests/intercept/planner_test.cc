@@ -178,9 +178,9 @@ TEST(Stub, CloneStubRunsTheCallItselfThenWritesTheMark) {
   const SitePlan p = Patch(6, 1, 8, SYS_vfork);
   const Bytes s = BuildStub(p, code.data() + 1, 0x20000, 0x1FFF0, -8);
   const Bytes want = Cat({
-      MovEax(SYS_vfork), kSyscall,  // no stack touched, no hook
+      MovEax(SYS_vfork), MarkStore(1), kSyscall,  // no stack touched, no hook
       kMark,
-      {0xE9, 0xE3, 0xFF, 0xFE, 0xFF},  // jmp 0x10008: 0x10008 - 0x20025
+      {0xE9, 0xDA, 0xFF, 0xFE, 0xFF},  // jmp 0x10008: 0x10008 - 0x2002E
   });
   EXPECT_EQ(s, want);
 }
@@ -204,8 +204,11 @@ TEST(Stub, UnknownNumberStubChecksForOriginalFrameCalls) {
   ASSERT_GT(direct, 0u);
   EXPECT_EQ(Bytes(s.begin() + static_cast<long>(direct) + 2,
                   s.begin() + static_cast<long>(direct + 2 + kMark.size())), kMark);
-  EXPECT_EQ(s[direct - 2], 0xEB);
-  EXPECT_EQ(s[direct - 1], 2 + kMark.size());
+  const Bytes set = MarkStore(1);  // the mark is set before the direct call
+  ASSERT_GT(direct, set.size() + 2);
+  EXPECT_EQ(Bytes(s.begin() + static_cast<long>(direct - set.size()), s.begin() + static_cast<long>(direct)), set);
+  EXPECT_EQ(s[direct - set.size() - 2], 0xEB);
+  EXPECT_EQ(s[direct - set.size() - 1], set.size() + 2 + kMark.size());
   ASSERT_EQ(s.size(), direct + 2 + kMark.size() + 5);
   EXPECT_EQ(s[direct + 2 + kMark.size()], 0xE9);
 }
