@@ -96,12 +96,15 @@ void FdTable::Bind(int fd, int d) {
   slab_[d].refs.fetch_add(1, std::memory_order_acq_rel);
   const int old = fd_[fd].exchange(d, std::memory_order_acq_rel);
   bits_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
-  if (old >= 0) Release(old);
+  if (old >= 0)
+    Release(old);
+  else
+    bound_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void FdTable::Adopt(int fd, int d, bool add_ref) {
   if (add_ref) slab_[d].refs.fetch_add(1, std::memory_order_acq_rel);
-  fd_[fd].store(d, std::memory_order_release);
+  if (fd_[fd].exchange(d, std::memory_order_acq_rel) < 0) bound_.fetch_add(1, std::memory_order_relaxed);
   bits_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
 }
 
@@ -114,6 +117,7 @@ bool FdTable::Unbind(int fd) {
   const int old = fd_[fd].exchange(-1, std::memory_order_acq_rel);
   if (old < 0) return false;
   bits_[fd / 64].fetch_and(~(uint64_t{1} << (fd % 64)), std::memory_order_release);
+  bound_.fetch_sub(1, std::memory_order_relaxed);
   Release(old);
   return true;
 }

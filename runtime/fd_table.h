@@ -77,6 +77,8 @@ class FdTable {
   // For the prefilter (no vector registers: plain words): the bitmap of virtual fds, the
   // fd -> description map and the descriptions.
   const std::atomic<uint64_t>* bits() const { return bits_; }
+  // How many fds are virtual now (poll and select need no look at their arrays at 0).
+  const std::atomic<int>* bound() const { return &bound_; }
   const std::atomic<int32_t>* fd_map() const { return fd_; }
   const OpenFile* slab() const { return slab_; }
 
@@ -84,6 +86,7 @@ class FdTable {
   void Release(int d);
   std::atomic<int32_t> fd_[kMaxFds];  // -1: not virtual
   std::atomic<uint64_t> bits_[kMaxFds / 64];
+  std::atomic<int> bound_{0};
   OpenFile* slab_ = nullptr;               // kMaxDescs, MAP_SHARED
   std::atomic<uint64_t>* used_ = nullptr;  // kMaxDescs bits, MAP_SHARED
   int slab_fd_ = -1;  // the slab's memfd (CLOEXEC except at an exec passing fds on)

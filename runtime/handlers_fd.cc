@@ -453,21 +453,37 @@ constexpr short kAlwaysReady = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
 constexpr unsigned long kMaxPollFds = 4096;
 }  // namespace
 
+// The application's memory, copied as the kernel would (process_vm_readv/writev of this
+// process): a bad or read-only pointer gives false, where a plain access would crash.
+bool CopyIn(void* dst, long src, size_t len) {
+  iovec local{dst, len}, remote{reinterpret_cast<void*>(src), len};
+  return RawSyscall6(SYS_process_vm_readv, Get()->pid.load(std::memory_order_relaxed),
+                     reinterpret_cast<long>(&local), 1, reinterpret_cast<long>(&remote), 1,
+                     0) == static_cast<long>(len);
+}
+bool CopyOut(long dst, const void* src, size_t len) {
+  iovec local{const_cast<void*>(src), len}, remote{reinterpret_cast<void*>(dst), len};
+  return RawSyscall6(SYS_process_vm_writev, Get()->pid.load(std::memory_order_relaxed),
+                     reinterpret_cast<long>(&local), 1, reinterpret_cast<long>(&remote), 1,
+                     0) == static_cast<long>(len);
+}
+
 HookResult OnPoll(long nr, const long a[6]) {
   // poll(fds, nfds, timeout_ms)  ppoll(fds, nfds, tsp, sigmask, sigsetsize)
-  auto* fds = reinterpret_cast<pollfd*>(a[0]);
   const unsigned long n = static_cast<unsigned long>(a[1]);
-  if (!fds || n > kMaxPollFds) return kPassToKernel;
+  if (!a[0] || n == 0 || n > kMaxPollFds) return kPassToKernel;
+  pollfd user[kMaxPollFds];  // the application's array, as it was
+  if (!CopyIn(user, a[0], n * sizeof(pollfd))) return kPassToKernel;  // the kernel says EFAULT
   pollfd copy[kMaxPollFds];
   short virt[kMaxPollFds];  // the answer for a virtual fd, -1 for the others
   bool any = false;
   long ready = 0;
   for (unsigned long i = 0; i < n; ++i) {
-    copy[i] = fds[i];
+    copy[i] = user[i];
     virt[i] = -1;
-    if (fds[i].fd < 0 || Fds().DescOf(fds[i].fd) < 0) continue;
+    if (user[i].fd < 0 || Fds().DescOf(user[i].fd) < 0) continue;
     any = true;
-    virt[i] = static_cast<short>(kAlwaysReady & (fds[i].events | POLLERR | POLLHUP));
+    virt[i] = static_cast<short>(kAlwaysReady & (user[i].events | POLLERR | POLLHUP));
     ready += virt[i] != 0;
     copy[i].fd = -1;  // ignored by the kernel
   }
@@ -483,9 +499,10 @@ HookResult OnPoll(long nr, const long a[6]) {
   if (rc < 0 && !(ready && rc == -EINTR)) return Handled(rc);  // ready fds win over signals
   long count = 0;
   for (unsigned long i = 0; i < n; ++i) {
-    fds[i].revents = virt[i] >= 0 ? virt[i] : (rc < 0 ? 0 : copy[i].revents);
-    count += fds[i].revents != 0;
+    user[i].revents = virt[i] >= 0 ? virt[i] : (rc < 0 ? 0 : copy[i].revents);
+    count += user[i].revents != 0;
   }
+  if (!CopyOut(a[0], user, n * sizeof(pollfd))) return Err(EFAULT);
   return Handled(count);
 }
 
@@ -494,8 +511,13 @@ HookResult OnSelect(long nr, const long a[6]) {
   const long nfds = static_cast<int>(a[0]);
   if (nfds <= 0 || nfds > kMaxFds) return kPassToKernel;
   const long words = (nfds + 63) / 64;
-  uint64_t* sets[3] = {reinterpret_cast<uint64_t*>(a[1]), reinterpret_cast<uint64_t*>(a[2]),
-                       reinterpret_cast<uint64_t*>(a[3])};
+  uint64_t user[3][kMaxFds / 64];  // the application's sets, copied in safely
+  uint64_t* sets[3] = {nullptr, nullptr, nullptr};
+  for (int k = 0; k < 3; ++k) {
+    if (!a[k + 1]) continue;
+    if (!CopyIn(user[k], a[k + 1], static_cast<size_t>(words) * 8)) return kPassToKernel;  // EFAULT
+    sets[k] = user[k];
+  }
   uint64_t copy[3][kMaxFds / 64];
   uint64_t virt[2][kMaxFds / 64];  // virtual fds asked for reading, writing: ready
   bool any = false;
@@ -536,6 +558,8 @@ HookResult OnSelect(long nr, const long a[6]) {
       sets[k][w] = (rc < 0 ? 0 : copy[k][w]) | (k < 2 ? virt[k][w] : 0);
     }
   }
+  for (int k = 0; k < 3; ++k)
+    if (sets[k] && !CopyOut(a[k + 1], sets[k], static_cast<size_t>(words) * 8)) return Err(EFAULT);
   return Handled((rc < 0 ? 0 : rc) + ready);
 }
 

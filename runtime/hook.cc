@@ -217,6 +217,7 @@ HookSpec PreloadHookSpec() {
   std::memcpy(g_prefilter.mount, s->mount.data(), g_prefilter.mount_len);
   g_prefilter.reserved_lo = s->reserved_lo;
   g_prefilter.fd_bits = Fds().bits();
+  g_prefilter.fd_count = Fds().bound();
   g_prefilter.fd_map = Fds().fd_map();
   g_prefilter.descs = Fds().slab();
   g_prefilter.entries = s->ns.entries();

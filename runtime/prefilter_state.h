@@ -21,6 +21,7 @@ struct PrefilterState {
   unsigned mount_len = 0;
   int reserved_lo = 0;
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
+  const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()
   const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
   const OpenFile* descs = nullptr;                 // FdTable::slab()
   std::atomic<int> cwd_virtual{1};                 // 1: relative paths may be ours

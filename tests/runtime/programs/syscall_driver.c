@@ -252,6 +252,24 @@ int main(int argc, char** argv) {
     SHOW("epoll_ctl del file", epoll_ctl(ep, EPOLL_CTL_DEL, file, &ev));
     SHOW("epoll_ctl add pipe", epoll_ctl(ep, EPOLL_CTL_ADD, full[0], &ev));
     SHOW("epoll_ctl on a file as epfd", epoll_ctl(file, EPOLL_CTL_ADD, full[0], &ev));
+    /* bad pointers with a virtual fd open: EFAULT, as the kernel answers, never a crash */
+    struct timeval tv0 = {0, 0};
+    struct pollfd* volatile bad_fds = (struct pollfd*)8;  /* volatile: no compile-time check */
+    fd_set* volatile bad_set = (fd_set*)8;
+    SHOW("poll bad pointer", poll(bad_fds, 2, 0));
+    SHOW("ppoll bad pointer", ppoll(bad_fds, 2, &zero, NULL));
+    SHOW("select bad set", select(file + 1, bad_set, NULL, NULL, &tv0));
+    SHOW("pselect bad set", pselect(file + 1, NULL, bad_set, NULL, &zero, NULL));
+    struct pollfd* ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ro[0].fd = file; ro[0].events = POLLIN; ro[0].revents = 0;
+    mprotect(ro, 4096, PROT_READ);
+    SHOW("poll read-only array", poll(ro, 1, 0));
+    fd_set* ros = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    FD_ZERO(ros); FD_SET(file, ros);
+    mprotect(ros, 4096, PROT_READ);
+    SHOW("select read-only set", select(file + 1, ros, NULL, NULL, &tv0));
+    munmap(ro, 4096);
+    munmap(ros, 4096);
     close(ep);
     close(file);
     SHOW("epoll_ctl add closed", epoll_ctl(dir, EPOLL_CTL_ADD, file, &ev));
