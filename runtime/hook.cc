@@ -26,147 +26,153 @@ namespace {
 
 ShardedCounter s_opens, s_stats, s_calls, s_failed;
 
-HookResult Route(long nr, const long a[6]) {
-  switch (nr) {
-    case SYS_open:
-    case SYS_openat:
-      s_opens.Add(1);
-      return OnOpenat(nr, a);
-    case SYS_stat:
-    case SYS_lstat:
-    case SYS_newfstatat:
-      s_stats.Add(1);
-      return OnStatPath(nr, a);
-    case SYS_statx:
-      s_stats.Add(1);
-      return OnStatx(a);
-    case SYS_fstat:
-      s_stats.Add(1);
-      return OnFstat(a);
-    case SYS_access:
-    case SYS_faccessat:
-    case SYS_faccessat2:
-      return OnAccess(nr, a);
-    case SYS_readlink:
-    case SYS_readlinkat:
-      return OnReadlink(nr, a);
-    case SYS_chdir:
-    case SYS_fchdir:
-      return OnChdir(nr, a);
-    case SYS_getcwd:
-      return OnGetcwd(a);
-    case SYS_execve:
-    case SYS_execveat:
-      return OnExec(nr, a);
-    case SYS_statfs:
-    case SYS_fstatfs:
-      return OnStatfs(nr, a);
-    case SYS_getxattr:
-    case SYS_lgetxattr:
-    case SYS_listxattr:
-    case SYS_llistxattr:
-    case SYS_setxattr:
-    case SYS_lsetxattr:
-    case SYS_removexattr:
-    case SYS_lremovexattr:
-      return OnXattrPath(nr, a);
-    case SYS_read:
-    case SYS_pread64:
-    case SYS_readv:
-    case SYS_preadv:
-    case SYS_preadv2:
-      return OnRead(nr, a);
-    case SYS_lseek:
-      return OnLseek(a);
-    case SYS_close:
-      return OnClose(a);
-    case SYS_close_range:
-      return OnCloseRange(a);
-    case SYS_dup:
-    case SYS_dup2:
-    case SYS_dup3:
-      return OnDup(nr, a);
-    case SYS_fcntl:
-      return OnFcntl(a);
-    case SYS_ioctl:
-      return OnIoctl(a);
-    case SYS_getdents64:
-      return OnGetdents(a);
-    case SYS_mmap:
-      return OnMmap(a);
-    case SYS_sendfile:
-    case SYS_copy_file_range:
-    case SYS_splice:
-      return OnCopy(nr, a);
-    case SYS_poll:
-    case SYS_ppoll:
-      return OnPoll(nr, a);
-    case SYS_select:
-    case SYS_pselect6:
-      return OnSelect(nr, a);
-    case SYS_epoll_ctl:
-      return OnEpollCtl(a);
-    case SYS_fadvise64:
-    case SYS_readahead:
-    case SYS_fsync:
-    case SYS_fdatasync:
-    case SYS_ftruncate:
-    case SYS_fchmod:
-    case SYS_fchown:
-    case SYS_fgetxattr:
-    case SYS_flistxattr:
-    case SYS_fsetxattr:
-    case SYS_fremovexattr:
-    case SYS_write:
-    case SYS_pwrite64:
-    case SYS_writev:
-    case SYS_pwritev:
-    case SYS_pwritev2:
-      return OnFdMisc(nr, a);
-    default:
-      return OnMutationPath(nr, a);
-  }
+// Every system call the runtime serves, in one table: its handler, and whether that
+// handler allocates, locks or changes shared tables, so that it must not run in a vfork
+// child, which shares its parent's memory (State::InVforkChild). The others (stat, lseek,
+// fstat, access, readlink...) touch nothing shared on their way, and exec takes care of
+// itself. The interception interest is this table's numbers.
+using Handler = HookResult (*)(long nr, const long a[6]);
+struct Served {
+  long nr;
+  Handler fn;
+  bool not_in_vfork_child;
+};
+
+HookResult OpenCounted(long nr, const long a[6]) {
+  s_opens.Add(1);
+  return OnOpenat(nr, a);
 }
+HookResult StatPathCounted(long nr, const long a[6]) {
+  s_stats.Add(1);
+  return OnStatPath(nr, a);
+}
+HookResult StatxCounted(long, const long a[6]) {
+  s_stats.Add(1);
+  return OnStatx(a);
+}
+HookResult FstatCounted(long, const long a[6]) {
+  s_stats.Add(1);
+  return OnFstat(a);
+}
+HookResult ExitGroup(long, const long[6]) {  // every way out (exit, _exit, os._exit) ends here
+  WriteStats();
+  if (!Get()->InVforkChild()) Fds().ReleaseAll();
+  return kPassToKernel;
+}
+template <HookResult (*F)(const long[6])>
+HookResult ArgsOnly(long, const long a[6]) {
+  return F(a);
+}
+
+constexpr bool kShared = true, kSafe = false;
+constexpr Served kServed[] = {
+    {SYS_open, OpenCounted, kShared},
+    {SYS_openat, OpenCounted, kShared},
+    {SYS_stat, StatPathCounted, kSafe},
+    {SYS_lstat, StatPathCounted, kSafe},
+    {SYS_newfstatat, StatPathCounted, kSafe},
+    {SYS_statx, StatxCounted, kSafe},
+    {SYS_fstat, FstatCounted, kSafe},
+    {SYS_access, OnAccess, kSafe},
+    {SYS_faccessat, OnAccess, kSafe},
+    {SYS_faccessat2, OnAccess, kSafe},
+    {SYS_readlink, OnReadlink, kSafe},
+    {SYS_readlinkat, OnReadlink, kSafe},
+    {SYS_chdir, OnChdir, kShared},
+    {SYS_fchdir, OnChdir, kShared},
+    {SYS_getcwd, ArgsOnly<OnGetcwd>, kSafe},
+    {SYS_execve, OnExec, kSafe},
+    {SYS_execveat, OnExec, kSafe},
+    {SYS_statfs, OnStatfs, kSafe},
+    {SYS_fstatfs, OnStatfs, kSafe},
+    {SYS_getxattr, OnXattrPath, kSafe},
+    {SYS_lgetxattr, OnXattrPath, kSafe},
+    {SYS_listxattr, OnXattrPath, kSafe},
+    {SYS_llistxattr, OnXattrPath, kSafe},
+    {SYS_setxattr, OnXattrPath, kSafe},
+    {SYS_lsetxattr, OnXattrPath, kSafe},
+    {SYS_removexattr, OnXattrPath, kSafe},
+    {SYS_lremovexattr, OnXattrPath, kSafe},
+    {SYS_read, OnRead, kShared},
+    {SYS_pread64, OnRead, kShared},
+    {SYS_readv, OnRead, kShared},
+    {SYS_preadv, OnRead, kShared},
+    {SYS_preadv2, OnRead, kShared},
+    {SYS_lseek, ArgsOnly<OnLseek>, kSafe},
+    {SYS_close, ArgsOnly<OnClose>, kSafe},              // checks for itself
+    {SYS_close_range, ArgsOnly<OnCloseRange>, kSafe},  // checks for itself
+    {SYS_dup, OnDup, kShared},
+    {SYS_dup2, OnDup, kSafe},  // checks for itself (a vfork child's dup2 is its own)
+    {SYS_dup3, OnDup, kSafe},
+    {SYS_fcntl, ArgsOnly<OnFcntl>, kSafe},  // checks for itself
+    {SYS_ioctl, ArgsOnly<OnIoctl>, kSafe},
+    {SYS_getdents64, ArgsOnly<OnGetdents>, kShared},
+    {SYS_mmap, ArgsOnly<OnMmap>, kShared},
+    {SYS_sendfile, OnCopy, kShared},
+    {SYS_copy_file_range, OnCopy, kShared},
+    {SYS_splice, OnCopy, kShared},
+    {SYS_poll, OnPoll, kSafe},
+    {SYS_ppoll, OnPoll, kSafe},
+    {SYS_select, OnSelect, kSafe},
+    {SYS_pselect6, OnSelect, kSafe},
+    {SYS_epoll_ctl, ArgsOnly<OnEpollCtl>, kSafe},
+    {SYS_fadvise64, OnFdMisc, kSafe},
+    {SYS_readahead, OnFdMisc, kSafe},
+    {SYS_fsync, OnFdMisc, kSafe},
+    {SYS_fdatasync, OnFdMisc, kSafe},
+    {SYS_ftruncate, OnFdMisc, kSafe},
+    {SYS_fchmod, OnFdMisc, kSafe},
+    {SYS_fchown, OnFdMisc, kSafe},
+    {SYS_fgetxattr, OnFdMisc, kSafe},
+    {SYS_flistxattr, OnFdMisc, kSafe},
+    {SYS_fsetxattr, OnFdMisc, kSafe},
+    {SYS_fremovexattr, OnFdMisc, kSafe},
+    {SYS_write, OnFdMisc, kSafe},
+    {SYS_pwrite64, OnFdMisc, kSafe},
+    {SYS_writev, OnFdMisc, kSafe},
+    {SYS_pwritev, OnFdMisc, kSafe},
+    {SYS_pwritev2, OnFdMisc, kSafe},
+    {SYS_unlink, OnMutationPath, kSafe},
+    {SYS_unlinkat, OnMutationPath, kSafe},
+    {SYS_rmdir, OnMutationPath, kSafe},
+    {SYS_mkdir, OnMutationPath, kSafe},
+    {SYS_mkdirat, OnMutationPath, kSafe},
+    {SYS_mknod, OnMutationPath, kSafe},
+    {SYS_mknodat, OnMutationPath, kSafe},
+    {SYS_rename, OnMutationPath, kSafe},
+    {SYS_renameat, OnMutationPath, kSafe},
+    {SYS_renameat2, OnMutationPath, kSafe},
+    {SYS_link, OnMutationPath, kSafe},
+    {SYS_linkat, OnMutationPath, kSafe},
+    {SYS_symlink, OnMutationPath, kSafe},
+    {SYS_symlinkat, OnMutationPath, kSafe},
+    {SYS_chmod, OnMutationPath, kSafe},
+    {SYS_fchmodat, OnMutationPath, kSafe},
+    {SYS_chown, OnMutationPath, kSafe},
+    {SYS_lchown, OnMutationPath, kSafe},
+    {SYS_fchownat, OnMutationPath, kSafe},
+    {SYS_truncate, OnMutationPath, kSafe},
+    {SYS_utime, OnMutationPath, kSafe},
+    {SYS_utimes, OnMutationPath, kSafe},
+    {SYS_utimensat, OnMutationPath, kSafe},
+    {SYS_futimesat, OnMutationPath, kSafe},
+    {SYS_exit_group, ExitGroup, kSafe},
+};
+
+// kServed by number, filled once at start-up (single-threaded), read-only afterwards.
+const Served* g_routes[intercept::kMaxSyscallNr];
 
 }  // namespace
 
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   State* s = Get();
-  if (!s) return kPassToKernel;
-  if (nr == SYS_exit_group) {  // every way out (exit, _exit, os._exit) ends here
-    WriteStats();
-    if (!s->InVforkChild()) Fds().ReleaseAll();
-    return kPassToKernel;
-  }
-  // A vfork child shares its parent's memory: handlers that allocate, lock or change
-  // shared tables check for it (State::InVforkChild, a getpid) themselves; the rest
-  // (stat, lseek, fstat, access, readlink: no allocation) are safe as they are, and exec
-  // takes care of itself.
-  switch (nr) {
-    case SYS_open:
-    case SYS_openat:
-    case SYS_read:
-    case SYS_readv:
-    case SYS_pread64:
-    case SYS_preadv:
-    case SYS_preadv2:
-    case SYS_dup:
-    case SYS_mmap:
-    case SYS_sendfile:
-    case SYS_copy_file_range:
-    case SYS_splice:
-    case SYS_chdir:
-    case SYS_fchdir:
-    case SYS_getdents64:
-      if (s->InVforkChild()) return kPassToKernel;
-      break;
-    default:
-      break;
-  }
+  if (!s || nr < 0 || nr >= intercept::kMaxSyscallNr || !g_routes[nr]) return kPassToKernel;
+  const Served& r = *g_routes[nr];
+  if (r.not_in_vfork_child && s->InVforkChild()) return kPassToKernel;
   s_calls.Add(1);
-  const HookResult r = Route(nr, a);
-  if (r.handled && r.value < 0) s_failed.Add(1);
-  return r;
+  const HookResult out = r.fn(nr, a);
+  if (out.handled && out.value < 0) s_failed.Add(1);
+  return out;
 }
 
 void WriteStats() {
@@ -227,26 +233,10 @@ HookSpec PreloadHookSpec() {
   g_prefilter.active = true;
   spec.hook = &RuntimeHook;
   spec.prefilter = &RuntimePrefilter;
-  for (long nr :
-       {SYS_open,       SYS_openat,          SYS_stat,        SYS_lstat,        SYS_newfstatat,
-        SYS_statx,      SYS_fstat,           SYS_access,      SYS_faccessat,    SYS_faccessat2,
-        SYS_readlink,   SYS_readlinkat,      SYS_chdir,       SYS_fchdir,       SYS_getcwd,
-        SYS_statfs,     SYS_fstatfs,         SYS_getxattr,    SYS_lgetxattr,    SYS_listxattr,
-        SYS_llistxattr, SYS_setxattr,        SYS_lsetxattr,   SYS_removexattr,  SYS_lremovexattr,
-        SYS_read,       SYS_pread64,         SYS_readv,       SYS_preadv,       SYS_preadv2,
-        SYS_lseek,      SYS_close,           SYS_close_range, SYS_dup,          SYS_dup2,
-        SYS_dup3,       SYS_fcntl,           SYS_ioctl,       SYS_getdents64,   SYS_mmap,
-        SYS_sendfile,   SYS_copy_file_range, SYS_splice,      SYS_fadvise64,    SYS_readahead,
-        SYS_fsync,      SYS_fdatasync,       SYS_ftruncate,   SYS_fchmod,       SYS_fchown,
-        SYS_fgetxattr,  SYS_flistxattr,      SYS_fsetxattr,   SYS_fremovexattr, SYS_write,
-        SYS_pwrite64,   SYS_writev,          SYS_pwritev,     SYS_pwritev2,     SYS_unlink,
-        SYS_unlinkat,   SYS_rmdir,           SYS_mkdir,       SYS_mkdirat,      SYS_mknod,
-        SYS_mknodat,    SYS_rename,          SYS_renameat,    SYS_renameat2,    SYS_link,
-        SYS_linkat,     SYS_symlink,         SYS_symlinkat,   SYS_chmod,        SYS_fchmodat,
-        SYS_chown,      SYS_lchown,          SYS_fchownat,    SYS_truncate,     SYS_utime,
-        SYS_utimes,     SYS_utimensat,       SYS_futimesat,   SYS_exit_group,   SYS_poll,
-        SYS_ppoll,      SYS_select,          SYS_pselect6,    SYS_epoll_ctl})
-    spec.interest.nrs.set(nr);
+  for (const Served& r : kServed) {
+    g_routes[r.nr] = &r;
+    spec.interest.nrs.set(static_cast<size_t>(r.nr));
+  }
   return spec;
 }
 
