@@ -153,14 +153,25 @@ EOF2
 stat_sum() {  # stat_sum STATS-FILE FIELD: the field summed over every process's line
   $PY -c "import json, sys; print(sum(json.loads(l)[sys.argv[2]] for l in open(sys.argv[1])))" "$1" "$2"
 }
+# read_all PACKED OUT STATS [FIRST]: under fanrun, FIRST (a shell command) and then md5sum of
+# every file in the mount, sorted, into OUT; the processes' statistics into STATS.
+read_all() {
+  rm -f "$3"
+  "$FANRUN" --data "$S/$1" --mount "$MNT" --stats "$3" -- bash -c \
+    "${4:-true} && cd '$MNT' && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum" >"$2"
+}
 (cd "$T" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) >"$S/md5.native"
+# Warm data, read a second time (pages cached now), is copied from a mapping of the blob
+# (mapped_reads), with the same bytes.
 for packed in raw z; do
-  rm -f "$S/stats.cold"
-  "$FANRUN" --data "$S/$packed" --mount "$MNT" --stats "$S/stats.cold" -- bash -c \
-    "$PY $S/drop.py $S/$packed/part-*.fsb && cd '$MNT' && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum" >"$S/md5.cold"
+  read_all $packed "$S/md5.cold" "$S/stats.cold" "$PY $S/drop.py $S/$packed/part-*.fsb"
   cmp -s "$S/md5.native" "$S/md5.cold" && ok || bad "cold reads ($packed): $(diff "$S/md5.native" "$S/md5.cold" | head -4)"
   [ "$(stat_sum "$S/stats.cold" device_reads)" -gt 0 ] && ok ||
     bad "cold reads ($packed) went through io_uring: $(cat "$S/stats.cold")"
+  read_all $packed "$S/md5.warm" "$S/stats.warm"
+  cmp -s "$S/md5.native" "$S/md5.warm" && ok || bad "warm reads ($packed): $(diff "$S/md5.native" "$S/md5.warm" | head -4)"
+  [ "$(stat_sum "$S/stats.warm" mapped_reads)" -gt 0 ] && ok ||
+    bad "warm reads ($packed) copied from the mapped blob: $(cat "$S/stats.warm")"
 done
 
 # Readahead around cold members: with 1 MiB the neighbours of a member read from the device
@@ -179,17 +190,6 @@ for ra in 0 1M; do
 done
 [ "$(cat "$S/device.1M")" -lt $(($(cat "$S/device.0") / 2)) ] && ok ||
   bad "--readahead 1M: $(cat "$S/device.1M") device reads, not under half of the $(cat "$S/device.0") without"
-
-# Warm data: the same reads again (pages cached now) are copied from a mapping of the blob
-# (mapped_reads), with the same bytes.
-for packed in raw z; do
-  rm -f "$S/stats.warm"
-  "$FANRUN" --data "$S/$packed" --mount "$MNT" --stats "$S/stats.warm" -- bash -c \
-    "cd '$MNT' && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum" >"$S/md5.warm"
-  cmp -s "$S/md5.native" "$S/md5.warm" && ok || bad "warm reads ($packed): $(diff "$S/md5.native" "$S/md5.warm" | head -4)"
-  [ "$(stat_sum "$S/stats.warm" mapped_reads)" -gt 0 ] && ok ||
-    bad "warm reads ($packed) copied from the mapped blob: $(cat "$S/stats.warm")"
-done
 
 # A blob cut short while the job runs, after the reading process mapped it: reads past the
 # new end are EIO for those files, never SIGBUS, and the process goes on.
