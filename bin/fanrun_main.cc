@@ -308,7 +308,8 @@ int main(int argc, char** argv) {
   std::string cache_size, log_level, stats, readahead, job;
   std::vector<std::string> cmd;
   AddNodeOptions(&app, &opt, &cache_size, false);  // required unless a subcommand runs
-  app.add_option("--log-level", log_level, "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)");
+  app.add_option("--log-level", log_level, "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)")
+      ->check(CLI::IsMember({"off", "error", "warn", "info", "debug"}));
   app.add_option("--readahead", readahead,
                  "Bytes read around a member that is not in the page cache, so its neighbours "
                  "are cached when they are read (e.g. 1M, 0 = off; default auto: 1M when the "

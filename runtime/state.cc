@@ -67,24 +67,27 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size) {
     const int fd = BlobFd(p);
     struct stat st;
     uintptr_t made = 1;
+    long len = 0;
     if (fd >= 0 && intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
         st.st_size > 0) {
-      const long r = intercept::RawSyscall6(SYS_mmap, 0, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-      if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095)) {
-        blob_sizes[p] = static_cast<uint64_t>(st.st_size);
-        made = static_cast<uintptr_t>(r);
-      }
+      len = st.st_size;
+      const long r = intercept::RawSyscall6(SYS_mmap, 0, len, PROT_READ, MAP_SHARED, fd, 0);
+      if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095)) made = static_cast<uintptr_t>(r);
     }
+    // Racing threads both map; the size goes out before the mapping is published. Both
+    // store this blob's size; should a cut blob make them differ, mincore (ResidentView)
+    // refuses any page outside the mapping, so no read goes past it.
+    if (made > 1) blob_sizes[p].store(static_cast<uint64_t>(len), std::memory_order_relaxed);
     uintptr_t expected = 0;
     if (blob_maps[p].compare_exchange_strong(expected, made, std::memory_order_acq_rel)) {
       m = made;
     } else {  // another thread mapped it first
-      if (made > 1) intercept::RawSyscall6(SYS_munmap, static_cast<long>(made), static_cast<long>(blob_sizes[p]));
+      if (made > 1) intercept::RawSyscall6(SYS_munmap, static_cast<long>(made), len);
       m = expected;
     }
   }
   if (m <= 1) return nullptr;
-  *size = blob_sizes[p];
+  *size = blob_sizes[p].load(std::memory_order_relaxed);
   return reinterpret_cast<const uint8_t*>(m);
 }
 
@@ -115,10 +118,10 @@ Status Init() {
   s->blob_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
   for (size_t p = 0; p <= s->parts.size(); ++p) s->blob_fds[p].store(-1);
   s->blob_maps.reset(new std::atomic<uintptr_t>[s->parts.size() + 1]);
-  s->blob_sizes.reset(new uint64_t[s->parts.size() + 1]);
+  s->blob_sizes.reset(new std::atomic<uint64_t>[s->parts.size() + 1]);
   for (size_t p = 0; p <= s->parts.size(); ++p) {
     s->blob_maps[p].store(0);
-    s->blob_sizes[p] = 0;
+    s->blob_sizes[p].store(0);
   }
   const char* verify = std::getenv("FANSTORE_VERIFY");
   s->verify_raw = verify && std::strcmp(verify, "all") == 0;

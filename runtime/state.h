@@ -44,7 +44,7 @@ struct State {
   std::unique_ptr<std::atomic<int>[]> blob_fds;
   // Read-only mappings of the local blobs, made on first use: 0 not yet, 1 unavailable.
   std::unique_ptr<std::atomic<uintptr_t>[]> blob_maps;
-  std::unique_ptr<uint64_t[]> blob_sizes;  // written before the mapping is published
+  std::unique_ptr<std::atomic<uint64_t>[]> blob_sizes;  // stored before the mapping is published
 
   // The blob fd of partition p, opened on first use; a negative errno on failure.
   int BlobFd(uint32_t p);

@@ -227,4 +227,8 @@ expect_rc 125 "fanrun with a missing dataset" -- "$FANRUN" --data "$S/nope" -- t
 expect_err_line "fanrun: $S/nope: No such file or directory" "missing dataset error"
 expect_rc 127 "fanrun with a missing command" -- "$FANRUN" --data "$S/raw" --mount "$MNT" -- no-such-command-xyz
 expect_rc 2 "fanrun without a command" -- "$FANRUN" --data "$S/raw"
+expect_rc 2 "fanrun with a bad --log-level" -- "$FANRUN" --log-level verbose --data "$S/raw" -- true
+expect_err_line "--log-level: verbose not in" "bad --log-level error"
+expect_rc 125 "fanrun with a bad --readahead" -- "$FANRUN" --readahead 1X --data "$S/raw" -- true
+expect_err_line "fanrun: --readahead: '1X': unknown unit" "bad --readahead error"
 finish
