@@ -23,8 +23,11 @@ expect_err_line "no such served job" "attach with no served job names the proble
 mpiexec -n 2 "$FANRUN" serve --data "$S/packed" --mount "$S/mnt" --local-dir "$S" --job "$JOB" \
   >"$S/serve.out" 2>"$S/serve.err" &
 SERVE=$!
+# Ready: both agents listen and rank 0 has printed how to attach (it does so once its
+# start-up returns, a moment after the sockets appear).
 for _ in $(seq 300); do
-  [ "$(ls "$JOBDIR"/rank-*/agent.sock 2>/dev/null | wc -l)" -eq 2 ] && break
+  [ "$(ls "$JOBDIR"/rank-*/agent.sock 2>/dev/null | wc -l)" -eq 2 ] &&
+    grep -q "fanrun attach --job" "$S/serve.err" && break
   kill -0 $SERVE 2>/dev/null || break
   sleep 0.1
 done
