@@ -65,11 +65,19 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
     parents.push_back(p.string());
   for (auto it = parents.rbegin(); it != parents.rend(); ++it)
     if (::mkdir(it->c_str(), 0755) == 0) made.push_back(*it);
-  for (uint32_t i = 1; i < ns.size(); ++i) {
-    const auto& e = ns.entry(i);
-    if (!S_ISDIR(e.mode)) continue;
-    const std::string p = mount + "/" + std::string(ns.path(e));
-    if (::mkdir(p.c_str(), 0755) == 0) made.push_back(p);
+  // Parents before children: a walk down from the root.
+  std::vector<uint32_t> todo = {0};
+  while (!todo.empty()) {
+    const meta::ImageEntry& dir = ns.entry(todo.back());
+    todo.pop_back();
+    for (uint32_t c = 0; c < dir.child_count; ++c) {
+      const uint32_t i = ns.Child(dir, c);
+      const meta::ImageEntry& e = ns.entry(i);
+      if (e.kind != static_cast<uint8_t>(meta::Kind::kDir)) continue;
+      const std::string p = mount + "/" + std::string(ns.path(e));
+      if (::mkdir(p.c_str(), 0755) == 0) made.push_back(p);
+      todo.push_back(i);
+    }
   }
   return made;
 }
@@ -375,13 +383,11 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
 // the image file (no copy, no write), published under its final name when complete.
 Status Node::PublishImage(std::string_view exchanged, const std::vector<std::string>& local_paths,
                           uint64_t dataset_id) {
-  auto members = meta::DecodeMembers(exchanged, static_cast<uint32_t>(local_paths.size()));
-  if (!members.ok()) return members.status();
   const std::string tmp = image_path_ + ".tmp";
   const int fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(tmp, errno);
   auto size = meta::BuildNamespaceImageInto(
-      std::move(members.value()), local_paths, dataset_id, [&](uint64_t n) -> uint8_t* {
+      exchanged, local_paths, dataset_id, [&](uint64_t n) -> uint8_t* {
         if (::ftruncate(fd, static_cast<off_t>(n)) != 0) return nullptr;
         void* m = ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (m == MAP_FAILED) return nullptr;

@@ -2,11 +2,13 @@
 // block of bytes that fanrun builds once (from a Dataset) and every application process
 // maps from shared memory. Lookups run directly on the image (an open-addressing table of
 // path hashes), so a forked or exec'd process attaches with one mmap and builds nothing.
-// Layout: ImageHeader, ImageEntry[entry_count] in path order (root first), Bucket
+// Layout: ImageHeader; ImageEntry[entry_count], the root first, then as decoded from the
+// exchange (partition by partition, each in path order), the section sized for every
+// member exchanged, so merged directories leave zero slots at its end; Bucket
 // [bucket_count] (entry index + 1, 0 = empty, with 32 bits of the path's hash so a probe
-// rarely touches an entry; linear probing), uint32 children[]
-// (each directory's children in name order), strings (paths; a symlink's target follows
-// its path), partition file paths (NUL-terminated, in partition order).
+// rarely touches an entry; linear probing); uint32 children[] (each directory's children
+// in name order); strings (paths, as decoded: a symlink's target follows its path);
+// partition file paths (NUL-terminated, in partition order).
 // Thread-safety: immutable once built; any number of threads and processes read it.
 #pragma once
 
@@ -25,7 +27,7 @@ namespace fanstore::meta {
 
 class Dataset;
 
-inline constexpr std::string_view kImageMagic = "FSNSIMG2";
+inline constexpr std::string_view kImageMagic = "FSNSIMG3";
 
 struct ImageBucket {
   uint32_t entry_plus_one;  // 0: empty
@@ -65,18 +67,17 @@ static_assert(sizeof(ImageEntry) == 80);
 static_assert(kMaxPartitions - 1 <= std::numeric_limits<decltype(ImageEntry::partition)>::max(),
               "every partition id must fit in an image entry");
 
-struct NsMember;
-
-// Builds the image from every member of a namespace (any order; a directory may come from
-// several partitions and is merged, a file or symlink twice is an error, as is a member
-// whose parent directory is missing). `partition_paths[p]` is where partition p can be read
-// on this node, "" when only other nodes hold it (its members are fetched by the agent).
-Result<std::string> BuildNamespaceImage(std::vector<NsMember> members,
+// Builds the image from an exchange (meta/exchange.h: blocks in any order; a directory may
+// come from several partitions and is merged, a file or symlink twice is an error, as is a
+// member whose parent directory is missing, or a damaged block). `partition_paths[p]` is
+// where partition p can be read on this node, "" when only other nodes hold it (its
+// members are fetched by the agent).
+Result<std::string> BuildNamespaceImage(std::string_view exchanged,
                                         const std::vector<std::string>& partition_paths,
                                         uint64_t dataset_id);
 // The same, written into memory that `allocate(size)` returns (zero-filled, e.g. a fresh
 // shared mapping); returns the image's size.
-Result<uint64_t> BuildNamespaceImageInto(std::vector<NsMember> members,
+Result<uint64_t> BuildNamespaceImageInto(std::string_view exchanged,
                                          const std::vector<std::string>& partition_paths,
                                          uint64_t dataset_id,
                                          const std::function<uint8_t*(uint64_t)>& allocate);

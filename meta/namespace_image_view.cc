@@ -17,7 +17,7 @@ Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {
   NamespaceView v;
   v.h_ = reinterpret_cast<const ImageHeader*>(b.data());
   const ImageHeader& h = *v.h_;
-  if (std::memcmp(h.magic, kImageMagic.data(), 8) != 0 || h.version != 2)
+  if (std::memcmp(h.magic, kImageMagic.data(), 8) != 0 || h.version != 3)
     return Status::Error("namespace image: bad magic or version");
   const bool ok = h.total_size == b.size() && h.entry_count > 0 && h.entry_count < (1ull << 32) &&
                   (h.bucket_count & (h.bucket_count - 1)) == 0 && h.bucket_count >= h.entry_count &&
