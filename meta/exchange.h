@@ -15,8 +15,8 @@
 //   varint        zigzag(mtime_ns - previous mtime_ns)
 //   u32           crc32c
 //   bytes         a symlink's target (size bytes)
-// An ImageNet-like index costs ~20 bytes per member this way, against 98 for the partition
-// index's fixed 64-byte records plus whole paths (docs/design.md, "The namespace exchange").
+// Measured: 19-25 bytes per member (ImageNet-like paths), against 98 for the partition
+// index's fixed 64-byte records plus whole paths (docs/design.md, "Exchange").
 // Decoding checks every length, varint, kind and count: a short or damaged block is an
 // error naming the block and the byte, not a crash.
 // Thread-safety: pure functions over caller-owned buffers.
