@@ -145,6 +145,7 @@ bool BlockDecoder::Next(IndexRecord* rec) {
     for (int shift = 0; shift < 64; shift += 7) {
       if (pos_ >= in.size()) break;
       const uint8_t c = static_cast<uint8_t>(in[pos_++]);
+      if (shift == 63 && c > 1) break;  // the tenth byte holds bit 63 only: more overflows
       x |= uint64_t{c & 0x7fu} << shift;
       if (!(c & 0x80)) {
         *v = x;

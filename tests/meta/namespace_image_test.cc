@@ -199,6 +199,16 @@ TEST_F(NamespaceImageTest, DamagedExchangeBlocksAreRefused) {
   bad = wire + std::string(kBlockHeaderSize, '\0');  // a header claiming no members
   bad[wire.size() + 4] = 5;
   EXPECT_FALSE(BuildNamespaceImage(bad, parts, 1).ok());
+  // A varint past 64 bits (a root directory whose size takes ten bytes, the last > 1).
+  const auto root_block = [](const std::string& size_varint) {
+    std::string rec = std::string("\x72\0\0", 3) + size_varint + std::string(6, '\0');
+    std::string h(kBlockHeaderSize, '\0');
+    h[4] = 1;                                  // one member
+    h[16] = static_cast<char>(rec.size());     // record bytes
+    return h + rec;
+  };
+  EXPECT_TRUE(BuildNamespaceImage(root_block(std::string(9, '\xff') + '\x01'), parts, 1).ok());
+  EXPECT_FALSE(BuildNamespaceImage(root_block(std::string(9, '\xff') + '\x02'), parts, 1).ok());
   // Any byte changed to any of a few values: an error or a consistent image, never a
   // crash or a read out of bounds (the asan build checks the latter).
   size_t refused = 0;
