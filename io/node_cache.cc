@@ -1,0 +1,136 @@
+#include "io/node_cache.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace fanstore::io {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+// Admitting one member re-admits at most this many second-chance members (each one's flag
+// is cleared when it is re-admitted, so this only bounds readers that keep setting them).
+constexpr int kMaxSecondChances = 64;
+
+uint64_t RoundUp(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+}  // namespace
+
+NodeCache::~NodeCache() {
+  if (meta_) ::munmap(meta_, meta_bytes_);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+Status NodeCache::Create(const std::string& path, uint32_t entries, uint64_t data_bytes) {
+  data_bytes = data_bytes / kArenaAlign * kArenaAlign;
+  if (data_bytes / kArenaAlign >= (uint64_t{1} << kArenaOffsetBits))
+    return Status::Error(path + ": node cache too large");
+  ArenaHeader h{};
+  std::memcpy(h.magic, kArenaMagic, sizeof h.magic);
+  h.version = kArenaVersion;
+  h.entries = entries;
+  h.table_offset = sizeof h;
+  h.refs_offset = RoundUp(h.table_offset + uint64_t{entries} * 8, kPage);
+  h.data_offset = RoundUp(h.refs_offset + entries, kPage);
+  h.data_bytes = data_bytes;
+  h.file_bytes = h.data_offset + data_bytes;
+  ::unlink(path.c_str());
+  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd_ < 0) return Status::FromErrno(path, errno);
+  if (int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(h.data_offset)); rc != 0)
+    return Status::FromErrno(path, rc);
+  if (::ftruncate(fd_, static_cast<off_t>(h.file_bytes)) != 0) return Status::FromErrno(path, errno);
+  void* m = ::mmap(nullptr, h.data_offset, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (m == MAP_FAILED) return Status::FromErrno(path, errno);
+  meta_ = static_cast<uint8_t*>(m);
+  meta_bytes_ = h.data_offset;
+  std::memcpy(meta_, &h, sizeof h);  // readers check it, after the table (zeroed by fallocate)
+  table_ = reinterpret_cast<uint64_t*>(meta_ + h.table_offset);
+  refs_ = meta_ + h.refs_offset;
+  entries_ = entries;
+  data_offset_ = h.data_offset;
+  data_bytes_ = data_bytes;
+  return Status::Ok();
+}
+
+void NodeCache::EvictFront(std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again) {
+  const Slot s = ring_.front();
+  ring_.pop_front();
+  used_ -= s.len;
+  const uint64_t word = __atomic_load_n(&table_[s.entry], __ATOMIC_RELAXED);
+  // Readers that copy from here from now on will see the word gone (or changed).
+  __atomic_store_n(&table_[s.entry], 0, __ATOMIC_SEQ_CST);
+  if (__atomic_exchange_n(&refs_[s.entry], 0, __ATOMIC_RELAXED) != 0 && again &&
+      again->size() < kMaxSecondChances) {
+    std::vector<uint8_t> bytes(s.bytes);
+    if (word != 0 && ::pread(fd_, bytes.data(), s.bytes, static_cast<off_t>(data_offset_ + s.off)) ==
+                         static_cast<ssize_t>(s.bytes)) {
+      again->emplace_back(s.entry, std::move(bytes));
+      ++second_chances_;
+      return;
+    }
+  }
+  ++evictions_;
+}
+
+void NodeCache::MakeRoom(uint64_t need, std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again) {
+  // Live slots lie in ring order from the front (the oldest, at or after head_ in the
+  // previous lap) round to head_. Wrapping first drops the previous lap's slots past head_.
+  if (head_ + need > data_bytes_) {
+    while (!ring_.empty() && ring_.front().off >= head_) EvictFront(again);
+    head_ = 0;
+  }
+  while (!ring_.empty() && ring_.front().off >= head_ && ring_.front().off < head_ + need)
+    EvictFront(again);
+}
+
+Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len,
+                        std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again) {
+  const uint64_t need = RoundUp(len, kArenaAlign);
+  MakeRoom(need, again);
+  const uint64_t off = head_;
+  for (uint64_t done = 0; done < len;) {
+    const ssize_t n = ::pwrite(fd_, bytes + done, len - done, static_cast<off_t>(data_offset_ + off + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::FromErrno("node cache", n < 0 ? errno : EIO);
+    done += static_cast<uint64_t>(n);
+  }
+  head_ += need;
+  used_ += need;
+  ring_.push_back(Slot{entry, off, need, len});
+  generation_ = (generation_ + 1) & ((uint64_t{1} << (64 - kArenaOffsetBits)) - 1);
+  if (generation_ == 0) generation_ = 1;
+  __atomic_store_n(&refs_[entry], 0, __ATOMIC_RELAXED);
+  __atomic_store_n(&table_[entry], (generation_ << kArenaOffsetBits) | (off / kArenaAlign),
+                   __ATOMIC_RELEASE);
+  return Status::Ok();
+}
+
+Status NodeCache::Admit(uint32_t entry, const uint8_t* bytes, uint64_t len) {
+  if (entry >= entries_ || len > max_member()) return Status::Error("node cache: member does not fit");
+  if (Contains(entry)) return Status::Ok();
+  std::vector<std::pair<uint32_t, std::vector<uint8_t>>> again;
+  Status st = Place(entry, bytes, len, &again);
+  // Second chances: re-admitted at the head (their flags are clear now, so each is copied
+  // once per lap); one that no longer fits is simply evicted.
+  for (size_t i = 0; st.ok() && i < again.size(); ++i) {
+    const uint32_t e = again[i].first;
+    const std::vector<uint8_t> b = std::move(again[i].second);  // `again` may grow below
+    if (!Contains(e)) st = Place(e, b.data(), b.size(), &again);
+  }
+  return st;
+}
+
+bool NodeCache::Read(uint32_t entry, uint64_t len, std::vector<uint8_t>* out) const {
+  if (!Contains(entry)) return false;
+  const uint64_t off = ArenaDataOffset(__atomic_load_n(&table_[entry], __ATOMIC_RELAXED));
+  if (off > data_bytes_ || len > data_bytes_ - off) return false;
+  out->resize(len);
+  return ::pread(fd_, out->data(), len, static_cast<off_t>(data_offset_ + off)) == static_cast<ssize_t>(len);
+}
+
+}  // namespace fanstore::io

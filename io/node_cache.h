@@ -1,0 +1,162 @@
+// The node cache: members fetched from other nodes, kept in one shared arena file per node
+// (<cache dir>/arena) that the node agent writes and every application process of the node
+// maps read-only. A hit costs no system call and no message: a process looks the member up
+// in the arena's table, copies its bytes out of the mapping and checks that the table still
+// names the same bytes (a seqlock per member). Only a miss goes to the agent.
+//
+// File layout (native endianness: it never leaves the node):
+//   [0, 64)                ArenaHeader
+//   [table_offset, ...)    one 64-bit descriptor word per namespace entry: 0 = not cached,
+//                          else (generation << 40) | (offset in the data area / 64)
+//   [refs_offset, ...)     one byte per entry, set by readers on a hit ("used since it was
+//                          admitted": the second chance of the eviction), page-aligned so
+//                          that readers map only this part writable
+//   [data_offset, + data_bytes)  the members' stored bytes, each 64-byte aligned, written
+//                          as a ring in admission order
+//
+// Eviction: the ring is a FIFO with a second chance (CLOCK, the usual approximation of
+// LRU): a member about to be overwritten that was read since it was admitted is copied to
+// the head instead, once. The agent clears a member's word before its bytes are overwritten
+// and publishes the new word only after the new bytes are complete, so a reader that finds
+// the same word before and after its copy has copied exactly that member's bytes.
+// Thread-safety: ArenaView is read-only (any thread, any process); NodeCache belongs to the
+// agent's loop thread.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "meta/status.h"
+
+namespace fanstore::io {
+
+inline constexpr char kArenaMagic[8] = {'F', 'S', 'A', 'R', 'E', 'N', 'A', '1'};
+inline constexpr uint32_t kArenaVersion = 1;
+inline constexpr uint64_t kArenaAlign = 64;
+inline constexpr int kArenaOffsetBits = 40;  // offsets / 64: up to 64 TiB of data
+
+struct ArenaHeader {
+  char magic[8];
+  uint32_t version;
+  uint32_t entries;  // namespace entries: the table's length
+  uint64_t table_offset, refs_offset, data_offset, data_bytes;
+  uint64_t file_bytes;
+  uint64_t reserved;
+};
+static_assert(sizeof(ArenaHeader) == 64);
+
+inline uint64_t ArenaDataOffset(uint64_t word) {
+  return (word & ((uint64_t{1} << kArenaOffsetBits) - 1)) * kArenaAlign;
+}
+
+// A process's view of an arena mapping. Attach checks the header against the mapping and the
+// namespace (a stale or foreign file is refused, never read past its end).
+class ArenaView {
+ public:
+  // `map` is the whole file mapped read-only, `refs` its refs part mapped writable (may be
+  // nullptr: hits are then not recorded).
+  bool Attach(const uint8_t* map, uint64_t map_bytes, uint8_t* refs, uint32_t entries) {
+    ArenaHeader h;
+    if (!map || map_bytes < sizeof h) return false;
+    std::memcpy(&h, map, sizeof h);
+    if (std::memcmp(h.magic, kArenaMagic, sizeof h.magic) != 0 || h.version != kArenaVersion ||
+        h.entries != entries || h.file_bytes != map_bytes || h.table_offset % 8 != 0 ||
+        h.table_offset + uint64_t{entries} * 8 > h.refs_offset || h.refs_offset + entries > h.data_offset ||
+        h.data_offset + h.data_bytes != map_bytes)
+      return false;
+    table_ = reinterpret_cast<const uint64_t*>(map + h.table_offset);
+    data_ = map + h.data_offset;
+    data_bytes_ = h.data_bytes;
+    refs_ = refs;
+    entries_ = entries;
+    return true;
+  }
+  bool attached() const { return table_ != nullptr; }
+
+  // The member's bytes if it is cached with `len` bytes: returns its word (0 = not cached)
+  // and sets *bytes. Copy them out, then ask Still(entry, word) before using the copy.
+  uint64_t Find(uint32_t entry, uint64_t len, const uint8_t** bytes) const {
+    if (entry >= entries_) return 0;
+    const uint64_t w = __atomic_load_n(&table_[entry], __ATOMIC_ACQUIRE);
+    if (w == 0) return 0;
+    const uint64_t off = ArenaDataOffset(w);
+    if (off > data_bytes_ || len > data_bytes_ - off) return 0;
+    *bytes = data_ + off;
+    if (refs_ && __atomic_load_n(&refs_[entry], __ATOMIC_RELAXED) == 0)
+      __atomic_store_n(&refs_[entry], 1, __ATOMIC_RELAXED);
+    return w;
+  }
+  // True when the bytes read since Find(entry) returned `word` were the member's throughout.
+  bool Still(uint32_t entry, uint64_t word) const {
+    std::atomic_thread_fence(std::memory_order_acquire);
+    return __atomic_load_n(&table_[entry], __ATOMIC_RELAXED) == word;
+  }
+
+ private:
+  const uint64_t* table_ = nullptr;
+  const uint8_t* data_ = nullptr;
+  uint8_t* refs_ = nullptr;
+  uint64_t data_bytes_ = 0;
+  uint32_t entries_ = 0;
+};
+
+// The agent's side: creates the arena, admits members, evicts.
+class NodeCache {
+ public:
+  NodeCache() = default;
+  ~NodeCache();
+  NodeCache(const NodeCache&) = delete;
+  NodeCache& operator=(const NodeCache&) = delete;
+
+  // Creates (replacing) the arena file at `path` for `entries` namespace entries and
+  // `data_bytes` of members. The header, table and refs are allocated at once, so a full
+  // local disk is an error here; member bytes are written with pwrite, so one later is an
+  // error of that admission, never a SIGBUS.
+  Status Create(const std::string& path, uint32_t entries, uint64_t data_bytes);
+
+  // Members larger than this are not kept (they would evict too much): the agent hands
+  // them out as private copies.
+  uint64_t max_member() const { return data_bytes_ / 8; }
+  bool Contains(uint32_t entry) const {
+    return entry < entries_ && __atomic_load_n(&table_[entry], __ATOMIC_RELAXED) != 0;
+  }
+  // Copies a member's stored bytes into the arena and publishes them, evicting the oldest
+  // members (those read since their admission get one second chance). len <= max_member().
+  Status Admit(uint32_t entry, const uint8_t* bytes, uint64_t len);
+  // Reads a cached member's bytes (for a private copy). False if it is not cached.
+  bool Read(uint32_t entry, uint64_t len, std::vector<uint8_t>* out) const;
+
+  uint64_t evictions() const { return evictions_; }
+  uint64_t second_chances() const { return second_chances_; }
+  uint64_t used_bytes() const { return used_; }
+
+ private:
+  struct Slot {
+    uint32_t entry;
+    uint64_t off, len;  // len: bytes reserved (64-byte multiple)
+    uint64_t bytes;     // the member's stored bytes
+  };
+  // Frees the ring from head_ for `need` bytes; members read since admission are queued in
+  // `again` with their bytes.
+  void MakeRoom(uint64_t need, std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
+  void EvictFront(std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
+  Status Place(uint32_t entry, const uint8_t* bytes, uint64_t len,
+               std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
+
+  int fd_ = -1;
+  uint8_t* meta_ = nullptr;  // header + table + refs, mapped writable
+  uint64_t meta_bytes_ = 0;
+  uint64_t* table_ = nullptr;
+  uint8_t* refs_ = nullptr;
+  uint32_t entries_ = 0;
+  uint64_t data_offset_ = 0, data_bytes_ = 0;
+  uint64_t head_ = 0, used_ = 0, generation_ = 0;
+  std::deque<Slot> ring_;  // admission order: front = oldest
+  uint64_t evictions_ = 0, second_chances_ = 0;
+};
+
+}  // namespace fanstore::io
