@@ -2,8 +2,9 @@
 
 #include <fcntl.h>
 #include <mpi.h>
-#include <sys/epoll.h>
 #include <sched.h>
+#include <sys/epoll.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -20,6 +21,7 @@
 #include <spdlog/spdlog.h>
 
 #include "compress/crc32c.h"
+#include "io/node_cache.h"
 #include "io/protocol.h"
 
 namespace fanstore::io {
@@ -30,10 +32,10 @@ namespace {
 
 constexpr int kPostedRequests = 8;
 
-// Sends a reply (and optionally a descriptor) on a client connection; a client that has
-// gone away is not an error for the agent.
+// Sends a reply (and a descriptor when fd >= 0: the member is in that file) on a client
+// connection; a client that has gone away is not an error for the agent.
 void Reply(int conn, int32_t status, int fd) {
-  LocalReply r{status, 0};
+  LocalReply r{status, fd >= 0 ? Where::kInFile : Where::kInArena};
   iovec iov{&r, sizeof r};
   msghdr msg{};
   msg.msg_iov = &iov;
@@ -57,6 +59,8 @@ struct Agent::Loop {
   AgentConfig cfg;
   meta::NamespaceView ns;
   std::vector<int> blob_fds;
+  std::vector<const uint8_t*> blob_maps;  // nullptr: not mapped (served with pread)
+  std::vector<uint64_t> blob_sizes;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   int nodes = 1, tag_ub = 32767, next_tag = kFirstReplyTag;
 
@@ -79,45 +83,42 @@ struct Agent::Loop {
   int stop_msg = 0;
   MPI_Request stop_handle = MPI_REQUEST_NULL;
   struct Outgoing {
-    std::unique_ptr<uint8_t[]> buf;
+    RemoteReplyHeader header;
+    std::unique_ptr<uint8_t[]> buf;  // the bytes read (nullptr when sent from the mapping)
     std::vector<MPI_Request> handles;
   };
   std::list<Outgoing> outgoing;
   uint64_t corrupt_left = 0;
 
   // Client side.
+  struct Waiter {
+    int conn;
+    bool copy;  // wants a descriptor of a private copy (kFetchCopy)
+  };
   struct Fetch {
     uint32_t entry;
-    std::vector<int> waiters;
+    std::vector<Waiter> waiters;
     std::vector<uint32_t> owners;
     size_t owner_idx = 0;
     bool retried = false;
     int owner = -1, tag = 0;
     RemoteRequest req{};
     MPI_Request send = MPI_REQUEST_NULL;
-    std::vector<MPI_Request> recvs;
-    std::unique_ptr<uint8_t[]> buf;  // header + stored bytes
+    std::vector<MPI_Request> recvs;  // the header, then the data chunks
+    RemoteReplyHeader header{};
+    std::unique_ptr<uint8_t[]> buf;  // stored bytes
     Clock::time_point deadline;
   };
   tsl::robin_map<uint32_t, std::unique_ptr<Fetch>> fetches;
   std::vector<MPI_Request> abandoned;  // timed-out sends and receives, tested until done
   std::vector<Clock::time_point> suspect_until;
 
-  // Node cache: entry -> size, LRU order (front = oldest).
-  struct Cached {
-    uint64_t size;
-    std::list<uint32_t>::iterator pos;
-  };
-  tsl::robin_map<uint32_t, Cached> cache;
-  std::list<uint32_t> lru;
-  uint64_t cache_used = 0;
+  NodeCache arena;  // members fetched before, shared with the node's processes
+  bool arena_failed = false;
 
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool in_barrier = false;
 
-  std::string CachePath(uint32_t entry) const {
-    return cfg.cache_dir + "/" + std::to_string(entry);
-  }
   void Count(uint64_t AgentStats::*field, uint64_t n = 1) {
     std::lock_guard<std::mutex> lk(stats_mu);
     stats.*field += n;
@@ -130,14 +131,16 @@ struct Agent::Loop {
               MPI_COMM_WORLD, &posted[i].handle);
   }
   bool ProgressServer();
+  const uint8_t* Resident(uint32_t p, uint64_t off, uint64_t len);
+  std::vector<unsigned char> mincore_vec;
   void Serve(const RemoteRequest& req, int source);
   bool ProgressFetches();
-  void StartFetch(uint32_t entry, int conn);
+  void StartFetch(uint32_t entry, Waiter w);
   bool SendToNextOwner(Fetch& f);
   void Complete(Fetch& f, int32_t status);
   void HandleClient(int conn);
   void Accept();
-  void Evict(uint64_t need);
+  void ReplyCopy(int conn, uint32_t entry, const uint8_t* bytes, uint64_t len);
   void BroadcastStop();
   void DropWaiter(int conn);
   void Withdraw();
@@ -156,13 +159,28 @@ Status Agent::Loop::Open() {
     suspect_until.assign(static_cast<size_t>(nodes), Clock::time_point{});
   }
   blob_fds.assign(cfg.blob_paths.size(), -1);
+  blob_maps.assign(cfg.blob_paths.size(), nullptr);
+  blob_sizes.assign(cfg.blob_paths.size(), 0);
   for (size_t p = 0; p < cfg.blob_paths.size(); ++p) {
     if (cfg.blob_paths[p].empty()) continue;
     blob_fds[p] = ::open(cfg.blob_paths[p].c_str(), O_RDONLY | O_CLOEXEC);
     if (blob_fds[p] < 0) return Status::FromErrno(cfg.blob_paths[p], errno);
+    struct stat st;
+    if (::fstat(blob_fds[p], &st) == 0 && st.st_size > 0) {
+      void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, blob_fds[p], 0);
+      if (m != MAP_FAILED) {
+        blob_maps[p] = static_cast<const uint8_t*>(m);
+        blob_sizes[p] = static_cast<uint64_t>(st.st_size);
+      }
+    }
   }
   if (::mkdir(cfg.cache_dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Status::FromErrno(cfg.cache_dir, errno);
+  if (cfg.mpi) {
+    if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(ns.size()), cfg.cache_bytes);
+        !st.ok())
+      return st;
+  }
   listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -189,55 +207,63 @@ Status Agent::Loop::Open() {
   return Status::Ok();
 }
 
+// The blob bytes [off, off + len) of partition p when every page of them is in the page
+// cache: they are then sent straight from the mapping, without a read copy. A page that is
+// not (a cold blob served in place) sends the request to pread, so the loop never waits on
+// a page fault, and a blob cut shorter than it was never faults (SIGBUS) here.
+const uint8_t* Agent::Loop::Resident(uint32_t p, uint64_t off, uint64_t len) {
+  const uint8_t* map = blob_maps[p];
+  if (!map || len == 0 || off > blob_sizes[p] || len > blob_sizes[p] - off) return nullptr;
+  constexpr uint64_t kPage = 4096;
+  const uint64_t first = off / kPage * kPage;
+  const uint64_t pages = (off + len - first + kPage - 1) / kPage;
+  mincore_vec.resize(pages);
+  if (::mincore(const_cast<uint8_t*>(map + first), pages * kPage, mincore_vec.data()) != 0) return nullptr;
+  for (unsigned char v : mincore_vec)
+    if (!(v & 1)) return nullptr;
+  return map + off;
+}
+
 void Agent::Loop::Serve(const RemoteRequest& req, int source) {
-  RemoteReplyHeader h{0, 0, 0};
-  const bool ok = req.partition < blob_fds.size() && blob_fds[req.partition] >= 0;
-  const uint64_t len = ok ? req.length : 0;
-  Outgoing out;
-  out.buf.reset(new (std::nothrow) uint8_t[sizeof h + len]);
-  if (!ok) {
+  Outgoing& out = outgoing.emplace_back();  // list nodes stay put while MPI sends from them
+  RemoteReplyHeader& h = out.header;
+  h = RemoteReplyHeader{0, 0, 0};
+  const uint64_t len = req.length;
+  const uint8_t* data = nullptr;
+  if (req.partition >= blob_fds.size() || blob_fds[req.partition] < 0) {
     h.status = -ENOENT;  // we do not hold that partition (a placement disagreement)
-  } else if (!out.buf) {
-    h.status = -ENOMEM;
-  } else {
-    uint64_t done = 0;
-    while (done < len) {
-      const ssize_t n = ::pread(blob_fds[req.partition], out.buf.get() + sizeof h + done,
-                                len - done, static_cast<off_t>(req.offset + done));
+  } else if (!(data = Resident(req.partition, req.offset, len)) || corrupt_left > 0) {
+    out.buf.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(len, 1)]);
+    if (!out.buf) h.status = -ENOMEM;
+    for (uint64_t done = 0; h.status == 0 && done < len;) {
+      const ssize_t n = ::pread(blob_fds[req.partition], out.buf.get() + done, len - done,
+                                static_cast<off_t>(req.offset + done));
       if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        h.status = n < 0 ? -errno : -EIO;
-        break;
-      }
-      done += static_cast<uint64_t>(n);
+      if (n <= 0) h.status = n < 0 ? -errno : -EIO;
+      done += n > 0 ? static_cast<uint64_t>(n) : 0;
     }
-    if (h.status == 0) {
-      h.length = len;
-      h.crc32c = compress::Crc32c(0, out.buf.get() + sizeof h, len);
-      if (corrupt_left > 0 && len > 0) {  // fault injection (tests): a damaged transfer
-        --corrupt_left;
-        out.buf[sizeof h + len / 2] ^= 0x5a;
-      }
+    data = out.buf.get();
+  }
+  if (h.status == 0) {
+    h.length = len;
+    h.crc32c = compress::Crc32c(0, data, len);
+    if (corrupt_left > 0 && len > 0) {  // fault injection (tests): a damaged transfer
+      --corrupt_left;
+      out.buf[len / 2] ^= 0x5a;
     }
   }
-  if (!out.buf) {
-    static RemoteReplyHeader fail;
-    fail = h;
-    MPI_Send(&fail, sizeof fail, MPI_BYTE, source, req.reply_tag, MPI_COMM_WORLD);
-    return;
-  }
-  std::memcpy(out.buf.get(), &h, sizeof h);
-  // First message: header + up to one chunk; then the rest in chunks, same tag (ordered).
-  const uint64_t total = sizeof h + h.length;
-  for (uint64_t off = 0; off < total;) {
-    const uint64_t n = std::min<uint64_t>(total - off, off == 0 ? sizeof h + kRemoteChunk : kRemoteChunk);
-    MPI_Request r;
-    MPI_Isend(out.buf.get() + off, static_cast<int>(n), MPI_BYTE, source, req.reply_tag,
-              MPI_COMM_WORLD, &r);
+  MPI_Request r;
+  MPI_Isend(&h, sizeof h, MPI_BYTE, source, req.reply_tag, MPI_COMM_WORLD, &r);
+  out.handles.push_back(r);
+  // Exactly the data messages the requester posted, empty after an error.
+  const uint64_t chunks = RemoteChunks(len);
+  for (uint64_t i = 0; i < chunks; ++i) {
+    const uint64_t off = i * kRemoteChunk;
+    const uint64_t n = h.status == 0 ? std::min(kRemoteChunk, len - off) : 0;
+    MPI_Isend(h.status == 0 ? data + off : nullptr, static_cast<int>(n), MPI_BYTE, source,
+              req.reply_tag, MPI_COMM_WORLD, &r);
     out.handles.push_back(r);
-    off += n;
   }
-  outgoing.push_back(std::move(out));
   Count(&AgentStats::served);
   Count(&AgentStats::served_bytes, h.length);
 }
@@ -290,15 +316,12 @@ bool Agent::Loop::SendToNextOwner(Fetch& f) {
     if (next_tag > tag_ub) next_tag = kFirstReplyTag;
     f.req.reply_tag = f.tag;
     MPI_Isend(&f.req, sizeof f.req, MPI_BYTE, f.owner, kTagRequest, MPI_COMM_WORLD, &f.send);
-    const uint64_t first = std::min<uint64_t>(f.req.length, kRemoteChunk);
     f.recvs.assign(1, MPI_REQUEST_NULL);
-    MPI_Irecv(f.buf.get(), static_cast<int>(sizeof(RemoteReplyHeader) + first), MPI_BYTE, f.owner,
-              f.tag, MPI_COMM_WORLD, &f.recvs[0]);
-    for (uint64_t off = first; off < f.req.length; off += kRemoteChunk) {
+    MPI_Irecv(&f.header, sizeof f.header, MPI_BYTE, f.owner, f.tag, MPI_COMM_WORLD, &f.recvs[0]);
+    for (uint64_t off = 0; off < f.req.length; off += kRemoteChunk) {
       MPI_Request r;
-      MPI_Irecv(f.buf.get() + sizeof(RemoteReplyHeader) + off,
-                static_cast<int>(std::min<uint64_t>(kRemoteChunk, f.req.length - off)), MPI_BYTE,
-                f.owner, f.tag, MPI_COMM_WORLD, &r);
+      MPI_Irecv(f.buf.get() + off, static_cast<int>(std::min(kRemoteChunk, f.req.length - off)),
+                MPI_BYTE, f.owner, f.tag, MPI_COMM_WORLD, &r);
       f.recvs.push_back(r);
     }
     f.deadline = now + std::chrono::duration_cast<Clock::duration>(
@@ -308,16 +331,16 @@ bool Agent::Loop::SendToNextOwner(Fetch& f) {
   return false;
 }
 
-void Agent::Loop::StartFetch(uint32_t entry, int conn) {
+void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
   if (auto it = fetches.find(entry); it != fetches.end()) {
-    it.value()->waiters.push_back(conn);
+    it.value()->waiters.push_back(w);
     Count(&AgentStats::deduplicated);
     return;
   }
   const meta::ImageEntry& e = ns.entry(entry);
   auto f = std::make_unique<Fetch>();
   f->entry = entry;
-  f->waiters.push_back(conn);
+  f->waiters.push_back(w);
   const bool bcast = e.partition < cfg.broadcast.size() && cfg.broadcast[e.partition];
   f->owners = cfg.placement.Owners(e.partition, bcast);
   // Spread the load over the replicas: start at a rank-dependent holder.
@@ -328,13 +351,13 @@ void Agent::Loop::StartFetch(uint32_t entry, int conn) {
   f->owners.erase(std::remove(f->owners.begin(), f->owners.end(), static_cast<uint32_t>(cfg.rank)),
                   f->owners.end());
   f->req = RemoteRequest{e.partition, 0, e.data_offset, e.stored_size};
-  f->buf.reset(new (std::nothrow) uint8_t[sizeof(RemoteReplyHeader) + e.stored_size]);
+  f->buf.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(e.stored_size, 1)]);
   if (!f->buf) {
-    Reply(conn, -ENOMEM, -1);
+    Reply(w.conn, -ENOMEM, -1);
     return;
   }
   if (!cfg.mpi) {  // one node holds everything: nothing to fetch
-    Reply(conn, -EINVAL, -1);
+    Reply(w.conn, -EINVAL, -1);
     return;
   }
   Fetch& ref = *f;
@@ -342,57 +365,58 @@ void Agent::Loop::StartFetch(uint32_t entry, int conn) {
   if (!SendToNextOwner(ref)) Complete(ref, -EIO);
 }
 
-// Finishes a fetch: on success the member is in the cache directory; every waiter gets a
-// descriptor of it (or the error). Erases the fetch.
-void Agent::Loop::Complete(Fetch& f, int32_t status) {
-  int fd = -1;
-  if (status == 0) {
-    const uint64_t len = f.req.length;
-    const std::string path = CachePath(f.entry), tmp = path + ".part";
-    fd = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    uint64_t done = 0;
-    while (fd >= 0 && done < len) {
-      const ssize_t n = ::pwrite(fd, f.buf.get() + sizeof(RemoteReplyHeader) + done, len - done,
-                                 static_cast<off_t>(done));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<uint64_t>(n);
-    }
-    if (fd < 0 || done < len || ::rename(tmp.c_str(), path.c_str()) != 0) {
-      spdlog::error("node cache: {}: {}", tmp, std::strerror(errno ? errno : EIO));
-      if (fd >= 0) ::close(fd);
-      ::unlink(tmp.c_str());
-      fd = -1;
-      status = -EIO;
-    } else {
-      Count(&AgentStats::fetched);
-      Count(&AgentStats::fetched_bytes, len);
-      Evict(len);
-      if (len <= cfg.cache_bytes) {
-        lru.push_back(f.entry);
-        cache.emplace(f.entry, Cached{len, std::prev(lru.end())});
-        cache_used += len;
-      } else {
-        ::unlink(path.c_str());  // larger than the whole cache: handed out, not kept
-      }
-    }
+// A private copy of a member's stored bytes for one waiter: a sealed memfd sent with the
+// reply (a member too large for the node cache, or a process that asked for a copy).
+void Agent::Loop::ReplyCopy(int conn, uint32_t entry, const uint8_t* bytes, uint64_t len) {
+  const int fd = ::memfd_create("fanstore-member", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  uint64_t done = 0;
+  while (fd >= 0 && done < len) {
+    const ssize_t n = ::pwrite(fd, bytes + done, len - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    done += static_cast<uint64_t>(n);
   }
-  if (status != 0) Count(&AgentStats::failures);
-  for (int conn : f.waiters) Reply(conn, status, fd);
+  if (fd < 0 || done < len) {
+    spdlog::error("member '{}': cannot make a copy for a local process: {}", ns.path(ns.entry(entry)),
+                  std::strerror(errno ? errno : EIO));
+    Reply(conn, -EIO, -1);
+  } else {
+    ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+    Reply(conn, 0, fd);
+  }
   if (fd >= 0) ::close(fd);
-  fetches.erase(f.entry);
 }
 
-void Agent::Loop::Evict(uint64_t need) {
-  while (!lru.empty() && cache_used + need > cfg.cache_bytes) {
-    const uint32_t victim = lru.front();
-    lru.pop_front();
-    auto it = cache.find(victim);
-    cache_used -= it->second.size;
-    cache.erase(it);
-    ::unlink(CachePath(victim).c_str());  // processes reading it keep their descriptor
-    Count(&AgentStats::evictions);
+// Finishes a fetch: on success the member goes into the node cache (unless too large for
+// it) and every waiter is told so, or gets a private copy; else the error. Erases the fetch.
+void Agent::Loop::Complete(Fetch& f, int32_t status) {
+  if (status != 0) {
+    Count(&AgentStats::failures);
+    for (const Waiter& w : f.waiters) Reply(w.conn, status, -1);
+    fetches.erase(f.entry);
+    return;
   }
+  const uint64_t len = f.req.length;
+  Count(&AgentStats::fetched);
+  Count(&AgentStats::fetched_bytes, len);
+  bool kept = false;
+  if (len <= arena.max_member()) {
+    const uint64_t evicted = arena.evictions();
+    const Status st = arena.Admit(f.entry, f.buf.get(), len);
+    Count(&AgentStats::evictions, arena.evictions() - evicted);
+    kept = st.ok();
+    if (!kept && !arena_failed) {  // said once: every later fetch would say it again
+      spdlog::error("{} (members fetched from now on are handed out as private copies)", st.message());
+      arena_failed = true;
+    }
+  }
+  for (const Waiter& w : f.waiters) {
+    if (kept && !w.copy)
+      Reply(w.conn, 0, -1);
+    else
+      ReplyCopy(w.conn, f.entry, f.buf.get(), len);
+  }
+  fetches.erase(f.entry);
 }
 
 bool Agent::Loop::ProgressFetches() {
@@ -410,12 +434,10 @@ bool Agent::Loop::ProgressFetches() {
       MPI_Test(&f.send, &sent, MPI_STATUS_IGNORE);
       if (!sent) abandoned.push_back(f.send);
       f.send = MPI_REQUEST_NULL;
-      RemoteReplyHeader h;
-      std::memcpy(&h, f.buf.get(), sizeof h);
+      const RemoteReplyHeader h = f.header;
       int32_t status = h.status;
       if (status == 0 && h.length != f.req.length) status = -EIO;
-      if (status == 0 &&
-          compress::Crc32c(0, f.buf.get() + sizeof h, h.length) != h.crc32c) {
+      if (status == 0 && compress::Crc32c(0, f.buf.get(), h.length) != h.crc32c) {
         spdlog::warn("member '{}' from rank {}: damaged transfer (CRC mismatch){}",
                      ns.path(ns.entry(entry)), f.owner, f.retried ? ", giving up" : ", retrying");
         if (!f.retried) {
@@ -465,24 +487,15 @@ bool Agent::Loop::ProgressFetches() {
 void Agent::Loop::DropWaiter(int conn) {
   for (auto& [entry, f] : fetches) {
     auto& w = f->waiters;
-    w.erase(std::remove(w.begin(), w.end(), conn), w.end());
+    w.erase(std::remove_if(w.begin(), w.end(), [conn](const Waiter& x) { return x.conn == conn; }),
+            w.end());
   }
 }
 
 void Agent::Loop::HandleClient(int conn) {
-  TouchBatch msg;  // the largest message; others are a LocalRequest
-  const ssize_t n = ::recv(conn, &msg, sizeof msg, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  if (n == static_cast<ssize_t>(sizeof msg) && msg.op == LocalOp::kTouch) {
-    for (uint32_t i = 0; i < std::min(msg.count, kTouchBatch); ++i)
-      if (auto it = cache.find(msg.entries[i]); it != cache.end()) {
-        lru.splice(lru.end(), lru, it->second.pos);  // most recently used
-        Count(&AgentStats::cache_hits);
-      }
-    return;
-  }
   LocalRequest req;
-  std::memcpy(&req, &msg, sizeof req);
+  const ssize_t n = ::recv(conn, &req, sizeof req, MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   if (n != static_cast<ssize_t>(sizeof req)) {  // closed or garbage: drop the connection
     DropWaiter(conn);
     ::epoll_ctl(epoll_fd, EPOLL_CTL_DEL, conn, nullptr);
@@ -498,6 +511,7 @@ void Agent::Loop::HandleClient(int conn) {
       Reply(conn, 0, -1);
       return;
     case LocalOp::kFetch:
+    case LocalOp::kFetchCopy:
       break;
     default:
       Reply(conn, -EINVAL, -1);
@@ -507,20 +521,20 @@ void Agent::Loop::HandleClient(int conn) {
     Reply(conn, -EINVAL, -1);
     return;
   }
-  if (auto it = cache.find(req.entry); it != cache.end()) {
-    const int fd = ::open(CachePath(req.entry).c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      lru.splice(lru.end(), lru, it->second.pos);  // most recently used
-      Count(&AgentStats::cache_hits);
-      Reply(conn, 0, fd);
-      ::close(fd);
+  const bool copy = req.op == LocalOp::kFetchCopy;
+  if (arena.Contains(req.entry)) {  // fetched before (the process looked just before we did)
+    Count(&AgentStats::cache_hits);
+    if (!copy) {
+      Reply(conn, 0, -1);
       return;
     }
-    cache_used -= it->second.size;  // the file went away: fetch again
-    lru.erase(it->second.pos);
-    cache.erase(it);
+    std::vector<uint8_t> bytes;
+    if (arena.Read(req.entry, ns.entry(req.entry).stored_size, &bytes)) {
+      ReplyCopy(conn, req.entry, bytes.data(), bytes.size());
+      return;
+    }
   }
-  StartFetch(req.entry, conn);
+  StartFetch(req.entry, Waiter{conn, copy});
 }
 
 void Agent::Loop::Accept() {
@@ -639,6 +653,8 @@ Agent::~Agent() {
     Finish();
   else if (l.cfg.mpi && l.listen_fd >= 0)
     l.Withdraw();  // opened, never started
+  for (size_t p = 0; p < l.blob_maps.size(); ++p)
+    if (l.blob_maps[p]) ::munmap(const_cast<uint8_t*>(l.blob_maps[p]), l.blob_sizes[p]);
   for (int fd : l.blob_fds)
     if (fd >= 0) ::close(fd);
   for (int fd : {l.listen_fd, l.epoll_fd, l.wake_fd})

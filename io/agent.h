@@ -1,6 +1,7 @@
 // The node agent: the part of each fanrun rank that serves other nodes' reads of the
 // partitions it holds (over MPI) and fetches remote members for this node's application
-// processes (over a UNIX socket, io/protocol.h), into a bounded node-local LRU cache.
+// processes (over a UNIX socket, io/protocol.h), into the node cache arena that those
+// processes map (io/node_cache.h; bounded, FIFO with a second chance).
 //
 // One thread runs everything (an event loop over MPI requests and the socket): it is the
 // only thread that calls MPI, several fetches and replies are in flight at once, and
@@ -34,7 +35,7 @@ struct AgentConfig {
   std::vector<std::string> blob_paths;  // per partition: this node's copy, "" if remote
   std::vector<uint8_t> broadcast;       // per partition
   std::string socket_path;              // the local socket to create
-  std::string cache_dir;                // fetched members live here
+  std::string cache_dir;                // holds the node cache arena
   uint64_t cache_bytes = 1ull << 30;
   double timeout_s = 10;
   uint64_t corrupt_replies = 0;  // fault injection for tests: damage the first N replies sent
@@ -44,6 +45,7 @@ struct AgentStats {
   uint64_t served = 0, served_bytes = 0;          // remote requests this node answered
   uint64_t fetched = 0, fetched_bytes = 0;        // members fetched from other nodes
   uint64_t cache_hits = 0, deduplicated = 0;      // local requests answered without a fetch
+                                                  // (most hits never reach the agent)
   uint64_t timeouts = 0, crc_retries = 0, failures = 0;
   uint64_t evictions = 0;
 };

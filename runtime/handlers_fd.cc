@@ -355,9 +355,9 @@ HookResult OnMmap(const long a[6]) {
   const meta::ImageEntry& e = EntryOf(*f);
   if (e.codec == static_cast<uint8_t>(meta::Codec::kRaw) && e.size > 0 && (a[5] & 4095) == 0) {
     MemberSource src;
-    if (const long rc = OpenSource(f->entry, &src); rc < 0) return Handled(rc);
-    // Map the blob (or node-cache file) at the member's 4 KiB-aligned data; private so
-    // nothing can write it. The mapping keeps a fetched file alive after the close.
+    if (const long rc = OpenSource(f->entry, &src, /*want_fd=*/true); rc < 0) return Handled(rc);
+    // Map the blob (or the agent's private copy) at the member's 4 KiB-aligned data; private
+    // so nothing can write it. The mapping keeps a fetched copy alive after the close.
     const long flags = (a[3] & ~MAP_SHARED) | MAP_PRIVATE;
     const long rc = RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, src.fd,
                                 static_cast<long>(src.base) + a[5]);

@@ -179,13 +179,13 @@ void WriteStats() {
   State* s = Get();
   if (!s || s->stats_target.empty() || s->InVforkChild()) return;
   const IoStats io = SnapshotIoStats();
-  char line[512];
+  char line[1024];
   std::snprintf(
       line, sizeof line,
       "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
       "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
       "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu, "
-      "\"mapped_reads\": %llu}\n",
+      "\"mapped_reads\": %llu, \"node_cache_hits\": %llu}\n",
       static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.Load()),
       static_cast<unsigned long long>(s_opens.Load()),
       static_cast<unsigned long long>(s_stats.Load() + g_prefilter.answered_stats.Load()),
@@ -194,7 +194,8 @@ void WriteStats() {
       io.inflate_ns / 1e6, static_cast<unsigned long long>(s_failed.Load()),
       static_cast<unsigned long long>(io.errors), static_cast<unsigned long long>(io.remote),
       static_cast<unsigned long long>(io.device_reads),
-      static_cast<unsigned long long>(io.mapped_reads));
+      static_cast<unsigned long long>(io.mapped_reads),
+      static_cast<unsigned long long>(io.node_cache_hits));
   if (s->stats_target == "1") {
     std::fputs(line, stderr);
   } else if (FILE* f = std::fopen(s->stats_target.c_str(), "a")) {

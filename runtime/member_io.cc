@@ -35,7 +35,15 @@ constexpr uint64_t kCacheMax = 8ull << 20;  // members up to this size may be ca
 constexpr int kCacheSlots = 16;
 
 ShardedCounter s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors, s_remote, s_device,
-    s_mapped;
+    s_mapped, s_arena;
+
+// A read whose node-cache bytes were evicted while it used them: it is made again.
+constexpr long kStale = -ESTALE;
+constexpr int kAttempts = 4;  // the last one asks the agent for a private copy
+
+bool SourceStill(const MemberSource& src) {
+  return !src.bytes || RemoteStill(src.entry, src.word);
+}
 
 struct Ring {
   io_uring ring;
@@ -175,17 +183,22 @@ long Damaged(const State& s, const ImageEntry& e, const char* why) {
   return -EIO;
 }
 
-// The whole (uncompressed, verified) bytes of a member into `out`.
-long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
+struct Closer {
+  const MemberSource& s;
+  ~Closer() { CloseSource(s); }
+};
+
+// The whole (uncompressed, verified) bytes of a member into `out`; kStale when node-cache
+// bytes were evicted while in use.
+long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
   const ImageEntry& e = s.ns.entry(entry);
   MemberSource src;
-  if (const long rc = OpenSource(entry, &src); rc < 0) return rc;
-  struct Closer {
-    const MemberSource& s;
-    ~Closer() { CloseSource(s); }
-  } closer{src};
+  if (const long rc = OpenSource(entry, &src, want_fd); rc < 0) return rc;
+  Closer closer{src};
   const int fd = src.fd;
-  const uint8_t* view = src.owned ? nullptr : ResidentView(s, e.partition, src.base, e.stored_size);
+  const uint8_t* view = src.bytes ? src.bytes
+                        : src.owned ? nullptr
+                                    : ResidentView(s, e.partition, src.base, e.stored_size);
   if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
     long n;
     if (view) {
@@ -195,6 +208,7 @@ long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
       n = PreadBlob(fd, out, e.size, src.base);
     }
     if (n < 0) return n;
+    if (!SourceStill(src)) return kStale;
     if (s.verify_raw && compress::Crc32c(0, out, e.size) != e.crc32c)
       return Damaged(s, e, "checksum mismatch (damaged data)");
     return n;
@@ -214,10 +228,37 @@ long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
   s_inflate_ns.Add(static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
           .count()));
+  if (!SourceStill(src)) return kStale;
   if (rc != 0) return Damaged(s, e, "damaged compressed data");
   if (compress::Crc32c(0, out, e.size) != e.crc32c)
     return Damaged(s, e, "checksum mismatch (damaged data)");
   return static_cast<long>(e.size);
+}
+
+long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
+  long rc = kStale;
+  for (int i = 0; rc == kStale && i < kAttempts; ++i) rc = LoadOnce(s, entry, out, i == kAttempts - 1);
+  return rc == kStale ? -EIO : rc;
+}
+
+// Bytes [off, off + n) of a large raw member, read directly.
+long ReadRange(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
+  const ImageEntry& e = s.ns.entry(entry);
+  long r = kStale;
+  for (int i = 0; r == kStale && i < kAttempts; ++i) {
+    MemberSource src;
+    if (const long rc = OpenSource(entry, &src, i == kAttempts - 1); rc < 0) return rc;
+    Closer closer{src};
+    if (const uint8_t* view = src.bytes ? src.bytes + off
+                              : src.owned ? nullptr
+                                          : ResidentView(s, e.partition, src.base + off, n)) {
+      std::memcpy(dst, view, n);
+      r = SourceStill(src) ? static_cast<long>(n) : kStale;
+    } else {
+      r = PreadBlob(src.fd, dst, n, src.base + off);
+    }
+  }
+  return r == kStale ? -EIO : r;
 }
 
 // A spinlock, not a pthread mutex: the hook runs inside arbitrary applications (under
@@ -271,7 +312,7 @@ Cache& TheCache() {
 
 }  // namespace
 
-long OpenSource(uint32_t entry, MemberSource* out) {
+long OpenSource(uint32_t entry, MemberSource* out, bool want_fd) {
   State& s = *Get();
   const ImageEntry& e = s.ns.entry(entry);
   if (!s.parts[e.partition].empty()) {
@@ -281,9 +322,14 @@ long OpenSource(uint32_t entry, MemberSource* out) {
     return 0;
   }
   s_remote.Add(1);
-  const long fd = FetchRemote(entry);
-  if (fd < 0) return fd;
-  *out = MemberSource{static_cast<int>(fd), 0, true};
+  RemoteSource r;
+  if (const long rc = FetchRemote(entry, want_fd, &r); rc < 0) return rc;
+  if (r.bytes) {
+    s_arena.Add(1);
+    *out = MemberSource{-1, 0, false, r.bytes, r.word, entry};
+  } else {
+    *out = MemberSource{r.fd, 0, true, nullptr, 0, entry};
+  }
   return 0;
 }
 
@@ -305,16 +351,7 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
     return r;
   }
   if (raw && e.size > kCacheMax) {  // large raw member: read the range directly
-    MemberSource src;
-    if (const long rc = OpenSource(entry, &src); rc < 0) return rc;
-    long r;
-    if (const uint8_t* view = src.owned ? nullptr : ResidentView(s, e.partition, src.base + off, n)) {
-      std::memcpy(dst, view, n);
-      r = static_cast<long>(n);
-    } else {
-      r = PreadBlob(src.fd, dst, n, src.base + off);
-    }
-    CloseSource(src);
+    const long r = ReadRange(s, entry, off, dst, n);
     if (r > 0) s_bytes.Add(static_cast<uint64_t>(r));
     return r;
   }
@@ -338,6 +375,7 @@ IoStats SnapshotIoStats() {
   st.remote = s_remote.Load();
   st.device_reads = s_device.Load();
   st.mapped_reads = s_mapped.Load();
+  st.node_cache_hits = s_arena.Load();
   return st;
 }
 

@@ -19,21 +19,25 @@ namespace fanstore::runtime {
 // number of bytes (0 at or past the end) or a negative errno.
 ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len);
 
-// Where a member's stored bytes are: its partition blob at the member's offset, or, for a
-// member only other nodes hold, a node-cache file from the agent at offset 0 (`owned`: the
-// caller closes it with CloseSource).
+// Where a member's stored bytes are: its partition blob at the member's offset; for a
+// member only other nodes hold, the node cache arena (`bytes`, valid while SourceStill
+// says so) or a private file from the agent at offset 0 (`owned`: CloseSource closes it).
 struct MemberSource {
   int fd = -1;
   uint64_t base = 0;
   bool owned = false;
+  const uint8_t* bytes = nullptr;
+  uint64_t word = 0;
+  uint32_t entry = 0;
 };
-// 0 or a negative errno.
-long OpenSource(uint32_t entry, MemberSource* out);
+// 0 or a negative errno. `want_fd`: a descriptor even for a member in the node cache.
+long OpenSource(uint32_t entry, MemberSource* out, bool want_fd = false);
 void CloseSource(const MemberSource& src);
 
 struct IoStats {
   uint64_t reads = 0, bytes = 0, inflates = 0, inflate_ns = 0, cache_hits = 0, errors = 0;
-  uint64_t remote = 0;  // members asked of the node agent
+  uint64_t remote = 0;  // reads of members other nodes hold
+  uint64_t node_cache_hits = 0;  // of those, copied from the node cache arena
   uint64_t device_reads = 0;  // blob reads not in the page cache (through io_uring)
   uint64_t mapped_reads = 0;  // members copied from a mapping of their page-cached blob
 };

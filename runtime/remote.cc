@@ -2,7 +2,9 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 
@@ -12,6 +14,7 @@
 
 #include "intercept/preload_log.h"
 #include "intercept/raw_syscall.h"
+#include "io/node_cache.h"
 #include "io/protocol.h"
 #include "runtime/state.h"
 
@@ -29,10 +32,58 @@ struct Connection {
   }
 };
 thread_local Connection t_conn;
-thread_local io::TouchBatch t_touch{io::LocalOp::kTouch, 0, {}};  // node-cache hits not yet told
 
-long Connect(State& s) {
-  const long fd = RawSyscall6(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+bool Mapped(long r) {
+  return static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095);
+}
+
+// The node cache arena, mapped on first use (read-only, with its small "used" flags part
+// writable) and kept for the life of the process; forked children inherit the mapping.
+// nullptr when there is none or it does not match this namespace (every miss then gets a
+// private copy from the agent).
+const io::ArenaView* Arena(State& s) {
+  static std::atomic<uintptr_t> state{0};  // 0 not yet, 1 unavailable, else the view
+  uintptr_t v = state.load(std::memory_order_acquire);
+  if (v != 0) return v == 1 ? nullptr : reinterpret_cast<const io::ArenaView*>(v);
+  uintptr_t made = 1;
+  const std::string path = s.node_cache + "/arena";
+  const long fd = s.node_cache.empty() ? -ENOENT
+                                       : RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()),
+                                                     O_RDWR | O_CLOEXEC);
+  struct stat st;
+  if (fd >= 0 && RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
+      static_cast<uint64_t>(st.st_size) >= sizeof(io::ArenaHeader)) {
+    const long size = st.st_size;
+    const long map = RawSyscall6(SYS_mmap, 0, size, PROT_READ, MAP_SHARED, fd, 0);
+    io::ArenaHeader h;
+    long refs = -EINVAL;
+    if (Mapped(map)) {
+      std::memcpy(&h, reinterpret_cast<const void*>(map), sizeof h);
+      if (h.refs_offset % 4096 == 0 && h.data_offset > h.refs_offset && h.data_offset <= static_cast<uint64_t>(size))
+        refs = RawSyscall6(SYS_mmap, 0, static_cast<long>(h.data_offset - h.refs_offset),
+                           PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<long>(h.refs_offset));
+    }
+    auto* view = new io::ArenaView();
+    if (Mapped(map) && Mapped(refs) &&
+        view->Attach(reinterpret_cast<const uint8_t*>(map), static_cast<uint64_t>(size),
+                     reinterpret_cast<uint8_t*>(refs), static_cast<uint32_t>(s.ns.size()))) {
+      made = reinterpret_cast<uintptr_t>(view);
+    } else {
+      delete view;
+      if (Mapped(map)) RawSyscall6(SYS_munmap, map, size);
+      if (Mapped(refs)) RawSyscall6(SYS_munmap, refs, static_cast<long>(h.data_offset - h.refs_offset));
+      intercept::Logger().warn("node cache {}: not usable here; members fetched are copied", path);
+    }
+  }
+  if (fd >= 0) RawSyscall6(SYS_close, fd);
+  uintptr_t expected = 0;
+  if (state.compare_exchange_strong(expected, made, std::memory_order_acq_rel)) return made == 1 ? nullptr : reinterpret_cast<const io::ArenaView*>(made);
+  // Another thread attached first: ours is a second mapping of the same file, left in place
+  // (this happens at most once per racing thread).
+  return expected == 1 ? nullptr : reinterpret_cast<const io::ArenaView*>(expected);
+}
+
+long Connect(State& s) {  const long fd = RawSyscall6(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return fd;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -62,49 +113,24 @@ void Drop() {
   t_conn.fd = -1;
 }
 
-}  // namespace
-
-long FetchRemote(uint32_t entry) {
-  State& s = *Get();
-  if (s.agent.empty()) return -EIO;  // no agent: nothing can be remote
+// One request to the agent: 0 (the member is in the arena; *fd stays -1), 0 with *fd (a
+// private file), or a negative errno.
+long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
   const pid_t me = s.pid.load(std::memory_order_relaxed);
   if (t_conn.owner != me) {  // a forked child: the inherited connection is the parent's
     if (t_conn.fd >= 0) RawSyscall6(SYS_close, t_conn.fd);
     t_conn.fd = -1;
-    t_touch.count = 0;
     t_conn.owner = me;
   }
   if (t_conn.fd < 0) {
-    const long fd = Connect(s);
-    if (fd < 0) {
-      intercept::Logger().error("node agent {}: cannot connect ({})", s.agent, std::strerror(static_cast<int>(-fd)));
+    const long c = Connect(s);
+    if (c < 0) {
+      intercept::Logger().error("node agent {}: cannot connect ({})", s.agent, std::strerror(static_cast<int>(-c)));
       return -EIO;
     }
-    t_conn.fd = static_cast<int>(fd);
+    t_conn.fd = static_cast<int>(c);
   }
-  // Fetched before: the node cache holds it. Open it directly and tell the agent, without
-  // waiting, that it was used (its LRU order). An eviction racing with this open is harmless:
-  // ENOENT sends us to the agent, and an opened file outlives its unlink.
-  if (!s.node_cache.empty()) {
-    char path[4096];
-    const int len = std::snprintf(path, sizeof path, "%s/%u", s.node_cache.c_str(), entry);
-    if (len > 0 && len < static_cast<int>(sizeof path)) {
-      const long fd = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path),
-                                  O_RDONLY | O_CLOEXEC);
-      if (fd >= 0) {
-        io::TouchBatch& b = t_touch;
-        b.op = io::LocalOp::kTouch;
-        b.entries[b.count++] = entry;
-        if (b.count == io::kTouchBatch) {
-          RawSyscall6(SYS_sendto, t_conn.fd, reinterpret_cast<long>(&b), sizeof b,
-                      MSG_NOSIGNAL | MSG_DONTWAIT, 0, 0);
-          b.count = 0;
-        }
-        return fd;
-      }
-    }
-  }
-  io::LocalRequest req{io::LocalOp::kFetch, entry};
+  io::LocalRequest req{op, entry};
   long rc;
   do {
     rc = RawSyscall6(SYS_sendto, t_conn.fd, reinterpret_cast<long>(&req), sizeof req, MSG_NOSIGNAL, 0, 0);
@@ -138,16 +164,52 @@ long FetchRemote(uint32_t entry) {
     Drop();
     return -EIO;
   }
-  int fd = -1;
+  int got = -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  if (rep.status != 0) {
-    if (fd >= 0) RawSyscall6(SYS_close, fd);
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&got, CMSG_DATA(c), sizeof got);
+  if (rep.status != 0 || (rep.where == io::Where::kInFile) != (got >= 0)) {
+    if (got >= 0) RawSyscall6(SYS_close, got);
     intercept::Logger().error("member '{}': the node agent could not fetch it ({})",
-                              s.ns.path(s.ns.entry(entry)), std::strerror(-rep.status));
+                              s.ns.path(s.ns.entry(entry)), std::strerror(rep.status ? -rep.status : EPROTO));
     return -EIO;
   }
-  return fd >= 0 ? fd : -EIO;
+  *fd = got;
+  return 0;
+}
+
+}  // namespace
+
+long FetchRemote(uint32_t entry, bool want_fd, RemoteSource* out) {
+  State& s = *Get();
+  if (s.agent.empty()) return -EIO;  // no agent: nothing can be remote
+  const uint64_t len = s.ns.entry(entry).stored_size;
+  const io::ArenaView* arena = want_fd ? nullptr : Arena(s);
+  // A member the agent has just put in the arena can be evicted again before we look (a
+  // node cache far smaller than what the node's processes read at once): after two such
+  // misses, a private copy.
+  for (int attempt = 0;; ++attempt) {
+    const uint8_t* bytes = nullptr;
+    if (arena) {
+      if (const uint64_t w = arena->Find(entry, len, &bytes)) {
+        *out = RemoteSource{bytes, w, -1};
+        return 0;
+      }
+    }
+    const bool copy = !arena || attempt >= 2;
+    int fd = -1;
+    if (const long rc = Ask(s, entry, copy ? io::LocalOp::kFetchCopy : io::LocalOp::kFetch, &fd); rc < 0)
+      return rc;
+    if (fd >= 0) {
+      *out = RemoteSource{nullptr, 0, fd};
+      return 0;
+    }
+    if (copy) return -EIO;  // (Ask checked that a copy comes with its descriptor)
+  }
+}
+
+bool RemoteStill(uint32_t entry, uint64_t word) {
+  const io::ArenaView* arena = Arena(*Get());
+  return arena && arena->Still(entry, word);
 }
 
 }  // namespace fanstore::runtime

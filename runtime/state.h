@@ -9,7 +9,7 @@
 //                    (default: 1 MiB when the node's blobs fit in half of the memory)
 //   FANSTORE_MAPPED_READS  0: never copy page-cached members from a mapping of the blob
 //   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
-//   FANSTORE_NODE_CACHE  the agent's node cache directory (members fetched before)
+//   FANSTORE_NODE_CACHE  the agent's node cache directory (its arena of members fetched before)
 //   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
 // Thread-safety: Init from the constructor; afterwards read-only except the blob fd slots
 // (atomic) and the cached cwd (see Cwd()).
