@@ -246,7 +246,7 @@ void Agent::Loop::Serve(const RemoteRequest& req, int source) {
   }
   if (h.status == 0) {
     h.length = len;
-    h.crc32c = compress::Crc32c(0, data, len);
+    if (!(req.flags & kNoTransferCrc)) h.crc32c = compress::Crc32c(0, data, len);
     if (corrupt_left > 0 && len > 0) {  // fault injection (tests): a damaged transfer
       --corrupt_left;
       out.buf[len / 2] ^= 0x5a;
@@ -350,7 +350,8 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
                 f->owners.end());
   f->owners.erase(std::remove(f->owners.begin(), f->owners.end(), static_cast<uint32_t>(cfg.rank)),
                   f->owners.end());
-  f->req = RemoteRequest{e.partition, 0, e.data_offset, e.stored_size};
+  const bool raw = e.codec == static_cast<uint8_t>(meta::Codec::kRaw);
+  f->req = RemoteRequest{e.partition, 0, e.data_offset, e.stored_size, raw ? kNoTransferCrc : 0, 0};
   f->buf.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(e.stored_size, 1)]);
   if (!f->buf) {
     Reply(w.conn, -ENOMEM, -1);
@@ -437,7 +438,8 @@ bool Agent::Loop::ProgressFetches() {
       const RemoteReplyHeader h = f.header;
       int32_t status = h.status;
       if (status == 0 && h.length != f.req.length) status = -EIO;
-      if (status == 0 && compress::Crc32c(0, f.buf.get(), h.length) != h.crc32c) {
+      const uint32_t want = (f.req.flags & kNoTransferCrc) ? ns.entry(entry).crc32c : h.crc32c;
+      if (status == 0 && compress::Crc32c(0, f.buf.get(), h.length) != want) {
         spdlog::warn("member '{}' from rank {}: damaged transfer (CRC mismatch){}",
                      ns.path(ns.entry(entry)), f.owner, f.retried ? ", giving up" : ", retrying");
         if (!f.retried) {

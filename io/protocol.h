@@ -15,8 +15,10 @@
 // answers on the request's reply tag with a RemoteReplyHeader, then exactly
 // ceil(length / kRemoteChunk) data messages of kRemoteChunk bytes (the last one shorter),
 // empty when the header's status is an error, so the requester can post every receive at
-// once. MPI keeps their order. The header carries the CRC32C of all stored bytes sent, so
-// a damaged transfer is caught (and retried once) before anything lands in the node cache.
+// once. MPI keeps their order. The bytes are checked before anything lands in the node
+// cache, against the member's CRC32C in the namespace for a raw member (end to end: a
+// member damaged in the holder's blob is caught too) or, for a compressed one, against the
+// CRC32C the header carries; a mismatch is asked for once more.
 #pragma once
 
 #include <cstdint>
@@ -49,11 +51,16 @@ struct RemoteRequest {
   int32_t reply_tag;
   uint64_t offset;  // in the partition blob
   uint64_t length;  // stored bytes
+  uint32_t flags;   // kNoTransferCrc
+  uint32_t reserved;
 };
+// A raw member: the requester checks the bytes against the CRC32C in the namespace (which
+// also catches a member damaged in the holder's blob), so the holder computes none.
+inline constexpr uint32_t kNoTransferCrc = 1;
 
 struct RemoteReplyHeader {
   int32_t status;  // 0 or a negative errno
-  uint32_t crc32c;  // of the `length` stored bytes that follow
+  uint32_t crc32c;  // of the `length` stored bytes that follow (0 with kNoTransferCrc)
   uint64_t length;
 };
 
