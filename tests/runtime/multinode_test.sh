@@ -198,6 +198,28 @@ for r in $(seq 0 $((NP - 1))); do
   [ "$(grep -c ' ok ' "$S/out.$r")" = "$NFILES" ] && ok || bad "damaged transfer retried: rank $r: $(grep -v ' ok ' "$S/out.$r" | head -3)"
 done
 grep -q "damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "damaged transfer: no retry logged"
+# A member damaged in its holder's blob (the index and footer intact, so the stage-in passes):
+# a raw member is checked against its CRC32C in the namespace when it is fetched, so the
+# other ranks get EIO for that file after one retry, and the right bytes for every other.
+rel=$(cd "$S/src" && find train -name 'b*.bin' -size +20k | sort | head -1)
+info=$($FANSTORE stat "$S/raw" "$rel")
+part=$(echo "$info" | sed -n 's/.*Partition: \(part-[0-9]*\.fsb\)/\1/p')
+off=$(echo "$info" | sed -n 's/.*Offset: \([0-9]*\)/\1/p')
+holder=$(( 10#$(echo "$part" | tr -dc 0-9) % NP ))
+rm -rf "$S/rot" && cp -r "$S/raw" "$S/rot"
+$PY -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(int(sys.argv[2])+1000); b=f.read(1); f.seek(-1,1); f.write(bytes([b[0]^0x5a]))" "$S/rot/$part" "$off"
+rm -f "$S"/out.*
+timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/rot" \
+  -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
+rc=$?  # 1: the reader saw a failed file, as it should
+[ $rc -eq 1 ] && ok || bad "damaged member in its holder's blob: exit $rc"
+for r in $(seq 0 $((NP - 1))); do
+  [ "$r" = "$holder" ] && continue  # its own local raw reads are not checked by default (FANSTORE_VERIFY)
+  if grep -q "^$rel EIO " "$S/out.$r" && [ "$(grep -c ' ok ' "$S/out.$r")" = $((NFILES - 1)) ]; then ok; else
+    bad "damaged member in its holder's blob: rank $r: $(grep "^$rel " "$S/out.$r") / $(grep -c ' ok ' "$S/out.$r") ok"; fi
+done
+grep -q "$rel.*damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "damaged member in its holder's blob: no retry logged"
+
 rm -f "$S"/out.*
 FANSTORE_TEST_CORRUPT_REPLIES=1000000 timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
   --data "$S/raw" -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
