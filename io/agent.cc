@@ -23,6 +23,7 @@
 #include "compress/crc32c.h"
 #include "io/node_cache.h"
 #include "io/protocol.h"
+#include "io/resident.h"
 
 namespace fanstore::io {
 
@@ -212,16 +213,13 @@ Status Agent::Loop::Open() {
 // not (a cold blob served in place) sends the request to pread, so the loop never waits on
 // a page fault, and a blob cut shorter than it was never faults (SIGBUS) here.
 const uint8_t* Agent::Loop::Resident(uint32_t p, uint64_t off, uint64_t len) {
-  const uint8_t* map = blob_maps[p];
-  if (!map || len == 0 || off > blob_sizes[p] || len > blob_sizes[p] - off) return nullptr;
-  constexpr uint64_t kPage = 4096;
-  const uint64_t first = off / kPage * kPage;
-  const uint64_t pages = (off + len - first + kPage - 1) / kPage;
-  mincore_vec.resize(pages);
-  if (::mincore(const_cast<uint8_t*>(map + first), pages * kPage, mincore_vec.data()) != 0) return nullptr;
-  for (unsigned char v : mincore_vec)
-    if (!(v & 1)) return nullptr;
-  return map + off;
+  // (bounds first: a length past the blob must not size the vector)
+  if (len == 0 || off > blob_sizes[p] || len > blob_sizes[p] - off) return nullptr;
+  mincore_vec.resize(SpannedPages(off, len));
+  return ResidentBytes(blob_maps[p], blob_sizes[p], off, len, mincore_vec.data(),
+                       [](const uint8_t* at, uint64_t n, unsigned char* v) {
+                         return ::mincore(const_cast<uint8_t*>(at), n, v);
+                       });
 }
 
 void Agent::Loop::Serve(const RemoteRequest& req, int source) {

@@ -20,6 +20,7 @@
 #include "compress/inflate.h"
 #include "intercept/preload_log.h"
 #include "intercept/raw_syscall.h"
+#include "io/resident.h"
 #include "meta/format.h"
 #include "runtime/counter.h"
 #include "runtime/remote.h"
@@ -156,23 +157,19 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
 // on a page fault, and a blob shorter than its index (pages past its end are never
 // resident) gets EIO, not SIGBUS. Members over 4 MiB take the read path (the copy
 // dominates there).
-constexpr size_t kPage = 4096, kViewMax = 4u << 20;
+constexpr size_t kViewMax = 4u << 20;
 
 const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len) {
   if (len == 0 || len > kViewMax || !s.mapped_reads) return nullptr;
   uint64_t size = 0;
   const uint8_t* map = s.BlobMap(partition, &size);
-  if (!map || off > size || len > size - off) return nullptr;
-  const uint64_t first = off & ~uint64_t{kPage - 1};
-  const uint64_t span = ((off + len + kPage - 1) & ~uint64_t{kPage - 1}) - first;
-  unsigned char vec[kViewMax / kPage + 2];
-  if (intercept::RawSyscall6(SYS_mincore, reinterpret_cast<long>(map + first),
-                             static_cast<long>(span), reinterpret_cast<long>(vec)) != 0)
-    return nullptr;
-  for (uint64_t i = 0; i < span / kPage; ++i)
-    if (!(vec[i] & 1)) return nullptr;
-  s_mapped.Add(1);
-  return map + off;
+  unsigned char vec[kViewMax / io::kResidentPage + 2];
+  const uint8_t* view = io::ResidentBytes(map, size, off, len, vec, [](const uint8_t* at, uint64_t n, unsigned char* v) {
+    return intercept::RawSyscall6(SYS_mincore, reinterpret_cast<long>(at), static_cast<long>(n),
+                                  reinterpret_cast<long>(v));
+  });
+  if (view) s_mapped.Add(1);
+  return view;
 }
 
 long Damaged(const State& s, const ImageEntry& e, const char* why) {

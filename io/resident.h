@@ -1,0 +1,35 @@
+// Whether bytes of a mapped file can be copied without waiting on the device or faulting
+// past its end: every page of [off, off + len) must be in the page cache (mincore). Shared
+// by the runtime's member reads (raw system calls) and the agent's replies (libc), which
+// pass their own mincore.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace fanstore::io {
+
+inline constexpr uint64_t kResidentPage = 4096;
+
+// Pages that [off, off + len) spans (the size of the vector mincore fills).
+inline uint64_t SpannedPages(uint64_t off, uint64_t len) {
+  const uint64_t first = off / kResidentPage * kResidentPage;
+  return (off + len - first + kResidentPage - 1) / kResidentPage;
+}
+
+// `map` + `off` if the mapping of `map_bytes` holds [off, off + len) and every page of it is
+// resident, else nullptr. `vec` has room for SpannedPages(off, len) bytes;
+// mincore(addr, bytes, vec) returns 0 on success.
+template <class Mincore>
+const uint8_t* ResidentBytes(const uint8_t* map, uint64_t map_bytes, uint64_t off, uint64_t len,
+                             unsigned char* vec, Mincore mincore) {
+  if (!map || len == 0 || off > map_bytes || len > map_bytes - off) return nullptr;
+  const uint64_t first = off / kResidentPage * kResidentPage;
+  const uint64_t pages = SpannedPages(off, len);
+  if (mincore(map + first, pages * kResidentPage, vec) != 0) return nullptr;
+  for (uint64_t i = 0; i < pages; ++i)
+    if (!(vec[i] & 1)) return nullptr;
+  return map + off;
+}
+
+}  // namespace fanstore::io
