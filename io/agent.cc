@@ -141,7 +141,7 @@ struct Agent::Loop {
   void Complete(Fetch& f, int32_t status);
   void HandleClient(int conn);
   void Accept();
-  void ReplyCopy(int conn, uint32_t entry, const uint8_t* bytes, uint64_t len);
+  int MakeCopy(uint32_t entry, const uint8_t* bytes, uint64_t len);
   void BroadcastStop();
   void DropWaiter(int conn);
   void Withdraw();
@@ -364,26 +364,30 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
   if (!SendToNextOwner(ref)) Complete(ref, -EIO);
 }
 
-// A private copy of a member's stored bytes for one waiter: a sealed memfd sent with the
-// reply (a member too large for the node cache, or a process that asked for a copy).
-void Agent::Loop::ReplyCopy(int conn, uint32_t entry, const uint8_t* bytes, uint64_t len) {
-  const int fd = ::memfd_create("fanstore-member", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  uint64_t done = 0;
-  while (fd >= 0 && done < len) {
+// A private copy of a member's stored bytes: a sealed memfd, sent with replies to the
+// processes that get copies (a member too large for the node cache, or a process that
+// asked for one). -1 (logged) when it cannot be made.
+int Agent::Loop::MakeCopy(uint32_t entry, const uint8_t* bytes, uint64_t len) {
+  int fd = ::memfd_create("fanstore-member", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  int err = fd < 0 ? errno : 0;
+  for (uint64_t done = 0; fd >= 0 && done < len;) {
     const ssize_t n = ::pwrite(fd, bytes + done, len - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
+    if (n <= 0) {
+      err = n < 0 ? errno : EIO;
+      ::close(fd);
+      fd = -1;
+      break;
+    }
     done += static_cast<uint64_t>(n);
   }
-  if (fd < 0 || done < len) {
+  if (fd < 0) {
     spdlog::error("member '{}': cannot make a copy for a local process: {}", ns.path(ns.entry(entry)),
-                  std::strerror(errno ? errno : EIO));
-    Reply(conn, -EIO, -1);
-  } else {
-    ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
-    Reply(conn, 0, fd);
+                  std::strerror(err));
+    return -1;
   }
-  if (fd >= 0) ::close(fd);
+  ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  return fd;
 }
 
 // Finishes a fetch: on success the member goes into the node cache (unless too large for
@@ -409,12 +413,16 @@ void Agent::Loop::Complete(Fetch& f, int32_t status) {
       arena_failed = true;
     }
   }
+  int copy = -2;  // made once, for every waiter that gets a copy
   for (const Waiter& w : f.waiters) {
-    if (kept && !w.copy)
+    if (kept && !w.copy) {
       Reply(w.conn, 0, -1);
-    else
-      ReplyCopy(w.conn, f.entry, f.buf.get(), len);
+      continue;
+    }
+    if (copy == -2) copy = MakeCopy(f.entry, f.buf.get(), len);
+    Reply(w.conn, copy >= 0 ? 0 : -EIO, copy);
   }
+  if (copy >= 0) ::close(copy);
   fetches.erase(f.entry);
 }
 
@@ -530,7 +538,9 @@ void Agent::Loop::HandleClient(int conn) {
     }
     std::vector<uint8_t> bytes;
     if (arena.Read(req.entry, ns.entry(req.entry).stored_size, &bytes)) {
-      ReplyCopy(conn, req.entry, bytes.data(), bytes.size());
+      const int copy = MakeCopy(req.entry, bytes.data(), bytes.size());
+      Reply(conn, copy >= 0 ? 0 : -EIO, copy);
+      if (copy >= 0) ::close(copy);
       return;
     }
   }

@@ -37,53 +37,71 @@ bool Mapped(long r) {
   return static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095);
 }
 
-// The node cache arena, mapped on first use (read-only, with its small "used" flags part
-// writable) and kept for the life of the process; forked children inherit the mapping.
-// nullptr when there is none or it does not match this namespace (every miss then gets a
-// private copy from the agent).
-const io::ArenaView* Arena(State& s) {
-  static std::atomic<uintptr_t> state{0};  // 0 not yet, 1 unavailable, else the view
-  uintptr_t v = state.load(std::memory_order_acquire);
-  if (v != 0) return v == 1 ? nullptr : reinterpret_cast<const io::ArenaView*>(v);
-  uintptr_t made = 1;
+// A process's mapping of the node cache arena: the whole file read-only, its "used" flags
+// part writable.
+struct ArenaMapping {
+  io::ArenaView view;
+  long map = -1, size = 0, refs = -1, refs_size = 0;
+  ~ArenaMapping() {
+    if (Mapped(map)) RawSyscall6(SYS_munmap, map, size);
+    if (Mapped(refs)) RawSyscall6(SYS_munmap, refs, refs_size);
+  }
+};
+
+// Maps the arena of this node's agent; nullptr when there is none or it does not match
+// this namespace.
+ArenaMapping* MapArena(State& s) {
+  if (s.node_cache.empty()) return nullptr;
   const std::string path = s.node_cache + "/arena";
-  const long fd = s.node_cache.empty() ? -ENOENT
-                                       : RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()),
-                                                     O_RDWR | O_CLOEXEC);
+  const long fd = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()), O_RDWR | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  auto* m = new ArenaMapping();
   struct stat st;
-  if (fd >= 0 && RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
-      static_cast<uint64_t>(st.st_size) >= sizeof(io::ArenaHeader)) {
-    const long size = st.st_size;
-    const long map = RawSyscall6(SYS_mmap, 0, size, PROT_READ, MAP_SHARED, fd, 0);
-    io::ArenaHeader h;
-    long refs = -EINVAL;
-    if (Mapped(map)) {
-      std::memcpy(&h, reinterpret_cast<const void*>(map), sizeof h);
-      if (h.refs_offset % 4096 == 0 && h.data_offset > h.refs_offset && h.data_offset <= static_cast<uint64_t>(size))
-        refs = RawSyscall6(SYS_mmap, 0, static_cast<long>(h.data_offset - h.refs_offset),
-                           PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<long>(h.refs_offset));
-    }
-    auto* view = new io::ArenaView();
-    if (Mapped(map) && Mapped(refs) &&
-        view->Attach(reinterpret_cast<const uint8_t*>(map), static_cast<uint64_t>(size),
-                     reinterpret_cast<uint8_t*>(refs), static_cast<uint32_t>(s.ns.size()))) {
-      made = reinterpret_cast<uintptr_t>(view);
-    } else {
-      delete view;
-      if (Mapped(map)) RawSyscall6(SYS_munmap, map, size);
-      if (Mapped(refs)) RawSyscall6(SYS_munmap, refs, static_cast<long>(h.data_offset - h.refs_offset));
-      intercept::Logger().warn("node cache {}: not usable here; members fetched are copied", path);
+  io::ArenaHeader h{};
+  if (RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
+      static_cast<uint64_t>(st.st_size) >= sizeof h) {
+    m->size = st.st_size;
+    m->map = RawSyscall6(SYS_mmap, 0, m->size, PROT_READ, MAP_SHARED, fd, 0);
+  }
+  if (Mapped(m->map)) {
+    std::memcpy(&h, reinterpret_cast<const void*>(m->map), sizeof h);
+    if (h.refs_offset % 4096 == 0 && h.data_offset > h.refs_offset &&
+        h.data_offset <= static_cast<uint64_t>(m->size)) {
+      m->refs_size = static_cast<long>(h.data_offset - h.refs_offset);
+      m->refs = RawSyscall6(SYS_mmap, 0, m->refs_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+                            static_cast<long>(h.refs_offset));
     }
   }
-  if (fd >= 0) RawSyscall6(SYS_close, fd);
-  uintptr_t expected = 0;
-  if (state.compare_exchange_strong(expected, made, std::memory_order_acq_rel)) return made == 1 ? nullptr : reinterpret_cast<const io::ArenaView*>(made);
-  // Another thread attached first: ours is a second mapping of the same file, left in place
-  // (this happens at most once per racing thread).
-  return expected == 1 ? nullptr : reinterpret_cast<const io::ArenaView*>(expected);
+  RawSyscall6(SYS_close, fd);
+  if (Mapped(m->map) && Mapped(m->refs) &&
+      m->view.Attach(reinterpret_cast<const uint8_t*>(m->map), static_cast<uint64_t>(m->size),
+                     reinterpret_cast<uint8_t*>(m->refs), static_cast<uint32_t>(s.ns.size())))
+    return m;
+  intercept::Logger().warn("node cache {}: not usable here; members fetched are copied", path);
+  delete m;
+  return nullptr;
 }
 
-long Connect(State& s) {  const long fd = RawSyscall6(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+// The arena, mapped on first use and kept for the life of the process (forked children
+// inherit the mapping). nullptr when unavailable: every miss then gets a private copy from
+// the agent.
+const io::ArenaView* Arena(State& s) {
+  static std::atomic<uintptr_t> state{0};  // 0 not yet, 1 unavailable, else an ArenaMapping
+  uintptr_t v = state.load(std::memory_order_acquire);
+  if (v == 0) {
+    ArenaMapping* m = MapArena(s);
+    const uintptr_t made = m ? reinterpret_cast<uintptr_t>(m) : 1;
+    if (state.compare_exchange_strong(v, made, std::memory_order_acq_rel)) {
+      v = made;
+    } else {
+      delete m;  // another thread attached first (v is its result)
+    }
+  }
+  return v == 1 ? nullptr : &reinterpret_cast<ArenaMapping*>(v)->view;
+}
+
+long Connect(State& s) {
+  const long fd = RawSyscall6(SYS_socket, AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (fd < 0) return fd;
   sockaddr_un addr{};
   addr.sun_family = AF_UNIX;
@@ -184,27 +202,26 @@ long FetchRemote(uint32_t entry, bool want_fd, RemoteSource* out) {
   if (s.agent.empty()) return -EIO;  // no agent: nothing can be remote
   const uint64_t len = s.ns.entry(entry).stored_size;
   const io::ArenaView* arena = want_fd ? nullptr : Arena(s);
-  // A member the agent has just put in the arena can be evicted again before we look (a
-  // node cache far smaller than what the node's processes read at once): after two such
-  // misses, a private copy.
-  for (int attempt = 0;; ++attempt) {
+  auto find = [&] {
     const uint8_t* bytes = nullptr;
-    if (arena) {
-      if (const uint64_t w = arena->Find(entry, len, &bytes)) {
-        *out = RemoteSource{bytes, w, -1};
-        return 0;
-      }
-    }
-    const bool copy = !arena || attempt >= 2;
-    int fd = -1;
-    if (const long rc = Ask(s, entry, copy ? io::LocalOp::kFetchCopy : io::LocalOp::kFetch, &fd); rc < 0)
-      return rc;
-    if (fd >= 0) {
-      *out = RemoteSource{nullptr, 0, fd};
-      return 0;
-    }
-    if (copy) return -EIO;  // (Ask checked that a copy comes with its descriptor)
+    const uint64_t w = arena ? arena->Find(entry, len, &bytes) : 0;
+    if (w) *out = RemoteSource{bytes, w, -1};
+    return w != 0;
+  };
+  if (find()) return 0;
+  int fd = -1;
+  if (arena) {
+    if (const long rc = Ask(s, entry, io::LocalOp::kFetch, &fd); rc < 0) return rc;
+    // In the arena now, unless evicted again before we looked (a node cache far smaller
+    // than what the node's processes read at once): then a private copy.
+    if (fd < 0 && find()) return 0;
   }
+  if (fd < 0) {
+    if (const long rc = Ask(s, entry, io::LocalOp::kFetchCopy, &fd); rc < 0) return rc;
+    if (fd < 0) return -EIO;  // (a copy always comes with its descriptor)
+  }
+  *out = RemoteSource{nullptr, 0, fd};
+  return 0;
 }
 
 bool RemoteStill(uint32_t entry, uint64_t word) {

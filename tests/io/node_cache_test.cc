@@ -106,6 +106,22 @@ TEST_F(NodeCacheTest, AReaderRefusesAnArenaOfAnotherNamespaceOrCut) {
   EXPECT_FALSE(v.Attach(file.data(), file.size(), nullptr, 100));  // shorter than it says
   file[0] = 'X';
   EXPECT_FALSE(v.Attach(file.data(), file.size(), nullptr, 100));
+  // A whole file whose data size wraps round 2^64 to look consistent: its data area would
+  // reach far past the mapping.
+  std::vector<uint8_t> whole;
+  const int fd2 = ::open(path_.c_str(), O_RDONLY);
+  struct stat st;
+  ASSERT_EQ(::fstat(fd2, &st), 0);
+  whole.resize(static_cast<size_t>(st.st_size));
+  ASSERT_EQ(::pread(fd2, whole.data(), whole.size(), 0), st.st_size);
+  ::close(fd2);
+  ASSERT_TRUE(v.Attach(whole.data(), whole.size(), nullptr, 100));
+  ArenaHeader h;
+  std::memcpy(&h, whole.data(), sizeof h);
+  h.data_bytes += uint64_t{1} << 63;
+  h.data_offset += uint64_t{1} << 63;
+  std::memcpy(whole.data(), &h, sizeof h);
+  EXPECT_FALSE(v.Attach(whole.data(), whole.size(), nullptr, 100));
 }
 
 TEST_F(NodeCacheTest, OldestMembersAreEvictedFirst) {
