@@ -326,6 +326,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     cfg.rank = rank_;
     cfg.placement = placement;
     cfg.blob_paths = local_paths;
+    cfg.staged = stage;
     cfg.broadcast = broadcast;
     cfg.socket_path = socket_path_;
     cfg.cache_dir = local_dir_ + "/cache";

@@ -8,7 +8,9 @@
 #include <sys/prctl.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/un.h>
 #include <tsl/robin_map.h>
 #include <unistd.h>
@@ -62,6 +64,9 @@ struct Agent::Loop {
   std::vector<int> blob_fds;
   std::vector<const uint8_t*> blob_maps;  // nullptr: not mapped (served with pread)
   std::vector<uint64_t> blob_sizes;
+  // Staged copies in memory (tmpfs): their pages cannot be cold and nothing cuts them, so
+  // replies are sent from the mapping without asking mincore.
+  std::vector<uint8_t> blob_in_memory;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   int nodes = 1, tag_ub = 32767, next_tag = kFirstReplyTag;
 
@@ -96,22 +101,30 @@ struct Agent::Loop {
     int conn;
     bool copy;  // wants a descriptor of a private copy (kFetchCopy)
   };
+  // One request to one holder and the receives of its reply: everything MPI may still
+  // write into lives here, so an attempt that timed out is set aside whole until MPI is done
+  // with it (a cancelled receive may still complete), and a retry gets a new one.
+  struct Attempt {
+    int owner = -1, tag = 0;
+    RemoteRequest req{};
+    MPI_Request send = MPI_REQUEST_NULL;
+    std::vector<MPI_Request> recvs;  // the header, then the data chunks
+    RemoteReplyHeader header{};
+    std::unique_ptr<uint8_t[]> buf;  // the stored bytes
+  };
   struct Fetch {
     uint32_t entry;
     std::vector<Waiter> waiters;
     std::vector<uint32_t> owners;
     size_t owner_idx = 0;
     bool retried = false;
-    int owner = -1, tag = 0;
     RemoteRequest req{};
-    MPI_Request send = MPI_REQUEST_NULL;
-    std::vector<MPI_Request> recvs;  // the header, then the data chunks
-    RemoteReplyHeader header{};
-    std::unique_ptr<uint8_t[]> buf;  // stored bytes
+    std::unique_ptr<Attempt> at;
     Clock::time_point deadline;
   };
   tsl::robin_map<uint32_t, std::unique_ptr<Fetch>> fetches;
-  std::vector<MPI_Request> abandoned;  // timed-out sends and receives, tested until done
+  std::vector<MPI_Request> abandoned;  // sends nobody waits for, tested until done
+  std::vector<std::unique_ptr<Attempt>> set_aside;  // timed out, until MPI lets go of them
   std::vector<Clock::time_point> suspect_until;
 
   NodeCache arena;  // members fetched before, shared with the node's processes
@@ -138,6 +151,8 @@ struct Agent::Loop {
   bool ProgressFetches();
   void StartFetch(uint32_t entry, Waiter w);
   bool SendToNextOwner(Fetch& f);
+  std::unique_ptr<Attempt> NewAttempt(const Fetch& f);
+  void SetAside(std::unique_ptr<Attempt> a);
   void Complete(Fetch& f, int32_t status);
   void HandleClient(int conn);
   void Accept();
@@ -162,6 +177,7 @@ Status Agent::Loop::Open() {
   blob_fds.assign(cfg.blob_paths.size(), -1);
   blob_maps.assign(cfg.blob_paths.size(), nullptr);
   blob_sizes.assign(cfg.blob_paths.size(), 0);
+  blob_in_memory.assign(cfg.blob_paths.size(), 0);
   for (size_t p = 0; p < cfg.blob_paths.size(); ++p) {
     if (cfg.blob_paths[p].empty()) continue;
     blob_fds[p] = ::open(cfg.blob_paths[p].c_str(), O_RDONLY | O_CLOEXEC);
@@ -172,6 +188,8 @@ Status Agent::Loop::Open() {
       if (m != MAP_FAILED) {
         blob_maps[p] = static_cast<const uint8_t*>(m);
         blob_sizes[p] = static_cast<uint64_t>(st.st_size);
+        struct statfs fs;
+        blob_in_memory[p] = cfg.staged && ::fstatfs(blob_fds[p], &fs) == 0 && fs.f_type == TMPFS_MAGIC;
       }
     }
   }
@@ -215,6 +233,7 @@ Status Agent::Loop::Open() {
 const uint8_t* Agent::Loop::Resident(uint32_t p, uint64_t off, uint64_t len) {
   // (bounds first: a length past the blob must not size the vector)
   if (len == 0 || off > blob_sizes[p] || len > blob_sizes[p] - off) return nullptr;
+  if (blob_in_memory[p]) return blob_maps[p] + off;
   mincore_vec.resize(SpannedPages(off, len));
   return ResidentBytes(blob_maps[p], blob_sizes[p], off, len, mincore_vec.data(),
                        [](const uint8_t* at, uint64_t n, unsigned char* v) {
@@ -300,7 +319,25 @@ bool Agent::Loop::ProgressServer() {
   return active;
 }
 
-// Sends the fetch's request to its next holder that is not suspected; false when none is left.
+// A new attempt of a fetch, with a buffer for the bytes; nullptr when there is no memory.
+// (Receiving straight into the node cache was measured: no faster, because the agent then
+// maps every cache page too; docs/design.md.)
+std::unique_ptr<Agent::Loop::Attempt> Agent::Loop::NewAttempt(const Fetch& f) {
+  auto a = std::make_unique<Attempt>();
+  a->req = f.req;
+  a->buf.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(f.req.length, 1)]);
+  return a->buf ? std::move(a) : nullptr;
+}
+
+// Cancels what an attempt still has posted and keeps it until MPI has finished with it.
+void Agent::Loop::SetAside(std::unique_ptr<Attempt> a) {
+  for (MPI_Request& r : a->recvs)
+    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+  set_aside.push_back(std::move(a));
+}
+
+// Sends the fetch's request to its next holder that is not suspected; false when none is
+// left (or no memory for the reply).
 bool Agent::Loop::SendToNextOwner(Fetch& f) {
   const auto now = Clock::now();
   while (f.owner_idx < f.owners.size()) {
@@ -309,18 +346,21 @@ bool Agent::Loop::SendToNextOwner(Fetch& f) {
       ++f.owner_idx;
       continue;
     }
-    f.owner = static_cast<int>(o);
-    f.tag = next_tag++;
+    if (!f.at && !(f.at = NewAttempt(f))) return false;
+    Attempt& a = *f.at;  // new, or one whose receives have all completed (a CRC retry)
+    if (a.send != MPI_REQUEST_NULL) abandoned.push_back(a.send);
+    a.owner = static_cast<int>(o);
+    a.tag = next_tag++;
     if (next_tag > tag_ub) next_tag = kFirstReplyTag;
-    f.req.reply_tag = f.tag;
-    MPI_Isend(&f.req, sizeof f.req, MPI_BYTE, f.owner, kTagRequest, MPI_COMM_WORLD, &f.send);
-    f.recvs.assign(1, MPI_REQUEST_NULL);
-    MPI_Irecv(&f.header, sizeof f.header, MPI_BYTE, f.owner, f.tag, MPI_COMM_WORLD, &f.recvs[0]);
-    for (uint64_t off = 0; off < f.req.length; off += kRemoteChunk) {
+    a.req.reply_tag = a.tag;
+    MPI_Isend(&a.req, sizeof a.req, MPI_BYTE, a.owner, kTagRequest, MPI_COMM_WORLD, &a.send);
+    a.recvs.assign(1, MPI_REQUEST_NULL);
+    MPI_Irecv(&a.header, sizeof a.header, MPI_BYTE, a.owner, a.tag, MPI_COMM_WORLD, &a.recvs[0]);
+    for (uint64_t off = 0; off < a.req.length; off += kRemoteChunk) {
       MPI_Request r;
-      MPI_Irecv(f.buf.get() + off, static_cast<int>(std::min(kRemoteChunk, f.req.length - off)),
-                MPI_BYTE, f.owner, f.tag, MPI_COMM_WORLD, &r);
-      f.recvs.push_back(r);
+      MPI_Irecv(a.buf.get() + off, static_cast<int>(std::min(kRemoteChunk, a.req.length - off)),
+                MPI_BYTE, a.owner, a.tag, MPI_COMM_WORLD, &r);
+      a.recvs.push_back(r);
     }
     f.deadline = now + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(cfg.timeout_s));
@@ -350,11 +390,6 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
                   f->owners.end());
   const bool raw = e.codec == static_cast<uint8_t>(meta::Codec::kRaw);
   f->req = RemoteRequest{e.partition, 0, e.data_offset, e.stored_size, raw ? kNoTransferCrc : 0, 0};
-  f->buf.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(e.stored_size, 1)]);
-  if (!f->buf) {
-    Reply(w.conn, -ENOMEM, -1);
-    return;
-  }
   if (!cfg.mpi) {  // one node holds everything: nothing to fetch
     Reply(w.conn, -EINVAL, -1);
     return;
@@ -393,6 +428,13 @@ int Agent::Loop::MakeCopy(uint32_t entry, const uint8_t* bytes, uint64_t len) {
 // Finishes a fetch: on success the member goes into the node cache (unless too large for
 // it) and every waiter is told so, or gets a private copy; else the error. Erases the fetch.
 void Agent::Loop::Complete(Fetch& f, int32_t status) {
+  // An attempt still here has had all its receives completed; its request has reached the
+  // holder, and a send MPI has not yet reported done is only tested from now on.
+  if (f.at && f.at->send != MPI_REQUEST_NULL) {
+    int sent = 0;
+    MPI_Test(&f.at->send, &sent, MPI_STATUS_IGNORE);
+    if (!sent) abandoned.push_back(f.at->send);
+  }
   if (status != 0) {
     Count(&AgentStats::failures);
     for (const Waiter& w : f.waiters) Reply(w.conn, status, -1);
@@ -402,10 +444,11 @@ void Agent::Loop::Complete(Fetch& f, int32_t status) {
   const uint64_t len = f.req.length;
   Count(&AgentStats::fetched);
   Count(&AgentStats::fetched_bytes, len);
+  Attempt& a = *f.at;
   bool kept = false;
   if (len <= arena.max_member()) {
     const uint64_t evicted = arena.evictions();
-    const Status st = arena.Admit(f.entry, f.buf.get(), len);
+    const Status st = arena.Admit(f.entry, a.buf.get(), len);
     Count(&AgentStats::evictions, arena.evictions() - evicted);
     kept = st.ok();
     if (!kept && !arena_failed) {  // said once: every later fetch would say it again
@@ -419,7 +462,7 @@ void Agent::Loop::Complete(Fetch& f, int32_t status) {
       Reply(w.conn, 0, -1);
       continue;
     }
-    if (copy == -2) copy = MakeCopy(f.entry, f.buf.get(), len);
+    if (copy == -2) copy = MakeCopy(f.entry, a.buf.get(), len);
     Reply(w.conn, copy >= 0 ? 0 : -EIO, copy);
   }
   if (copy >= 0) ::close(copy);
@@ -433,21 +476,18 @@ bool Agent::Loop::ProgressFetches() {
   const auto now = Clock::now();
   for (uint32_t entry : keys) {
     Fetch& f = *fetches.find(entry).value();
+    Attempt& a = *f.at;
     int done = 0;
-    MPI_Testall(static_cast<int>(f.recvs.size()), f.recvs.data(), &done, MPI_STATUSES_IGNORE);
+    MPI_Testall(static_cast<int>(a.recvs.size()), a.recvs.data(), &done, MPI_STATUSES_IGNORE);
     if (done) {
       active = true;
-      int sent = 0;
-      MPI_Test(&f.send, &sent, MPI_STATUS_IGNORE);
-      if (!sent) abandoned.push_back(f.send);
-      f.send = MPI_REQUEST_NULL;
-      const RemoteReplyHeader h = f.header;
+      const RemoteReplyHeader h = a.header;
       int32_t status = h.status;
-      if (status == 0 && h.length != f.req.length) status = -EIO;
-      const uint32_t want = (f.req.flags & kNoTransferCrc) ? ns.entry(entry).crc32c : h.crc32c;
-      if (status == 0 && compress::Crc32c(0, f.buf.get(), h.length) != want) {
+      if (status == 0 && h.length != a.req.length) status = -EIO;
+      const uint32_t want = (a.req.flags & kNoTransferCrc) ? ns.entry(entry).crc32c : h.crc32c;
+      if (status == 0 && compress::Crc32c(0, a.buf.get(), h.length) != want) {
         spdlog::warn("member '{}' from rank {}: damaged transfer (CRC mismatch){}",
-                     ns.path(ns.entry(entry)), f.owner, f.retried ? ", giving up" : ", retrying");
+                     ns.path(ns.entry(entry)), a.owner, f.retried ? ", giving up" : ", retrying");
         if (!f.retried) {
           f.retried = true;
           Count(&AgentStats::crc_retries);
@@ -463,18 +503,12 @@ bool Agent::Loop::ProgressFetches() {
     } else if (now > f.deadline) {
       active = true;
       Count(&AgentStats::timeouts);
-      spdlog::warn("rank {} did not answer within {} s: suspected for {} s", f.owner,
+      spdlog::warn("rank {} did not answer within {} s: suspected for {} s", a.owner,
                    cfg.timeout_s, 10 * cfg.timeout_s);
-      suspect_until[static_cast<size_t>(f.owner)] =
+      suspect_until[static_cast<size_t>(a.owner)] =
           now + std::chrono::duration_cast<Clock::duration>(
                     std::chrono::duration<double>(10 * cfg.timeout_s));
-      for (MPI_Request& r : f.recvs)
-        if (r != MPI_REQUEST_NULL) {
-          MPI_Cancel(&r);
-          abandoned.push_back(r);
-        }
-      if (f.send != MPI_REQUEST_NULL) abandoned.push_back(f.send);
-      f.send = MPI_REQUEST_NULL;
+      SetAside(std::move(f.at));
       ++f.owner_idx;
       if (!SendToNextOwner(f)) Complete(f, -EIO);
     }
@@ -485,6 +519,18 @@ bool Agent::Loop::ProgressFetches() {
     if (done) {
       abandoned[i] = abandoned.back();
       abandoned.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  for (size_t i = 0; i < set_aside.size();) {
+    Attempt& a = *set_aside[i];
+    int recvd = 0, sent = 0;
+    MPI_Testall(static_cast<int>(a.recvs.size()), a.recvs.data(), &recvd, MPI_STATUSES_IGNORE);
+    MPI_Test(&a.send, &sent, MPI_STATUS_IGNORE);
+    if (recvd && sent) {  // MPI writes nothing there any more: the buffer can go
+      set_aside[i] = std::move(set_aside.back());
+      set_aside.pop_back();
     } else {
       ++i;
     }
@@ -645,6 +691,11 @@ void Agent::Loop::Withdraw() {
   }
   for (Outgoing& o : outgoing)
     MPI_Waitall(static_cast<int>(o.handles.size()), o.handles.data(), MPI_STATUSES_IGNORE);
+  // (attempts set aside stay allocated until the loop is destroyed)
+  for (auto& a : set_aside) {
+    for (MPI_Request& r : a->recvs) abandoned.push_back(r);
+    abandoned.push_back(a->send);
+  }
   for (MPI_Request& r : abandoned) {
     int done = 0;
     MPI_Test(&r, &done, MPI_STATUS_IGNORE);

@@ -33,6 +33,7 @@ struct AgentConfig {
   int rank = 0;
   meta::Placement placement;
   std::vector<std::string> blob_paths;  // per partition: this node's copy, "" if remote
+  bool staged = false;  // the blobs are fanrun's own copies (nothing else truncates them)
   std::vector<uint8_t> broadcast;       // per partition
   std::string socket_path;              // the local socket to create
   std::string cache_dir;                // holds the node cache arena
