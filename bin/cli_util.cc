@@ -3,7 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 namespace fanstore::cli {
@@ -116,6 +119,15 @@ void ProgressBar::Update(uint64_t done, uint64_t total, uint64_t bytes_done, uin
 
 void ProgressBar::Finish() {
   if (enabled_ && drawn_) std::fprintf(stderr, "\r\033[K");
+}
+
+std::string CheckPositive(std::string& value) {
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(value.c_str(), &end);
+  if (value.empty() || *end != '\0' || errno != 0 || !(v > 0) || v == HUGE_VAL)
+    return "must be a number greater than 0, got '" + value + "'";
+  return "";
 }
 
 }  // namespace fanstore::cli

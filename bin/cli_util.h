@@ -20,6 +20,10 @@ std::string HumanBytes(double bytes);        // "1.5 GiB"
 std::string ModeString(uint32_t mode);       // "drwxr-xr-x"
 std::string TimeString(int64_t mtime_ns);    // "2024-05-01 12:00:00.123456789 +0000"
 std::string JsonString(std::string_view s);  // quoted and escaped
+// An option check (CLI::Validator's function): "" when `value` is a number > 0, else the
+// reason ("must be a number greater than 0, got '-1'"). CLI11's own PositiveNumber prints
+// its range up to DBL_MAX.
+std::string CheckPositive(std::string& value);
 
 // A one-line progress display on stderr, only when stderr is a terminal; redraws at most
 // ten times a second. Finish() clears the line.

@@ -167,7 +167,7 @@ void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, std::string* cache_si
   app->add_option("--timeout", o->timeout_s,
                   "Seconds before a node that does not answer is given up on (EIO, or the next "
                   "replica; default 10)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(cli::CheckPositive, "NUMBER > 0"));
 }
 
 Status FinishOptions(fanrun::NodeOptions* o, const std::string& cache_size) {

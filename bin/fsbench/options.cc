@@ -57,9 +57,9 @@ ParseOutcome ParseOptions(int argc, const char* const* argv) {
       ->capture_default_str()
       ->check(CLI::Range(1u, 256u));
   app.add_option("--duration", o.duration, "Run for S seconds (epochs repeat) instead of --epochs")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(cli::CheckPositive, "NUMBER > 0"));
   app.add_option("--files", o.max_files, "Stop after N files (operations) in all")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(cli::CheckPositive, "NUMBER > 0"));
   app.add_flag("--warmup", o.warmup, "Read every file once, untimed, before measuring");
   app.add_option("--seed", o.seed, "Seed of the permutations and random ranges")
       ->capture_default_str();

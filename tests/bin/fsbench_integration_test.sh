@@ -30,6 +30,8 @@ expect_rc 0 "--version" -- "$FSBENCH" --version
 expect_rc 2 "no PATH" -- "$FSBENCH"
 expect_rc 2 "bad --op" -- "$FSBENCH" "$S/data" --op write
 expect_err_line "unknown operation 'write'" "bad --op names it"
+expect_rc 2 "negative --duration" -- "$FSBENCH" "$S/data" --duration -3
+expect_err_line "fsbench: --duration: must be a number greater than 0, got '-3'" "bad --duration error"
 expect_rc 1 "missing PATH" -- "$FSBENCH" "$S/nope"
 expect_err_line "fsbench: $S/nope: No such file or directory" "missing PATH error"
 
