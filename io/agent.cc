@@ -125,6 +125,7 @@ struct Agent::Loop {
   tsl::robin_map<uint32_t, std::unique_ptr<Fetch>> fetches;
   std::vector<MPI_Request> abandoned;  // sends nobody waits for, tested until done
   std::vector<std::unique_ptr<Attempt>> set_aside;  // timed out, until MPI lets go of them
+  std::vector<uint32_t> fetch_keys;  // ProgressFetches' snapshot of `fetches`
   std::vector<Clock::time_point> suspect_until;
 
   NodeCache arena;  // members fetched before, shared with the node's processes
@@ -471,7 +472,8 @@ void Agent::Loop::Complete(Fetch& f, int32_t status) {
 
 bool Agent::Loop::ProgressFetches() {
   bool active = false;
-  std::vector<uint32_t> keys;
+  std::vector<uint32_t>& keys = fetch_keys;  // (a member: no allocation per turn of the loop)
+  keys.clear();
   for (auto& [entry, f] : fetches) keys.push_back(entry);
   const auto now = Clock::now();
   for (uint32_t entry : keys) {
