@@ -151,7 +151,7 @@ struct Agent::Loop {
   void Serve(const RemoteRequest& req, int source);
   bool ProgressFetches();
   void StartFetch(uint32_t entry, Waiter w);
-  bool SendToNextOwner(Fetch& f);
+  int32_t SendToNextOwner(Fetch& f);
   std::unique_ptr<Attempt> NewAttempt(const Fetch& f);
   void SetAside(std::unique_ptr<Attempt> a);
   void Complete(Fetch& f, int32_t status);
@@ -327,7 +327,9 @@ std::unique_ptr<Agent::Loop::Attempt> Agent::Loop::NewAttempt(const Fetch& f) {
   auto a = std::make_unique<Attempt>();
   a->req = f.req;
   a->buf.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(f.req.length, 1)]);
-  return a->buf ? std::move(a) : nullptr;
+  if (a->buf) return a;
+  spdlog::error("member '{}': no memory for its {} bytes", ns.path(ns.entry(f.entry)), f.req.length);
+  return nullptr;
 }
 
 // Cancels what an attempt still has posted and keeps it until MPI has finished with it.
@@ -337,9 +339,9 @@ void Agent::Loop::SetAside(std::unique_ptr<Attempt> a) {
   set_aside.push_back(std::move(a));
 }
 
-// Sends the fetch's request to its next holder that is not suspected; false when none is
-// left (or no memory for the reply).
-bool Agent::Loop::SendToNextOwner(Fetch& f) {
+// Sends the fetch's request to its next holder that is not suspected: 0, or -EIO when none
+// is left, -ENOMEM when there is no memory for the reply.
+int32_t Agent::Loop::SendToNextOwner(Fetch& f) {
   const auto now = Clock::now();
   while (f.owner_idx < f.owners.size()) {
     const uint32_t o = f.owners[f.owner_idx];
@@ -347,7 +349,7 @@ bool Agent::Loop::SendToNextOwner(Fetch& f) {
       ++f.owner_idx;
       continue;
     }
-    if (!f.at && !(f.at = NewAttempt(f))) return false;
+    if (!f.at && !(f.at = NewAttempt(f))) return -ENOMEM;
     Attempt& a = *f.at;  // new, or one whose receives have all completed (a CRC retry)
     if (a.send != MPI_REQUEST_NULL) abandoned.push_back(a.send);
     a.owner = static_cast<int>(o);
@@ -365,9 +367,9 @@ bool Agent::Loop::SendToNextOwner(Fetch& f) {
     }
     f.deadline = now + std::chrono::duration_cast<Clock::duration>(
                            std::chrono::duration<double>(cfg.timeout_s));
-    return true;
+    return 0;
   }
-  return false;
+  return -EIO;
 }
 
 void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
@@ -397,7 +399,7 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
   }
   Fetch& ref = *f;
   fetches.emplace(entry, std::move(f));
-  if (!SendToNextOwner(ref)) Complete(ref, -EIO);
+  if (const int32_t rc = SendToNextOwner(ref); rc != 0) Complete(ref, rc);
 }
 
 // A private copy of a member's stored bytes: a sealed memfd, sent with replies to the
@@ -493,13 +495,13 @@ bool Agent::Loop::ProgressFetches() {
         if (!f.retried) {
           f.retried = true;
           Count(&AgentStats::crc_retries);
-          if (SendToNextOwner(f)) continue;
+          if (SendToNextOwner(f) == 0) continue;
         }
         status = -EIO;
       }
       if (status != 0 && status != -EIO) {  // the holder could not read it: try another
         ++f.owner_idx;
-        if (SendToNextOwner(f)) continue;
+        if (SendToNextOwner(f) == 0) continue;
       }
       Complete(f, status);
     } else if (now > f.deadline) {
@@ -512,7 +514,7 @@ bool Agent::Loop::ProgressFetches() {
                     std::chrono::duration<double>(10 * cfg.timeout_s));
       SetAside(std::move(f.at));
       ++f.owner_idx;
-      if (!SendToNextOwner(f)) Complete(f, -EIO);
+      if (const int32_t rc = SendToNextOwner(f); rc != 0) Complete(f, rc);
     }
   }
   for (size_t i = 0; i < abandoned.size();) {
