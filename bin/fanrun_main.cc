@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "bin/cli_util.h"
@@ -149,7 +150,12 @@ int ExitLike(int status) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : kExitFanrun;
 }
 
-void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, std::string* cache_size, bool require) {
+// Options given as sizes ("1G"), parsed after CLI11 by FinishOptions.
+struct SizeOptions {
+  std::string cache_size, fetch_ahead;
+};
+
+void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, SizeOptions* sizes, bool require) {
   app->add_option("--data,-d", o->data, "Packed dataset directory (manifest + part-*.fsb)")
       ->required(require);
   app->add_option("--mount,-m", o->mount,
@@ -162,19 +168,25 @@ void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, std::string* cache_si
                 "Serve each node's partitions in place from DATA instead of copying them");
   app->add_option("--replicas", o->replicas, "Nodes holding each partition (default 1)")
       ->check(CLI::Range(1u, 1u << 20));
-  app->add_option("--cache-size", *cache_size,
+  app->add_option("--cache-size", sizes->cache_size,
                   "Bound of the node cache of members fetched from other nodes (default 1G)");
+  app->add_option("--fetch-ahead", sizes->fetch_ahead,
+                  "A member fetched from another node comes with its neighbours in the aligned "
+                  "block of this size of its partition, into the node cache (0 = off; default "
+                  "1M; turned off by itself when most of them leave the cache unread)");
   app->add_option("--timeout", o->timeout_s,
                   "Seconds before a node that does not answer is given up on (EIO, or the next "
                   "replica; default 10)")
       ->check(CLI::Validator(cli::CheckPositive, "NUMBER > 0"));
 }
 
-Status FinishOptions(fanrun::NodeOptions* o, const std::string& cache_size) {
-  if (!cache_size.empty()) {
-    auto v = fanrun::ParseSize(cache_size);
-    if (!v.ok()) return Status::Error("--cache-size: " + v.status().message());
-    o->cache_bytes = *v;
+Status FinishOptions(fanrun::NodeOptions* o, const SizeOptions& sizes) {
+  for (auto [text, name, out] : {std::tuple{&sizes.cache_size, "--cache-size", &o->cache_bytes},
+                                 std::tuple{&sizes.fetch_ahead, "--fetch-ahead", &o->fetch_ahead}}) {
+    if (text->empty()) continue;
+    auto v = fanrun::ParseSize(*text);
+    if (!v.ok()) return Status::Error(std::string(name) + ": " + v.status().message());
+    *out = *v;
   }
   return Status::Ok();
 }
@@ -305,9 +317,10 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("fanrun ") + FANSTORE_VERSION);
   app.require_subcommand(0, 1);
   fanrun::NodeOptions opt;
-  std::string cache_size, log_level, stats, readahead, job;
+  SizeOptions sizes;
+  std::string log_level, stats, readahead, job;
   std::vector<std::string> cmd;
-  AddNodeOptions(&app, &opt, &cache_size, false);  // required unless a subcommand runs
+  AddNodeOptions(&app, &opt, &sizes, false);  // required unless a subcommand runs
   app.add_option("--log-level", log_level, "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)")
       ->check(CLI::IsMember({"off", "error", "warn", "info", "debug"}));
   app.add_option("--readahead", readahead,
@@ -321,11 +334,11 @@ int main(int argc, char** argv) {
   app.positionals_at_end();
 
   fanrun::NodeOptions serve_opt;
-  std::string serve_cache;
+  SizeOptions serve_sizes;
   CLI::App* serve = app.add_subcommand(
       "serve", "Attach mode: stage and serve DATA until `fanrun stop` (run it under mpiexec, one "
                "rank per node, then start the application with `fanrun attach`)");
-  AddNodeOptions(serve, &serve_opt, &serve_cache, true);
+  AddNodeOptions(serve, &serve_opt, &serve_sizes, true);
   serve->add_option("--job", serve_opt.job, "Name of the job (default: generated and printed)");
   CLI::App* attach = app.add_subcommand(
       "attach", "Run CMD attached to a served job on this host (MPI applications too: it execs "
@@ -359,13 +372,13 @@ int main(int argc, char** argv) {
   }
 
   if (app.got_subcommand(serve)) {
-    if (Status s = FinishOptions(&serve_opt, serve_cache); !s.ok()) return Fail(s.message());
+    if (Status s = FinishOptions(&serve_opt, serve_sizes); !s.ok()) return Fail(s.message());
     return Serve(serve_opt);
   }
   if (app.got_subcommand(attach)) return Attach(job, attach_cmd);
   if (app.got_subcommand(stop)) return Stop(job);
 
-  if (Status s = FinishOptions(&opt, cache_size); !s.ok()) return Fail(s.message());
+  if (Status s = FinishOptions(&opt, sizes); !s.ok()) return Fail(s.message());
   const bool mpi = UnderMpiexec();
   fanrun::Node node;
   if (Status s = node.Setup(opt, mpi); !s.ok()) return Fail(s.message());

@@ -331,6 +331,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     cfg.socket_path = socket_path_;
     cfg.cache_dir = local_dir_ + "/cache";
     cfg.cache_bytes = opt.cache_bytes;
+    cfg.fetch_ahead = opt.fetch_ahead;
     cfg.timeout_s = opt.timeout_s;
     if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES")) cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
     agent_ = std::make_unique<io::Agent>(std::move(cfg), *view);
@@ -413,9 +414,10 @@ void Node::Finish() {
   if (agent_) {
     agent_->Finish();
     const io::AgentStats a = agent_->Stats();
-    spdlog::debug("agent: fetched {} members ({} bytes), served {}, {} node-cache hits, "
-                  "{} deduplicated, {} timeouts, {} CRC retries, {} failures, {} evictions",
-                  a.fetched, a.fetched_bytes, a.served, a.cache_hits,
+    spdlog::debug("agent: {} fetches ({} bytes, {} members fetched ahead, {} of them evicted "
+                  "unread), served {}, {} node-cache hits, {} deduplicated, {} timeouts, {} CRC "
+                  "retries, {} failures, {} evictions",
+                  a.fetched, a.fetched_bytes, a.fetched_ahead, a.ahead_unread, a.served, a.cache_hits,
                   a.deduplicated, a.timeouts, a.crc_retries, a.failures, a.evictions);
   }
   Teardown();

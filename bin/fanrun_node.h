@@ -26,6 +26,7 @@ struct NodeOptions {
   bool no_stage = false;
   uint32_t replicas = 1;
   uint64_t cache_bytes = 1ull << 30;
+  uint64_t fetch_ahead = 1ull << 20;
   double timeout_s = 10;
   bool serve = false;  // attach mode: the job directory is marked for `fanrun attach`
 };

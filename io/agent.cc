@@ -15,6 +15,7 @@
 #include <tsl/robin_map.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -34,6 +35,12 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr int kPostedRequests = 8;
+constexpr uint64_t kMaxAhead = 1ull << 30;  // (a request's `focus` is 32 bits)
+// Fetching ahead is turned off when, of at least this many members fetched ahead that left
+// the node cache, most left it unread.
+constexpr uint64_t kAheadVerdict = 256;
+// Entries looked at on each side of a missed member for its neighbours.
+constexpr uint32_t kMaxScan = 4096;
 
 // Sends a reply (and a descriptor when fd >= 0: the member is in that file) on a client
 // connection; a client that has gone away is not an error for the agent.
@@ -100,10 +107,11 @@ struct Agent::Loop {
   struct Waiter {
     int conn;
     bool copy;  // wants a descriptor of a private copy (kFetchCopy)
+    uint32_t entry;
   };
   // One request to one holder and the receives of its reply: everything MPI may still
   // write into lives here, so an attempt that timed out is set aside whole until MPI is done
-  // with it (a cancelled receive may still complete), and a retry gets a new one.
+  // with it (its receives stay posted, for a late reply), and a retry gets a new one.
   struct Attempt {
     int owner = -1, tag = 0;
     RemoteRequest req{};
@@ -112,8 +120,15 @@ struct Agent::Loop {
     RemoteReplyHeader header{};
     std::unique_ptr<uint8_t[]> buf;  // the stored bytes
   };
-  struct Fetch {
+  // A member of a fetched range: where its stored bytes are in the range.
+  struct Member {
     uint32_t entry;
+    uint64_t off, len;
+  };
+  struct Fetch {
+    uint32_t entry;  // the member asked for first (the key in `fetches`)
+    std::vector<Member> members;  // by offset: it and the members fetched ahead with it
+    std::vector<uint8_t> bad;     // per member, once checked: its bytes are damaged
     std::vector<Waiter> waiters;
     std::vector<uint32_t> owners;
     size_t owner_idx = 0;
@@ -123,6 +138,8 @@ struct Agent::Loop {
     Clock::time_point deadline;
   };
   tsl::robin_map<uint32_t, std::unique_ptr<Fetch>> fetches;
+  tsl::robin_map<uint32_t, uint32_t> joined;  // every member in flight -> its fetch's key
+  uint64_t ahead_bytes = 0;  // the fetch-ahead block in use (0: off)
   std::vector<MPI_Request> abandoned;  // sends nobody waits for, tested until done
   std::vector<std::unique_ptr<Attempt>> set_aside;  // timed out, until MPI lets go of them
   std::vector<uint32_t> fetch_keys;  // ProgressFetches' snapshot of `fetches`
@@ -151,9 +168,14 @@ struct Agent::Loop {
   void Serve(const RemoteRequest& req, int source);
   bool ProgressFetches();
   void StartFetch(uint32_t entry, Waiter w);
+  std::vector<Member> RangeAround(uint32_t entry);
+  bool Verify(Fetch& f);
+  void CheckAhead();
   int32_t SendToNextOwner(Fetch& f);
   std::unique_ptr<Attempt> NewAttempt(const Fetch& f);
   void SetAside(std::unique_ptr<Attempt> a);
+  void TestLeftovers();
+  bool TestOutgoing();
   void Complete(Fetch& f, int32_t status);
   void HandleClient(int conn);
   void Accept();
@@ -200,6 +222,11 @@ Status Agent::Loop::Open() {
     if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(ns.size()), cfg.cache_bytes);
         !st.ok())
       return st;
+  }
+  if (cfg.mpi && cfg.fetch_ahead > 0) {
+    // Blocks of a power of two bytes, no larger than a member the cache keeps.
+    ahead_bytes = uint64_t{1} << (63 - __builtin_clzll(std::min({cfg.fetch_ahead, arena.max_member(), kMaxAhead}) | 1));
+    if (ahead_bytes < 2 * kArenaAlign) ahead_bytes = 0;
   }
   listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   sockaddr_un addr{};
@@ -267,7 +294,7 @@ void Agent::Loop::Serve(const RemoteRequest& req, int source) {
     if (!(req.flags & kNoTransferCrc)) h.crc32c = compress::Crc32c(0, data, len);
     if (corrupt_left > 0 && len > 0) {  // fault injection (tests): a damaged transfer
       --corrupt_left;
-      out.buf[len / 2] ^= 0x5a;
+      out.buf[req.focus < len ? req.focus : len / 2] ^= 0x5a;  // in the member asked for
     }
   }
   MPI_Request r;
@@ -298,17 +325,7 @@ bool Agent::Loop::ProgressServer() {
     PostRequest(i);
     Serve(req, st.MPI_SOURCE);
   }
-  for (auto it = outgoing.begin(); it != outgoing.end();) {
-    int done = 0;
-    MPI_Testall(static_cast<int>(it->handles.size()), it->handles.data(), &done,
-                MPI_STATUSES_IGNORE);
-    if (done) {
-      it = outgoing.erase(it);
-      active = true;
-    } else {
-      ++it;
-    }
-  }
+  active |= TestOutgoing();
   if (stop_handle != MPI_REQUEST_NULL) {
     int done = 0;
     MPI_Test(&stop_handle, &done, MPI_STATUS_IGNORE);
@@ -332,11 +349,55 @@ std::unique_ptr<Agent::Loop::Attempt> Agent::Loop::NewAttempt(const Fetch& f) {
   return nullptr;
 }
 
-// Cancels what an attempt still has posted and keeps it until MPI has finished with it.
+// Keeps an attempt that timed out until MPI has finished with it. Its receives stay posted:
+// a holder that answers late (stopped, not dead) must be able to complete its sends, or it
+// would wait for them at the end of the job (a cancelled receive leaves a large reply's
+// rendezvous unanswered).
 void Agent::Loop::SetAside(std::unique_ptr<Attempt> a) {
-  for (MPI_Request& r : a->recvs)
-    if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
   set_aside.push_back(std::move(a));
+}
+
+// Tests the sends nobody waits for and the attempts set aside; frees what MPI is done with.
+void Agent::Loop::TestLeftovers() {
+  for (size_t i = 0; i < abandoned.size();) {
+    int done = 0;
+    MPI_Test(&abandoned[i], &done, MPI_STATUS_IGNORE);
+    if (done) {
+      abandoned[i] = abandoned.back();
+      abandoned.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  for (size_t i = 0; i < set_aside.size();) {
+    Attempt& a = *set_aside[i];
+    int recvd = 0, sent = 0;
+    MPI_Testall(static_cast<int>(a.recvs.size()), a.recvs.data(), &recvd, MPI_STATUSES_IGNORE);
+    MPI_Test(&a.send, &sent, MPI_STATUS_IGNORE);
+    if (recvd && sent) {  // MPI writes nothing there any more: the buffer can go
+      set_aside[i] = std::move(set_aside.back());
+      set_aside.pop_back();
+    } else {
+      ++i;
+    }
+  }
+}
+
+// Tests the replies this node is sending; true when one completed.
+bool Agent::Loop::TestOutgoing() {
+  bool any = false;
+  for (auto it = outgoing.begin(); it != outgoing.end();) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(it->handles.size()), it->handles.data(), &done,
+                MPI_STATUSES_IGNORE);
+    if (done) {
+      it = outgoing.erase(it);
+      any = true;
+    } else {
+      ++it;
+    }
+  }
+  return any;
 }
 
 // Sends the fetch's request to its next holder that is not suspected: 0, or -EIO when none
@@ -372,9 +433,40 @@ int32_t Agent::Loop::SendToNextOwner(Fetch& f) {
   return -EIO;
 }
 
+// The members to fetch for `entry`: it and, fetching ahead, the members of its blob that
+// start in the same aligned block and are neither cached nor in flight, by offset. The image
+// lists a partition's members in blob order (both are path order), so they are the entries
+// next to it; a member listed elsewhere is only missed, never taken wrongly.
+std::vector<Agent::Loop::Member> Agent::Loop::RangeAround(uint32_t entry) {
+  const meta::ImageEntry& e = ns.entry(entry);
+  std::vector<Member> out;
+  if (ahead_bytes > 0 && e.stored_size <= arena.max_member()) {
+    const uint64_t lo = e.data_offset / ahead_bytes * ahead_bytes, hi = lo + ahead_bytes;
+    // Adds entry x if it is a neighbour to fetch; false once x is past the block.
+    auto take = [&](uint32_t x) {
+      const meta::ImageEntry& m = ns.entry(x);
+      if (m.kind != static_cast<uint8_t>(meta::Kind::kFile)) return true;  // (directories)
+      if (m.partition != e.partition || m.data_offset < lo || m.data_offset >= hi) return false;
+      if (m.stored_size > 0 && m.stored_size <= arena.max_member() && !arena.Contains(x) &&
+          !joined.contains(x))
+        out.push_back(Member{x, m.data_offset, m.stored_size});
+      return true;
+    };
+    const uint32_t first = entry > kMaxScan ? entry - kMaxScan : 0;
+    const uint32_t last = static_cast<uint32_t>(std::min<uint64_t>(ns.size(), uint64_t{entry} + kMaxScan));
+    for (uint32_t x = entry; x-- > first && take(x);) {
+    }
+    for (uint32_t x = entry + 1; x < last && take(x); ++x) {
+    }
+  }
+  out.push_back(Member{entry, e.data_offset, e.stored_size});
+  std::sort(out.begin(), out.end(), [](const Member& a, const Member& b) { return a.off < b.off; });
+  return out;
+}
+
 void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
-  if (auto it = fetches.find(entry); it != fetches.end()) {
-    it.value()->waiters.push_back(w);
+  if (auto j = joined.find(entry); j != joined.end()) {
+    fetches.find(j->second).value()->waiters.push_back(w);
     Count(&AgentStats::deduplicated);
     return;
   }
@@ -391,12 +483,22 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
                 f->owners.end());
   f->owners.erase(std::remove(f->owners.begin(), f->owners.end(), static_cast<uint32_t>(cfg.rank)),
                   f->owners.end());
-  const bool raw = e.codec == static_cast<uint8_t>(meta::Codec::kRaw);
-  f->req = RemoteRequest{e.partition, 0, e.data_offset, e.stored_size, raw ? kNoTransferCrc : 0, 0};
   if (!cfg.mpi) {  // one node holds everything: nothing to fetch
     Reply(w.conn, -EINVAL, -1);
     return;
   }
+  f->members = RangeAround(entry);
+  const uint64_t start = f->members.front().off;
+  uint64_t end = start;
+  bool raw = true;
+  for (Member& m : f->members) {
+    end = std::max(end, m.off + m.len);
+    m.off -= start;  // from here on: in the range
+    raw = raw && ns.entry(m.entry).codec == static_cast<uint8_t>(meta::Codec::kRaw);
+    joined.emplace(m.entry, entry);
+  }
+  f->req = RemoteRequest{e.partition, 0, start, end - start, raw ? kNoTransferCrc : 0,
+                         static_cast<uint32_t>(e.data_offset - start)};
   Fetch& ref = *f;
   fetches.emplace(entry, std::move(f));
   if (const int32_t rc = SendToNextOwner(ref); rc != 0) Complete(ref, rc);
@@ -428,8 +530,9 @@ int Agent::Loop::MakeCopy(uint32_t entry, const uint8_t* bytes, uint64_t len) {
   return fd;
 }
 
-// Finishes a fetch: on success the member goes into the node cache (unless too large for
-// it) and every waiter is told so, or gets a private copy; else the error. Erases the fetch.
+// Finishes a fetch: on success each member whose bytes are good goes into the node cache
+// (unless too large for it) and its waiters are told so, or get a private copy; a damaged
+// one's waiters get EIO. On failure every waiter gets `status`. Erases the fetch.
 void Agent::Loop::Complete(Fetch& f, int32_t status) {
   // An attempt still here has had all its receives completed; its request has reached the
   // holder, and a send MPI has not yet reported done is only tested from now on.
@@ -438,38 +541,104 @@ void Agent::Loop::Complete(Fetch& f, int32_t status) {
     MPI_Test(&f.at->send, &sent, MPI_STATUS_IGNORE);
     if (!sent) abandoned.push_back(f.at->send);
   }
+  for (const Member& m : f.members) joined.erase(m.entry);
   if (status != 0) {
     Count(&AgentStats::failures);
     for (const Waiter& w : f.waiters) Reply(w.conn, status, -1);
     fetches.erase(f.entry);
     return;
   }
-  const uint64_t len = f.req.length;
   Count(&AgentStats::fetched);
-  Count(&AgentStats::fetched_bytes, len);
-  Attempt& a = *f.at;
-  bool kept = false;
-  if (len <= arena.max_member()) {
-    const uint64_t evicted = arena.evictions();
-    const Status st = arena.Admit(f.entry, a.buf.get(), len);
-    Count(&AgentStats::evictions, arena.evictions() - evicted);
-    kept = st.ok();
-    if (!kept && !arena_failed) {  // said once: every later fetch would say it again
+  Count(&AgentStats::fetched_bytes, f.req.length);
+  const size_t n = f.members.size();
+  std::vector<uint8_t> waited(n, 0), kept(n, 0);
+  std::vector<int> copies(n, -2);  // a private copy, made once for every waiter that gets one
+  auto index_of = [&](uint32_t entry) {
+    size_t i = 0;
+    while (i + 1 < n && f.members[i].entry != entry) ++i;
+    return i;
+  };
+  for (const Waiter& w : f.waiters) waited[index_of(w.entry)] = 1;
+  const uint64_t evicted = arena.evictions();
+  uint64_t ahead = 0;
+  auto admit = [&](size_t i) {
+    const Member& m = f.members[i];
+    if ((!f.bad.empty() && f.bad[i]) || m.len > arena.max_member()) return;
+    const Status st = arena.Admit(m.entry, f.at->buf.get() + m.off, m.len, !waited[i]);
+    kept[i] = st.ok();
+    ahead += kept[i] && !waited[i];
+    if (!kept[i] && !arena_failed) {  // said once: every later fetch would say it again
       spdlog::error("{} (members fetched from now on are handed out as private copies)", st.message());
       arena_failed = true;
     }
-  }
-  int copy = -2;  // made once, for every waiter that gets a copy
+  };
+  // The members processes wait for first: they are answered before the rest is copied.
+  for (size_t i = 0; i < n; ++i)
+    if (waited[i]) admit(i);
   for (const Waiter& w : f.waiters) {
-    if (kept && !w.copy) {
+    const size_t i = index_of(w.entry);
+    if (!f.bad.empty() && f.bad[i]) {
+      Reply(w.conn, -EIO, -1);
+    } else if (kept[i] && !w.copy) {
       Reply(w.conn, 0, -1);
+    } else {
+      const Member& m = f.members[i];
+      if (copies[i] == -2) copies[i] = MakeCopy(m.entry, f.at->buf.get() + m.off, m.len);
+      Reply(w.conn, copies[i] >= 0 ? 0 : -EIO, copies[i]);
+    }
+  }
+  for (int c : copies)
+    if (c >= 0) ::close(c);
+  for (size_t i = 0; i < n; ++i)
+    if (!waited[i]) admit(i);
+  Count(&AgentStats::evictions, arena.evictions() - evicted);
+  Count(&AgentStats::fetched_ahead, ahead);
+  fetches.erase(f.entry);
+  CheckAhead();
+}
+
+// Fetching ahead pays only when the members fetched ahead are read before the cache lets
+// them go; when most leave unread (a cache too small for the working set, or a node that
+// reads only its share of a shuffled dataset) it only costs transfers and cache space.
+void Agent::Loop::CheckAhead() {
+  const uint64_t wasted = arena.ahead_wasted(), used = arena.ahead_used();
+  {
+    std::lock_guard<std::mutex> lk(stats_mu);
+    stats.ahead_unread = wasted;
+  }
+  if (ahead_bytes == 0 || wasted + used < kAheadVerdict || wasted <= used) return;
+  ahead_bytes = 0;
+  spdlog::info("fetch-ahead turned off: {} of {} members fetched ahead left the node cache unread "
+               "(a larger --cache-size may keep them until they are read)", wasted, wasted + used);
+}
+
+// Checks a completed reply's bytes: every raw member against its CRC32C in the namespace,
+// the whole range against the header's CRC32C when it holds a compressed member. Marks
+// damaged members in f.bad; true when a member somebody waits for is damaged.
+bool Agent::Loop::Verify(Fetch& f) {
+  Attempt& a = *f.at;
+  const bool range_ok = (a.req.flags & kNoTransferCrc) ||
+                        compress::Crc32c(0, a.buf.get(), a.req.length) == a.header.crc32c;
+  f.bad.assign(f.members.size(), 0);
+  bool waited_bad = false;
+  for (size_t i = 0; i < f.members.size(); ++i) {
+    const Member& m = f.members[i];
+    const meta::ImageEntry& e = ns.entry(m.entry);
+    const bool raw = e.codec == static_cast<uint8_t>(meta::Codec::kRaw);
+    if (range_ok && (!raw || compress::Crc32c(0, a.buf.get() + m.off, m.len) == e.crc32c)) continue;
+    f.bad[i] = 1;
+    const bool waited = std::any_of(f.waiters.begin(), f.waiters.end(),
+                                    [&](const Waiter& w) { return w.entry == m.entry; });
+    if (!waited) {
+      spdlog::debug("member '{}' from rank {}: damaged transfer (CRC mismatch), fetched ahead: left out",
+                    ns.path(e), a.owner);
       continue;
     }
-    if (copy == -2) copy = MakeCopy(f.entry, a.buf.get(), len);
-    Reply(w.conn, copy >= 0 ? 0 : -EIO, copy);
+    waited_bad = true;
+    spdlog::warn("member '{}' from rank {}: damaged transfer (CRC mismatch){}", ns.path(e), a.owner,
+                 f.retried ? ", giving up" : ", retrying");
   }
-  if (copy >= 0) ::close(copy);
-  fetches.erase(f.entry);
+  return waited_bad;
 }
 
 bool Agent::Loop::ProgressFetches() {
@@ -485,19 +654,12 @@ bool Agent::Loop::ProgressFetches() {
     MPI_Testall(static_cast<int>(a.recvs.size()), a.recvs.data(), &done, MPI_STATUSES_IGNORE);
     if (done) {
       active = true;
-      const RemoteReplyHeader h = a.header;
-      int32_t status = h.status;
-      if (status == 0 && h.length != a.req.length) status = -EIO;
-      const uint32_t want = (a.req.flags & kNoTransferCrc) ? ns.entry(entry).crc32c : h.crc32c;
-      if (status == 0 && compress::Crc32c(0, a.buf.get(), h.length) != want) {
-        spdlog::warn("member '{}' from rank {}: damaged transfer (CRC mismatch){}",
-                     ns.path(ns.entry(entry)), a.owner, f.retried ? ", giving up" : ", retrying");
-        if (!f.retried) {
-          f.retried = true;
-          Count(&AgentStats::crc_retries);
-          if (SendToNextOwner(f) == 0) continue;
-        }
-        status = -EIO;
+      int32_t status = a.header.status;
+      if (status == 0 && a.header.length != a.req.length) status = -EIO;
+      if (status == 0 && Verify(f) && !f.retried) {
+        f.retried = true;
+        Count(&AgentStats::crc_retries);
+        if (SendToNextOwner(f) == 0) continue;
       }
       if (status != 0 && status != -EIO) {  // the holder could not read it: try another
         ++f.owner_idx;
@@ -517,28 +679,7 @@ bool Agent::Loop::ProgressFetches() {
       if (const int32_t rc = SendToNextOwner(f); rc != 0) Complete(f, rc);
     }
   }
-  for (size_t i = 0; i < abandoned.size();) {
-    int done = 0;
-    MPI_Test(&abandoned[i], &done, MPI_STATUS_IGNORE);
-    if (done) {
-      abandoned[i] = abandoned.back();
-      abandoned.pop_back();
-    } else {
-      ++i;
-    }
-  }
-  for (size_t i = 0; i < set_aside.size();) {
-    Attempt& a = *set_aside[i];
-    int recvd = 0, sent = 0;
-    MPI_Testall(static_cast<int>(a.recvs.size()), a.recvs.data(), &recvd, MPI_STATUSES_IGNORE);
-    MPI_Test(&a.send, &sent, MPI_STATUS_IGNORE);
-    if (recvd && sent) {  // MPI writes nothing there any more: the buffer can go
-      set_aside[i] = std::move(set_aside.back());
-      set_aside.pop_back();
-    } else {
-      ++i;
-    }
-  }
+  TestLeftovers();
   return active;
 }
 
@@ -594,7 +735,7 @@ void Agent::Loop::HandleClient(int conn) {
       return;
     }
   }
-  StartFetch(req.entry, Waiter{conn, copy});
+  StartFetch(req.entry, Waiter{conn, copy, req.entry});
 }
 
 void Agent::Loop::Accept() {
@@ -693,11 +834,23 @@ void Agent::Loop::Withdraw() {
     MPI_Cancel(&stop_handle);
     MPI_Wait(&stop_handle, MPI_STATUS_IGNORE);
   }
-  for (Outgoing& o : outgoing)
-    MPI_Waitall(static_cast<int>(o.handles.size()), o.handles.data(), MPI_STATUSES_IGNORE);
+  // Replies still being sent, and late replies to attempts set aside, get as long as a fetch
+  // does to finish (a peer also draining completes them); then they are given up.
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(cfg.timeout_s));
+  for (;;) {
+    TestOutgoing();
+    TestLeftovers();
+    if ((outgoing.empty() && set_aside.empty() && abandoned.empty()) || Clock::now() > deadline) break;
+    ::sched_yield();
+  }
+  for (Outgoing& o : outgoing) abandoned.insert(abandoned.end(), o.handles.begin(), o.handles.end());
   // (attempts set aside stay allocated until the loop is destroyed)
   for (auto& a : set_aside) {
-    for (MPI_Request& r : a->recvs) abandoned.push_back(r);
+    for (MPI_Request& r : a->recvs) {
+      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
+      abandoned.push_back(r);
+    }
     abandoned.push_back(a->send);
   }
   for (MPI_Request& r : abandoned) {

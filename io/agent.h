@@ -39,12 +39,19 @@ struct AgentConfig {
   std::string cache_dir;                // holds the node cache arena
   uint64_t cache_bytes = 1ull << 30;
   double timeout_s = 10;
+  // A missed remote member is fetched with the members around it in its blob (the aligned
+  // block of this many bytes that holds it, up to the node cache's largest member) so that
+  // they are node-cache hits when they are read; 0 = only the member. Turned off for the rest
+  // of the job when most members fetched ahead leave the cache unread (it is too small).
+  uint64_t fetch_ahead = 1ull << 20;
   uint64_t corrupt_replies = 0;  // fault injection for tests: damage the first N replies sent
 };
 
 struct AgentStats {
   uint64_t served = 0, served_bytes = 0;          // remote requests this node answered
-  uint64_t fetched = 0, fetched_bytes = 0;        // members fetched from other nodes
+  uint64_t fetched = 0, fetched_bytes = 0;        // fetches from other nodes and their bytes
+  uint64_t fetched_ahead = 0, ahead_unread = 0;   // members fetched before anyone asked, and
+                                                  // those of them evicted unread
   uint64_t cache_hits = 0, deduplicated = 0;      // local requests answered without a fetch
                                                   // (most hits never reach the agent)
   uint64_t timeouts = 0, crc_retries = 0, failures = 0;

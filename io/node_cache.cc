@@ -64,8 +64,9 @@ void NodeCache::EvictFront(std::vector<std::pair<uint32_t, std::vector<uint8_t>>
   const uint64_t word = __atomic_load_n(&table_[s.entry], __ATOMIC_RELAXED);
   // Readers that copy from here from now on will see the word gone (or changed).
   __atomic_store_n(&table_[s.entry], 0, __ATOMIC_SEQ_CST);
-  if (__atomic_exchange_n(&refs_[s.entry], 0, __ATOMIC_RELAXED) != 0 && again &&
-      again->size() < kMaxSecondChances) {
+  const bool read = __atomic_exchange_n(&refs_[s.entry], 0, __ATOMIC_RELAXED) != 0;
+  if (s.ahead) ++(read ? ahead_used_ : ahead_wasted_);
+  if (read && again && again->size() < kMaxSecondChances) {
     std::vector<uint8_t> bytes(s.bytes);
     if (word != 0 && ::pread(fd_, bytes.data(), s.bytes, static_cast<off_t>(data_offset_ + s.off)) ==
                          static_cast<ssize_t>(s.bytes)) {
@@ -88,7 +89,7 @@ void NodeCache::MakeRoom(uint64_t need, std::vector<std::pair<uint32_t, std::vec
     EvictFront(again);
 }
 
-Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len,
+Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool ahead,
                         std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again) {
   const uint64_t need = RoundUp(len, kArenaAlign);
   MakeRoom(need, again);
@@ -101,7 +102,7 @@ Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len,
   }
   head_ += need;
   used_ += need;
-  ring_.push_back(Slot{entry, off, need, len});
+  ring_.push_back(Slot{entry, off, need, len, ahead});
   generation_ = (generation_ + 1) & ((uint64_t{1} << (64 - kArenaOffsetBits)) - 1);
   if (generation_ == 0) generation_ = 1;
   __atomic_store_n(&refs_[entry], 0, __ATOMIC_RELAXED);
@@ -110,17 +111,17 @@ Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len,
   return Status::Ok();
 }
 
-Status NodeCache::Admit(uint32_t entry, const uint8_t* bytes, uint64_t len) {
+Status NodeCache::Admit(uint32_t entry, const uint8_t* bytes, uint64_t len, bool ahead) {
   if (entry >= entries_ || len > max_member()) return Status::Error("node cache: member does not fit");
   if (Contains(entry)) return Status::Ok();
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> again;
-  Status st = Place(entry, bytes, len, &again);
+  Status st = Place(entry, bytes, len, ahead, &again);
   // Second chances: re-admitted at the head (their flags are clear now, so each is copied
   // once per lap); one that no longer fits is simply evicted.
   for (size_t i = 0; st.ok() && i < again.size(); ++i) {
     const uint32_t e = again[i].first;
     const std::vector<uint8_t> b = std::move(again[i].second);  // `again` may grow below
-    if (!Contains(e)) st = Place(e, b.data(), b.size(), &again);
+    if (!Contains(e)) st = Place(e, b.data(), b.size(), false, &again);
   }
   return st;
 }

@@ -133,25 +133,31 @@ class NodeCache {
   }
   // Copies a member's stored bytes into the arena and publishes them, evicting the oldest
   // members (those read since their admission get one second chance). len <= max_member().
-  Status Admit(uint32_t entry, const uint8_t* bytes, uint64_t len);
+  // `ahead`: nobody asked for it yet (fetched with a neighbour); whether it is read before it
+  // is evicted is counted, so the agent can tell when fetching ahead only wastes the cache.
+  Status Admit(uint32_t entry, const uint8_t* bytes, uint64_t len, bool ahead = false);
   // Reads a cached member's bytes (for a private copy). False if it is not cached.
   bool Read(uint32_t entry, uint64_t len, std::vector<uint8_t>* out) const;
 
   uint64_t evictions() const { return evictions_; }
   uint64_t second_chances() const { return second_chances_; }
   uint64_t used_bytes() const { return used_; }
+  // Members admitted `ahead` that left the ring unread, and those read before they left.
+  uint64_t ahead_wasted() const { return ahead_wasted_; }
+  uint64_t ahead_used() const { return ahead_used_; }
 
  private:
   struct Slot {
     uint32_t entry;
     uint64_t off, len;  // len: bytes reserved (64-byte multiple)
     uint64_t bytes;     // the member's stored bytes
+    bool ahead;         // admitted before anyone asked for it
   };
   // Frees the ring from head_ for `need` bytes; members read since admission are queued in
   // `again` with their bytes.
   void MakeRoom(uint64_t need, std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
   void EvictFront(std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
-  Status Place(uint32_t entry, const uint8_t* bytes, uint64_t len,
+  Status Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool ahead,
                std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
 
   int fd_ = -1;
@@ -163,7 +169,7 @@ class NodeCache {
   uint64_t data_offset_ = 0, data_bytes_ = 0;
   uint64_t head_ = 0, used_ = 0, generation_ = 0;
   std::deque<Slot> ring_;  // admission order: front = oldest
-  uint64_t evictions_ = 0, second_chances_ = 0;
+  uint64_t evictions_ = 0, second_chances_ = 0, ahead_wasted_ = 0, ahead_used_ = 0;
 };
 
 }  // namespace fanstore::io

@@ -11,14 +11,18 @@
 // working set), or when it needs a descriptor (mmap). Compressed members stay compressed:
 // the reader inflates and checks them exactly as it does a local member.
 //
-// Remote (agent <-> agent, over MPI): a RemoteRequest with tag kTagRequest; the owner
+// Remote (agent <-> agent, over MPI): a RemoteRequest with tag kTagRequest asks for a byte
+// range of a partition blob: the member a process waits for (at `focus` in the range) and,
+// fetched ahead into the node cache, the members around it in the blob
+// (AgentConfig::fetch_ahead). The owner
 // answers on the request's reply tag with a RemoteReplyHeader, then exactly
 // ceil(length / kRemoteChunk) data messages of kRemoteChunk bytes (the last one shorter),
 // empty when the header's status is an error, so the requester can post every receive at
 // once. MPI keeps their order. The bytes are checked before anything lands in the node
-// cache, against the member's CRC32C in the namespace for a raw member (end to end: a
-// member damaged in the holder's blob is caught too) or, for a compressed one, against the
-// CRC32C the header carries; a mismatch is asked for once more.
+// cache, against each raw member's CRC32C in the namespace (end to end: a member damaged in
+// the holder's blob is caught too) and, when the range holds a compressed member, against
+// the CRC32C of the whole range that the header carries; a mismatch in a member a process
+// waits for is asked for once more (a damaged neighbour is only left out of the cache).
 #pragma once
 
 #include <cstdint>
@@ -52,15 +56,15 @@ struct RemoteRequest {
   uint64_t offset;  // in the partition blob
   uint64_t length;  // stored bytes
   uint32_t flags;   // kNoTransferCrc
-  uint32_t reserved;
+  uint32_t focus;   // where in the range the member a process waits for starts
 };
-// A raw member: the requester checks the bytes against the CRC32C in the namespace (which
+// Only raw members: the requester checks each against its CRC32C in the namespace (which
 // also catches a member damaged in the holder's blob), so the holder computes none.
 inline constexpr uint32_t kNoTransferCrc = 1;
 
 struct RemoteReplyHeader {
   int32_t status;  // 0 or a negative errno
-  uint32_t crc32c;  // of the `length` stored bytes that follow (0 with kNoTransferCrc)
+  uint32_t crc32c;  // of the `length` bytes that follow (0 with kNoTransferCrc)
   uint64_t length;
 };
 

@@ -124,6 +124,26 @@ TEST_F(NodeCacheTest, AReaderRefusesAnArenaOfAnotherNamespaceOrCut) {
   EXPECT_FALSE(v.Attach(whole.data(), whole.size(), nullptr, 100));
 }
 
+TEST_F(NodeCacheTest, MembersFetchedAheadAreCountedAsReadOrWastedWhenTheyLeave) {
+  NodeCache c;
+  ASSERT_TRUE(c.Create(path_, 1000, 64 << 10).ok());  // 16 members of 4000 B
+  Reader r;
+  ASSERT_TRUE(r.Open(path_, 1000));
+  // 0-3 asked for, 4-15 fetched ahead; a reader reads 4-7 of those.
+  for (uint32_t e = 0; e < 16; ++e) ASSERT_TRUE(c.Admit(e, Bytes(e, 4000).data(), 4000, e >= 4).ok());
+  std::vector<uint8_t> got;
+  for (uint32_t e = 4; e < 8; ++e) ASSERT_TRUE(r.Get(e, 4000, &got));
+  EXPECT_EQ(c.ahead_used() + c.ahead_wasted(), 0u);  // nothing has left yet
+  // 16 more members push every one of the first out (4-7 by way of their second chance).
+  for (uint32_t e = 100; e < 116; ++e) ASSERT_TRUE(c.Admit(e, Bytes(e, 4000).data(), 4000).ok());
+  EXPECT_EQ(c.ahead_used(), 4u);
+  EXPECT_EQ(c.ahead_wasted(), 8u);
+  // A second chance re-admits a member as asked for: it is not counted again.
+  for (uint32_t e = 200; e < 240; ++e) ASSERT_TRUE(c.Admit(e, Bytes(e, 4000).data(), 4000).ok());
+  EXPECT_EQ(c.ahead_used(), 4u);
+  EXPECT_EQ(c.ahead_wasted(), 8u);
+}
+
 TEST_F(NodeCacheTest, OldestMembersAreEvictedFirst) {
   NodeCache c;
   ASSERT_TRUE(c.Create(path_, 1000, 64 << 10).ok());  // 64 KiB: 16 members of 4000 B

@@ -3,6 +3,7 @@
 # so that only a partition's holders have it. Every rank's command reads every file of the
 # dataset through the runtime and checks its bytes against checksums of the source:
 # raw and compressed, with broadcast data, with --replicas 2, and over MPICH's TCP path.
+# Members are fetched with their neighbours (--fetch-ahead) or alone (--fetch-ahead 0).
 # Faults: a missing partition stops the job before CMD runs; an agent that stops answering
 # (SIGSTOP) turns reads of members only it holds into EIO within the timeout while every
 # other read succeeds, and with --replicas 2 all reads succeed; damaged transfers are
@@ -81,7 +82,17 @@ run_all() {
 mkdir -p "$S/local"
 run_all "raw" -- --data "$S/raw"
 DEFAULT_LOCAL_DIR=1 run_all "default local dir" -- --data "$S/z"
-run_all "compressed" -- --data "$S/z"
+run_all "compressed" -- --data "$S/z" --log-level debug
+# A missed member comes with its neighbours in its blob (--fetch-ahead, 1M by default).
+ahead_total() {
+  sed -n 's/.*agent: [0-9]* fetches ([0-9]* bytes, \([0-9]*\) members fetched ahead.*/\1/p' "$S/run.err" |
+    awk '{ s += $1; n++ } END { print n + 0, s + 0 }'
+}
+read -r n_lines n_ahead <<<"$(ahead_total)"
+[ "$n_lines" = $NP ] && [ "$n_ahead" -gt 0 ] && ok || bad "compressed: members fetched ahead: $n_ahead (agents reporting: $n_lines)"
+run_all "no fetch-ahead" -- --data "$S/raw" --fetch-ahead 0 --log-level debug
+read -r n_lines n_ahead <<<"$(ahead_total)"
+[ "$n_lines" = $NP ] && [ "$n_ahead" = 0 ] && ok || bad "--fetch-ahead 0: members fetched ahead: $n_ahead (agents reporting: $n_lines)"
 run_all "replicas 2" -- --data "$S/z" --replicas 2
 run_all "no stage" -- --data "$S/raw" --no-stage
 run_all "small node cache" -- --data "$S/z" --cache-size 64K
