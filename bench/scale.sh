@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # Scaling of the multi-node runtime, simulated as mpiexec ranks on this machine (each rank
 # a "node" with its own local directory):
-#   reads    fsbench (whole-file read, 1 thread per rank, every rank reads every file) under
-#            `mpiexec -n N fanrun` for N = 1, 2, 4 and 8 (oversubscribed on 2 cores):
-#            local-only (--replicas N: every member is local) against remote-heavy
-#            (--replicas 1: (N-1)/N of the members come from other ranks), first epoch
-#            (fetched over MPI) and second epoch (from the node cache).
+#   reads    fsbench (whole-file read, 1 thread per rank) under `mpiexec -n N fanrun` for
+#            N = 1, 2, 4 and 8 (oversubscribed on 2 cores), first epoch (fetched over MPI)
+#            and second epoch (from the node cache), in these modes:
+#              local   every rank reads every file, --replicas N: every member is local
+#              remote  every rank reads every file, --replicas 1: (N-1)/N of the members
+#                      come from other ranks (fetched with their neighbours: --fetch-ahead)
+#              alone   as remote, with --fetch-ahead 0: each member fetched by itself
+#              share-local / share / share-alone: the same three, but each rank reads only
+#                      its 1/N share of a shuffled file list, a new shuffle each epoch (as a
+#                      DistributedSampler with set_epoch gives)
 #   startup  "ready" time, exchange+image time, Allgatherv bytes per entry and image bytes
 #            per entry for namespaces of 10k, 100k and 1.28M entries with 4 ranks.
 # Staged partitions and node caches live in the default local directory (/dev/shm).
@@ -20,7 +25,7 @@ while [ $# -gt 0 ]; do
     --mean-kb) mean_kb=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -38,20 +43,39 @@ mnt=$work/scale-mnt
 results=$work/scale-results
 rm -rf "$results" && mkdir -p "$results"
 
-# Each rank: one epoch (first contact), then one more (node cache warm), as JSON.
+# Each rank: one epoch (first contact), then one more (node cache warm), as JSON; with SHARE
+# set, only the rank's share of each epoch (the lists $results/share.N.RANK.EPOCH).
 cat >"$work/scale-reader.sh" <<EOF
 #!/bin/sh
-$FSBENCH --op read --epochs 1 --json $mnt/train >$results/\$TAG.e1.\$FANSTORE_RANK
-$FSBENCH --op read --epochs 1 --seed 2 --json $mnt/train >$results/\$TAG.e2.\$FANSTORE_RANK
+for e in 1 2; do
+  list=
+  [ -n "\$SHARE" ] && list="--files-from $results/share.\$FANSTORE_NODES.\$FANSTORE_RANK.\$e"
+  $FSBENCH --op read --epochs 1 --seed \$e \$list --json $mnt/train >$results/\$TAG.e\$e.\$FANSTORE_RANK
+done
 EOF
 chmod +x "$work/scale-reader.sh"
+# The shares: per epoch one shuffle of every file, rank r takes every N-th from r.
+/usr/bin/python3 - "$tree" "$results" <<'PYEOF'
+import os, random, sys
+tree, results = sys.argv[1], sys.argv[2]
+files = sorted(os.path.relpath(os.path.join(d, f), os.path.join(tree, "train"))
+               for d, _, fs in os.walk(os.path.join(tree, "train")) for f in fs)
+for epoch in (1, 2):
+    random.Random(epoch).shuffle(files)
+    for n in (1, 2, 4, 8):
+        for r in range(n):
+            with open(os.path.join(results, "share.%d.%d.%d" % (n, r, epoch)), "w") as out:
+                out.write("".join(f + "\n" for f in files[r::n]))
+PYEOF
 for n in 1 2 4 8; do
-  for mode in local remote; do
-    k=1
-    [ $mode = local ] && k=$n
+  for mode in local remote alone share-local share share-alone; do
+    opts=(--replicas 1)
+    case $mode in *local) opts=(--replicas $n) ;; *alone) opts+=(--fetch-ahead 0) ;; esac
+    share=
+    case $mode in share*) share=1 ;; esac
     echo "reads: $n rank(s), $mode" >&2
-    TAG=$mode.$n FANSTORE_QUIET=1 mpiexec -n $n \
-      "$FANRUN" --data "$packed" --mount "$mnt" --replicas $k \
+    SHARE=$share TAG=$mode.$n FANSTORE_QUIET=1 mpiexec -n $n \
+      "$FANRUN" --data "$packed" --mount "$mnt" "${opts[@]}" \
       -- "$work/scale-reader.sh" 2>"$results/$mode.$n.err" || { cat "$results/$mode.$n.err" >&2; exit 1; }
   done
 done
@@ -96,13 +120,16 @@ results, files, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
 out = {"reads": [], "startup": []}
 for n in (1, 2, 4, 8):
     row = {"ranks": n}
-    for mode in ("local", "remote"):
+    for mode in ("local", "remote", "alone", "share-local", "share", "share-alone"):
         for ep in ("e1", "e2"):
             runs = [json.load(open(f)) for f in glob.glob(os.path.join(results, "%s.%d.%s.*" % (mode, n, ep)))]
             row["%s_%s_files_per_s" % (mode, ep)] = round(sum(r["items_per_s"] for r in runs))
             row["%s_%s_errors" % (mode, ep)] = sum(r["errors"] for r in runs)
     for ep in ("e1", "e2"):
-        row["remote_vs_local_%s" % ep] = round(row["remote_%s_files_per_s" % ep] / row["local_%s_files_per_s" % ep], 3)
+        for mode, base in (("remote", "local"), ("alone", "local"), ("share", "share-local"),
+                           ("share-alone", "share-local")):
+            row["%s_vs_%s_%s" % (mode, base, ep)] = round(row["%s_%s_files_per_s" % (mode, ep)] /
+                                                        row["%s_%s_files_per_s" % (base, ep)], 3)
     out["reads"].append(row)
 pat = re.compile(r"ready in ([\d.]+) s: staged .* in ([\d.]+) s .*namespace (\d+) entries, .* exchanged \((\d+) B/entry\) in [\d.]+ s, exchange\+image ([\d.]+) s; image .* \((\d+) B/entry \+ (\d+) B of path\)")
 for size in sizes:
