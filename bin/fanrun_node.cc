@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -88,6 +89,24 @@ bool AllOk(bool mpi, bool ok, int rank, int* failed_rank) {
   if (mpi) MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   *failed_rank = lowest;
   return lowest == INT_MAX;
+}
+
+// Says why this rank failed (st), once for the job when every rank failed with the same
+// message (a DATA no node can read), then tells whether every rank is fine (AllOk).
+bool SayAndAgree(bool mpi, const Status& st, int rank, int nodes, const std::string& where,
+                 int* failed_rank) {
+  bool all_same = false;
+  if (mpi && nodes > 1) {
+    // Every rank failed, with one message: the lowest and highest hash agree, nobody is ok.
+    const uint64_t h = st.ok() ? 0 : std::hash<std::string>{}(st.message()) | 1;
+    uint64_t lo = h, hi = h;
+    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
+    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    all_same = lo != 0 && lo == hi;
+  }
+  if (!st.ok() && (!all_same || rank == 0))
+    cli::Error("fanrun", (all_same ? "every rank, as " + where : where) + st.message());
+  return AllOk(mpi, st.ok(), rank, failed_rank);
 }
 
 // Removes what fanrun ranks that died without cleaning up (killed, or crashed) left under
@@ -261,6 +280,9 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   // Stage-in: this rank's partitions (placement), copied and checked, or checked in place.
   const uint32_t parts = st.ok() ? static_cast<uint32_t>(manifest->partitions.size()) : 0;
   const meta::Placement placement{static_cast<uint32_t>(nodes_), opt.replicas};
+  if (rank_ == 0 && opt.replicas > static_cast<uint32_t>(nodes_))  // said once, not per rank
+    spdlog::warn("--replicas {} with {} node{}: every node holds every partition", opt.replicas,
+                 nodes_, nodes_ == 1 ? "" : "s");
   const bool stage = !opt.no_stage && nodes_ > 1;
   std::vector<std::string> local_paths(parts);
   std::vector<uint8_t> broadcast(parts);
@@ -290,8 +312,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   }
   const double stage_s = Since(t_stage);
   int failed = 0;
-  if (!st.ok()) cli::Error("fanrun", where + st.message());
-  if (!AllOk(mpi_, st.ok(), rank_, &failed)) {
+  if (!SayAndAgree(mpi_, st, rank_, nodes_, where, &failed)) {
     if (!st.ok()) return Status::Error("");  // already said
     return Status::Error(rank_ == 0 ? "stage-in failed on rank " + std::to_string(failed) +
                                           "; the job stops before running the command"
@@ -338,8 +359,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     st = agent_->Open();
   }
   if (st.ok()) skeleton_ = MakeSkeleton(*view, mount_);
-  if (!st.ok()) cli::Error("fanrun", where + st.message());
-  if (!AllOk(mpi_, st.ok(), rank_, &failed)) {
+  if (!SayAndAgree(mpi_, st, rank_, nodes_, where, &failed)) {
     if (!st.ok()) return Status::Error("");
     return Status::Error(rank_ == 0 ? "start-up failed on rank " + std::to_string(failed) : "");
   }

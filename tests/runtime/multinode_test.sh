@@ -120,6 +120,13 @@ rc=$?
 grep -q "rank 2 (.*part-00002.fsb: No such file or directory" "$S/err" && ok || bad "missing partition: message: $(cat "$S/err")"
 grep -q "stage-in failed on rank 2" "$S/err" && ok || bad "missing partition: rank 0 does not name rank 2: $(cat "$S/err")"
 
+# A DATA no rank can read: said once for the job, not once per rank.
+timeout -k 10 120 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/nope" -- true >"$S/out" 2>"$S/err"
+rc=$?
+[ $rc -eq 125 ] && ok || bad "missing DATA: exit $rc"
+[ "$(wc -l <"$S/err")" = 1 ] && grep -q "every rank, as rank 0 (.*$S/nope: No such file or directory" "$S/err" && ok ||
+  bad "missing DATA: one line for the job expected: $(cat "$S/err")"
+
 # A full local disk (a 64 KiB tmpfs): the stage-in fails at once on every rank, CMD never runs.
 mkdir -p "$S/tiny"
 if mount -t tmpfs -o size=64k tmpfs "$S/tiny" 2>/dev/null; then
@@ -143,6 +150,12 @@ timeout -k 10 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" -
 timeout -k 10 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" -- true 2>/dev/null &&
   ok || bad "the job after killed ranks"
 [ -z "$(ls -A "$S/local")" ] && ok || bad "the leftovers of killed ranks were not removed: $(ls "$S/local")"
+
+# More replicas than nodes: every node holds everything, said once (by rank 0).
+timeout -k 10 120 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/raw" --replicas 3 \
+  -- true >/dev/null 2>"$S/err" && ok || bad "--replicas 3 with 2 ranks: exit $?"
+[ "$(grep -c -- "--replicas 3 with 2 nodes: every node holds every partition" "$S/err")" = 1 ] && ok ||
+  bad "--replicas 3 with 2 ranks: warning: $(cat "$S/err")"
 
 # An agent that stops answering. Rank 3's command stops its own fanrun (the agent), the other
 # ranks read everything with --timeout 1, then rank 3 lets its fanrun go on so the job ends.

@@ -231,6 +231,10 @@ expect_rc 2 "fanrun with a bad --log-level" -- "$FANRUN" --log-level verbose --d
 expect_err_line "--log-level: verbose not in" "bad --log-level error"
 expect_rc 125 "fanrun with a bad --readahead" -- "$FANRUN" --readahead 1X --data "$S/raw" -- true
 expect_err_line "fanrun: --readahead: '1X': unknown unit" "bad --readahead error"
+expect_rc 125 "fanrun with a bad --fetch-ahead" -- "$FANRUN" --fetch-ahead 1X --data "$S/raw" -- true
+expect_err_line "fanrun: --fetch-ahead: '1X': unknown unit" "bad --fetch-ahead error"
+expect_rc 125 "fanrun with a bad --cache-size" -- "$FANRUN" --cache-size lots --data "$S/raw" -- true
+expect_err_line "fanrun: --cache-size: 'lots': not a size" "bad --cache-size error"
 expect_rc 2 "fanrun with a zero --timeout" -- "$FANRUN" --timeout 0 --data "$S/raw" -- true
 expect_err_line "fanrun: --timeout: must be a number greater than 0, got '0'" "bad --timeout error"
 finish
