@@ -414,8 +414,16 @@ int32_t Agent::Loop::SendToNextOwner(Fetch& f) {
     Attempt& a = *f.at;  // new, or one whose receives have all completed (a CRC retry)
     if (a.send != MPI_REQUEST_NULL) abandoned.push_back(a.send);
     a.owner = static_cast<int>(o);
-    a.tag = next_tag++;
-    if (next_tag > tag_ub) next_tag = kFirstReplyTag;
+    // A reply tag still posted by an attempt set aside for this holder (its late reply may
+    // yet come) is not given out again when the tags wrap round.
+    auto in_use = [&](int tag) {
+      return std::any_of(set_aside.begin(), set_aside.end(),
+                         [&](const auto& s) { return s->owner == a.owner && s->tag == tag; });
+    };
+    do {
+      a.tag = next_tag++;
+      if (next_tag > tag_ub) next_tag = kFirstReplyTag;
+    } while (!set_aside.empty() && in_use(a.tag));
     a.req.reply_tag = a.tag;
     MPI_Isend(&a.req, sizeof a.req, MPI_BYTE, a.owner, kTagRequest, MPI_COMM_WORLD, &a.send);
     a.recvs.assign(1, MPI_REQUEST_NULL);
