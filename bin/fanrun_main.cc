@@ -94,7 +94,7 @@ void ScrubLauncherEnvironment() {
 
 // Sets the variables the preload runtime reads.
 Status Preload(const std::string& image, const std::string& mount, const std::string& agent,
-               const std::string& node_cache) {
+               const std::string& node_cache, bool staged) {
   const std::string preload = FindPreload();
   if (preload.empty()) return Status::Error("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
   std::string ld = preload;
@@ -102,6 +102,7 @@ Status Preload(const std::string& image, const std::string& mount, const std::st
   ::setenv("LD_PRELOAD", ld.c_str(), 1);
   ::setenv("FANSTORE_IMAGE", image.c_str(), 1);
   ::setenv("FANSTORE_MOUNT", mount.c_str(), 1);
+  ::setenv("FANSTORE_STAGED", staged ? "1" : "0", 1);
   if (!agent.empty()) {
     ::setenv("FANSTORE_AGENT", agent.c_str(), 1);
     ::setenv("FANSTORE_NODE_CACHE", node_cache.c_str(), 1);
@@ -277,10 +278,11 @@ int Attach(const std::string& job_arg, std::vector<std::string>& cmd) {
   const auto dirs = RankDirs(*job);
   if (dirs.empty()) return Fail("job '" + *job + "' is not ready on this host");
   const std::string& dir = dirs[static_cast<size_t>(LocalRank()) % dirs.size()];
-  std::string mount, cache;
+  std::string mount, cache, staged;
   std::getline(std::ifstream(dir + "/mount"), mount);
   std::getline(std::ifstream(dir + "/cache-dir"), cache);
-  if (Status s = Preload(dir + "/namespace.img", mount, dir + "/agent.sock", cache); !s.ok())
+  std::getline(std::ifstream(dir + "/staged"), staged);
+  if (Status s = Preload(dir + "/namespace.img", mount, dir + "/agent.sock", cache, staged == "1"); !s.ok())
     return Fail(s.message());
   std::vector<char*> args;
   for (auto& c : cmd) args.push_back(c.data());
@@ -383,7 +385,7 @@ int main(int argc, char** argv) {
   fanrun::Node node;
   if (Status s = node.Setup(opt, mpi); !s.ok()) return Fail(s.message());
   if (Status s = Preload(node.image_path(), node.mount(), mpi ? node.socket_path() : "",
-                         node.cache_dir());
+                         node.cache_dir(), node.staged());
       !s.ok())
     return Fail(s.message());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.

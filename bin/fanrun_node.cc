@@ -335,6 +335,8 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   mount_ = mount;
   if (st.ok()) st = WriteFile(rank_dir_ + "/mount", mount_);
   if (st.ok()) st = WriteFile(rank_dir_ + "/cache-dir", cache_dir());
+  staged_ = stage;
+  if (st.ok()) st = WriteFile(rank_dir_ + "/staged", stage ? "1" : "0");  // (for fanrun attach)
   const double build_s = Since(t_build);
 
   auto view = meta::NamespaceView::Attach(

@@ -51,6 +51,7 @@ class Node {
   const std::string& socket_path() const { return socket_path_; }
   const std::string& mount() const { return mount_; }
   std::string cache_dir() const { return local_dir_ + "/cache"; }
+  bool staged() const { return staged_; }  // the local blobs are this job's own copies
   io::AgentStats agent_stats() const;
 
  private:
@@ -62,6 +63,7 @@ class Node {
   int rank_ = 0, nodes_ = 1;
   std::string job_, job_dir_, rank_dir_, local_dir_, image_path_, socket_path_, mount_;
   bool own_local_dir_ = false;
+  bool staged_ = false;
   uint8_t* image_ = nullptr;  // the shared mapping of the image file (the agent's view)
   uint64_t image_size_ = 0;
   std::vector<std::string> skeleton_;

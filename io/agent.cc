@@ -71,8 +71,8 @@ struct Agent::Loop {
   std::vector<int> blob_fds;
   std::vector<const uint8_t*> blob_maps;  // nullptr: not mapped (served with pread)
   std::vector<uint64_t> blob_sizes;
-  // Staged copies in memory (tmpfs): their pages cannot be cold and nothing cuts them, so
-  // replies are sent from the mapping without asking mincore.
+  // io::AlwaysResident blobs (staged copies on tmpfs): replies are sent from the mapping
+  // without asking mincore.
   std::vector<uint8_t> blob_in_memory;
   int listen_fd = -1, epoll_fd = -1, wake_fd = -1;
   int nodes = 1, tag_ub = 32767, next_tag = kFirstReplyTag;
@@ -212,7 +212,7 @@ Status Agent::Loop::Open() {
         blob_maps[p] = static_cast<const uint8_t*>(m);
         blob_sizes[p] = static_cast<uint64_t>(st.st_size);
         struct statfs fs;
-        blob_in_memory[p] = cfg.staged && ::fstatfs(blob_fds[p], &fs) == 0 && fs.f_type == TMPFS_MAGIC;
+        blob_in_memory[p] = ::fstatfs(blob_fds[p], &fs) == 0 && AlwaysResident(cfg.staged, fs.f_type);
       }
     }
   }
@@ -261,9 +261,8 @@ Status Agent::Loop::Open() {
 const uint8_t* Agent::Loop::Resident(uint32_t p, uint64_t off, uint64_t len) {
   // (bounds first: a length past the blob must not size the vector)
   if (len == 0 || off > blob_sizes[p] || len > blob_sizes[p] - off) return nullptr;
-  if (blob_in_memory[p]) return blob_maps[p] + off;
-  mincore_vec.resize(SpannedPages(off, len));
-  return ResidentBytes(blob_maps[p], blob_sizes[p], off, len, mincore_vec.data(),
+  if (!blob_in_memory[p]) mincore_vec.resize(SpannedPages(off, len));
+  return ResidentBytes(blob_maps[p], blob_sizes[p], off, len, blob_in_memory[p], mincore_vec.data(),
                        [](const uint8_t* at, uint64_t n, unsigned char* v) {
                          return ::mincore(const_cast<uint8_t*>(at), n, v);
                        });

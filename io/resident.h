@@ -4,12 +4,21 @@
 // pass their own mincore.
 #pragma once
 
+#include <linux/magic.h>
+
 #include <cstddef>
 #include <cstdint>
 
 namespace fanstore::io {
 
 inline constexpr uint64_t kResidentPage = 4096;
+
+// A blob fanrun staged (its own copy, which nothing cuts short) on tmpfs (`fs_type`, from
+// fstatfs): its pages cannot be cold and never go past its end, so bytes in its bounds are
+// copied from the mapping without asking mincore. The agent and the runtime both apply it.
+inline bool AlwaysResident(bool staged, long fs_type) {
+  return staged && fs_type == TMPFS_MAGIC;
+}
 
 // Pages that [off, off + len) spans (the size of the vector mincore fills).
 inline uint64_t SpannedPages(uint64_t off, uint64_t len) {
@@ -18,12 +27,13 @@ inline uint64_t SpannedPages(uint64_t off, uint64_t len) {
 }
 
 // `map` + `off` if the mapping of `map_bytes` holds [off, off + len) and every page of it is
-// resident, else nullptr. `vec` has room for SpannedPages(off, len) bytes;
-// mincore(addr, bytes, vec) returns 0 on success.
+// resident (`always`: the blob is AlwaysResident, mincore is not asked), else nullptr. `vec`
+// has room for SpannedPages(off, len) bytes; mincore(addr, bytes, vec) returns 0 on success.
 template <class Mincore>
 const uint8_t* ResidentBytes(const uint8_t* map, uint64_t map_bytes, uint64_t off, uint64_t len,
-                             unsigned char* vec, Mincore mincore) {
+                             bool always, unsigned char* vec, Mincore mincore) {
   if (!map || len == 0 || off > map_bytes || len > map_bytes - off) return nullptr;
+  if (always) return map + off;
   const uint64_t first = off / kResidentPage * kResidentPage;
   const uint64_t pages = SpannedPages(off, len);
   if (mincore(map + first, pages * kResidentPage, vec) != 0) return nullptr;

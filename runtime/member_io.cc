@@ -162,9 +162,10 @@ constexpr size_t kViewMax = 4u << 20;
 const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len) {
   if (len == 0 || len > kViewMax || !s.mapped_reads) return nullptr;
   uint64_t size = 0;
-  const uint8_t* map = s.BlobMap(partition, &size);
+  bool resident = false;
+  const uint8_t* map = s.BlobMap(partition, &size, &resident);
   unsigned char vec[kViewMax / io::kResidentPage + 2];
-  const uint8_t* view = io::ResidentBytes(map, size, off, len, vec, [](const uint8_t* at, uint64_t n, unsigned char* v) {
+  const uint8_t* view = io::ResidentBytes(map, size, off, len, resident, vec, [](const uint8_t* at, uint64_t n, unsigned char* v) {
     return intercept::RawSyscall6(SYS_mincore, reinterpret_cast<long>(at), static_cast<long>(n),
                                   reinterpret_cast<long>(v));
   });

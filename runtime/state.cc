@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 
 #include "intercept/clone_mark.h"
 #include "intercept/raw_syscall.h"
+#include "io/resident.h"
 #include "runtime/fd_table.h"
 
 namespace fanstore::runtime {
@@ -61,7 +63,7 @@ int State::BlobFd(uint32_t p) {
   return static_cast<int>(target);
 }
 
-const uint8_t* State::BlobMap(uint32_t p, uint64_t* size) {
+const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
   uintptr_t m = blob_maps[p].load(std::memory_order_acquire);
   if (m == 0) {
     const int fd = BlobFd(p);
@@ -77,7 +79,13 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size) {
     // Racing threads both map; the size goes out before the mapping is published. Both
     // store this blob's size; should a cut blob make them differ, mincore (ResidentView)
     // refuses any page outside the mapping, so no read goes past it.
-    if (made > 1) blob_sizes[p].store(static_cast<uint64_t>(len), std::memory_order_relaxed);
+    if (made > 1) {
+      struct statfs fs;
+      blob_sizes[p].store(static_cast<uint64_t>(len), std::memory_order_relaxed);
+      blob_resident[p].store(intercept::RawSyscall6(SYS_fstatfs, fd, reinterpret_cast<long>(&fs)) == 0 &&
+                                 io::AlwaysResident(staged, static_cast<long>(fs.f_type)),
+                             std::memory_order_relaxed);
+    }
     uintptr_t expected = 0;
     if (blob_maps[p].compare_exchange_strong(expected, made, std::memory_order_acq_rel)) {
       m = made;
@@ -88,6 +96,7 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size) {
   }
   if (m <= 1) return nullptr;
   *size = blob_sizes[p].load(std::memory_order_relaxed);
+  *resident = blob_resident[p].load(std::memory_order_relaxed);
   return reinterpret_cast<const uint8_t*>(m);
 }
 
@@ -119,9 +128,11 @@ Status Init() {
   for (size_t p = 0; p <= s->parts.size(); ++p) s->blob_fds[p].store(-1);
   s->blob_maps.reset(new std::atomic<uintptr_t>[s->parts.size() + 1]);
   s->blob_sizes.reset(new std::atomic<uint64_t>[s->parts.size() + 1]);
+  s->blob_resident.reset(new std::atomic<bool>[s->parts.size() + 1]);
   for (size_t p = 0; p <= s->parts.size(); ++p) {
     s->blob_maps[p].store(0);
     s->blob_sizes[p].store(0);
+    s->blob_resident[p].store(false);
   }
   const char* verify = std::getenv("FANSTORE_VERIFY");
   s->verify_raw = verify && std::strcmp(verify, "all") == 0;
@@ -131,6 +142,7 @@ Status Init() {
     s->readahead = static_cast<int64_t>(std::strtoull(ra, nullptr, 10));
   if (const char* agent = std::getenv("FANSTORE_AGENT")) s->agent = agent;
   if (const char* cache = std::getenv("FANSTORE_NODE_CACHE")) s->node_cache = cache;
+  if (const char* staged = std::getenv("FANSTORE_STAGED")) s->staged = std::strcmp(staged, "1") == 0;
   if (const char* t = std::getenv("FANSTORE_AGENT_TIMEOUT"); t && std::atof(t) > 0)
     s->agent_timeout_ms = static_cast<int>(std::atof(t) * 1000);
   struct rlimit rl;

@@ -11,6 +11,7 @@
 //   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
 //   FANSTORE_NODE_CACHE  the agent's node cache directory (its arena of members fetched before)
 //   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
+//   FANSTORE_STAGED  1: the local blobs are fanrun's staged copies (read on tmpfs without mincore)
 // Thread-safety: Init from the constructor; afterwards read-only except the blob fd slots
 // (atomic) and the cached cwd (see Cwd()).
 #pragma once
@@ -45,12 +46,15 @@ struct State {
   // Read-only mappings of the local blobs, made on first use: 0 not yet, 1 unavailable.
   std::unique_ptr<std::atomic<uintptr_t>[]> blob_maps;
   std::unique_ptr<std::atomic<uint64_t>[]> blob_sizes;  // stored before the mapping is published
+  std::unique_ptr<std::atomic<bool>[]> blob_resident;   // io::AlwaysResident, stored likewise
+  bool staged = false;  // FANSTORE_STAGED=1: the local blobs are fanrun's own staged copies
 
   // The blob fd of partition p, opened on first use; a negative errno on failure.
   int BlobFd(uint32_t p);
   // Partition p's blob mapped read-only (shared, whole), made on first use; nullptr if it
-  // cannot be mapped. Never unmapped: a process maps each local blob once.
-  const uint8_t* BlobMap(uint32_t p, uint64_t* size);
+  // cannot be mapped. Never unmapped: a process maps each local blob once. *resident: its
+  // pages are always in memory (io::AlwaysResident), so no mincore is needed.
+  const uint8_t* BlobMap(uint32_t p, uint64_t* size, bool* resident);
   // True in a vfork/CLONE_VM child: it shares the parent's memory, so the hook must not
   // allocate, lock or change shared tables there.
   bool InVforkChild() const;
