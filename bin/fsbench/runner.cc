@@ -111,21 +111,21 @@ class Worker {
     ++r.items;
   }
 
-  void Stat(const std::string& p, RunResult& r) {
+  void Stat(const char* p, RunResult& r) {
     OpStats& s = r.ops[OpIndex(Op::kStat)];
     struct stat st;
     const uint64_t t0 = NowNs();
-    const int rc = ::stat(p.c_str(), &st);
+    const int rc = ::stat(p, &st);
     const uint64_t t1 = NowNs();
     if (rc != 0) return Fail(r, s, p, errno);
     ++s.ops;
     s.latency.Record(t1 - t0);
   }
 
-  void OpenClose(const std::string& p, RunResult& r) {
+  void OpenClose(const char* p, RunResult& r) {
     OpStats& s = r.ops[OpIndex(Op::kOpenClose)];
     const uint64_t t0 = NowNs();
-    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(p, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Fail(r, s, p, errno);
     ::close(fd);
     s.latency.Record(NowNs() - t0);
@@ -134,9 +134,9 @@ class Worker {
 
   void Read(uint32_t i, RunResult& r) {
     OpStats& s = r.ops[OpIndex(Op::kRead)];
-    const std::string& p = w_.files[i];
+    const char* p = w_.files[i];
     const uint64_t t0 = NowNs();
-    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(p, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Fail(r, s, p, errno);
     uint64_t got = 0;
     for (;;) {
@@ -161,13 +161,13 @@ class Worker {
 
   void ReadRange(uint32_t i, uint64_t k, RunResult& r) {
     OpStats& s = r.ops[OpIndex(Op::kReadRange)];
-    const std::string& p = w_.files[i];
+    const char* p = w_.files[i];
     const uint64_t size = w_.sizes[i];
     std::mt19937_64 rng(o_.seed ^ (k * 0xD1B54A32D192ED03ull));
     const uint64_t off = size ? rng() % size : 0;
     const uint64_t len = std::min<uint64_t>(1 + rng() % o_.read_size, size - off);
     const uint64_t t0 = NowNs();
-    const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
+    const int fd = ::open(p, O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Fail(r, s, p, errno);
     ssize_t n;
     do {
@@ -384,7 +384,7 @@ uint64_t Warmup(const Workload& w, unsigned threads, uint64_t read_size) {
     ts.emplace_back([&] {
       std::vector<char> buf(static_cast<size_t>(read_size));
       for (size_t i; (i = next.fetch_add(1)) < w.files.size();) {
-        const int fd = ::open(w.files[i].c_str(), O_RDONLY | O_CLOEXEC);
+        const int fd = ::open(w.files[i], O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
           ++errors;
           continue;
