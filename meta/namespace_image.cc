@@ -200,7 +200,8 @@ struct Builder {
       }
       uint64_t b = hash & bucket_mask;
       while (table[b].entry_plus_one) b = (b + 1) & bucket_mask;
-      table[b] = ImageBucket{i + 1, static_cast<uint32_t>(hash >> 32)};
+      table[b] = ImageBucket{i + 1, static_cast<uint32_t>(hash >> 32), entries[i].path_off,
+                             entries[i].path_len};
     }
   }
 };
@@ -243,7 +244,7 @@ Result<uint64_t> BuildNamespaceImageInto(std::string_view exchanged,
   while (buckets < total * 2) buckets <<= 1;
   ImageHeader h{};
   std::memcpy(h.magic, kImageMagic.data(), 8);
-  h.version = 3;
+  h.version = kImageVersion;
   h.partition_count = static_cast<uint32_t>(partition_paths.size());
   h.bucket_count = buckets;
   h.entries_off = Align8(sizeof h);

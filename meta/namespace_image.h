@@ -27,12 +27,18 @@ namespace fanstore::meta {
 
 class Dataset;
 
-inline constexpr std::string_view kImageMagic = "FSNSIMG3";
+inline constexpr std::string_view kImageMagic = "FSNSIMG4";
+inline constexpr uint32_t kImageVersion = 4;  // 4: buckets of 16 bytes (path offset and length)
 
+// A bucket repeats its entry's path offset and length, so a probe loads the entry and the
+// stored path at once instead of one after the other (a `stat` is bound by these dependent
+// memory loads once the namespace outgrows the cache; docs/design.md).
 struct ImageBucket {
   uint32_t entry_plus_one;  // 0: empty
   uint32_t tag;             // high 32 bits of the path's hash
+  uint32_t path_off, path_len;  // the entry's, in the string table
 };
+static_assert(sizeof(ImageBucket) == 16);
 inline constexpr uint32_t kNoEntry = UINT32_MAX;
 
 struct ImageHeader {

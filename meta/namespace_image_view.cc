@@ -17,7 +17,7 @@ Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {
   NamespaceView v;
   v.h_ = reinterpret_cast<const ImageHeader*>(b.data());
   const ImageHeader& h = *v.h_;
-  if (std::memcmp(h.magic, kImageMagic.data(), 8) != 0 || h.version != 3)
+  if (std::memcmp(h.magic, kImageMagic.data(), 8) != 0 || h.version != kImageVersion)
     return Status::Error("namespace image: bad magic or version");
   const bool ok = h.total_size == b.size() && h.entry_count > 0 && h.entry_count < (1ull << 32) &&
                   (h.bucket_count & (h.bucket_count - 1)) == 0 && h.bucket_count >= h.entry_count &&
@@ -53,8 +53,7 @@ uint32_t NamespaceView::Lookup(std::string_view p) const noexcept {
     const ImageBucket& k = buckets_[b];
     if (k.entry_plus_one == 0) return kNoEntry;
     if (k.tag != tag) continue;
-    const ImageEntry& e = entries_[k.entry_plus_one - 1];
-    if (e.path_len == p.size() && std::memcmp(strings_ + e.path_off, p.data(), p.size()) == 0)
+    if (k.path_len == p.size() && std::memcmp(strings_ + k.path_off, p.data(), p.size()) == 0)
       return k.entry_plus_one - 1;
   }
 }
