@@ -35,6 +35,10 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 constexpr int kPostedRequests = 8;
+// The node cache's pages are allocated this far past its head while replies are awaited,
+// in steps short enough (~20 us) that a reply is not kept waiting.
+constexpr uint64_t kPreallocateAhead = 8ull << 20;
+constexpr uint64_t kPreallocateStep = 128ull << 10;
 constexpr uint64_t kMaxAhead = 1ull << 30;  // (a request's `focus` is 32 bits)
 // Fetching ahead is turned off when, of at least this many members fetched ahead that left
 // the node cache, most left it unread.
@@ -804,7 +808,10 @@ void Agent::Loop::Run() {
     const bool in_flight = !fetches.empty() || !outgoing.empty();
     const bool hot = idle < std::chrono::microseconds(500) ||
                      (in_flight && idle < std::chrono::milliseconds(50));
-    if (!active && hot) {
+    if (!active && !fetches.empty() && arena.Preallocate(kPreallocateAhead, kPreallocateStep)) {
+      // Waiting for a reply: the node cache's next pages are allocated meanwhile, instead
+      // of by the admission that writes them (then polled again at once).
+    } else if (!active && hot) {
       ::sched_yield();
     } else if (!active) {
       timeout.tv_nsec = idle < std::chrono::milliseconds(5) ? 20'000 : 500'000;

@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace fanstore::io {
@@ -102,6 +103,7 @@ Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool
   }
   head_ += need;
   used_ += need;
+  allocated_ = std::max(allocated_, RoundUp(head_, kPage));  // (pwrite allocated what it wrote)
   ring_.push_back(Slot{entry, off, need, len, ahead});
   generation_ = (generation_ + 1) & ((uint64_t{1} << (64 - kArenaOffsetBits)) - 1);
   if (generation_ == 0) generation_ = 1;
@@ -124,6 +126,23 @@ Status NodeCache::Admit(uint32_t entry, const uint8_t* bytes, uint64_t len, bool
     if (!Contains(e)) st = Place(e, b.data(), b.size(), false, &again);
   }
   return st;
+}
+
+bool NodeCache::Preallocate(uint64_t ahead, uint64_t step) {
+  if (fd_ < 0 || allocate_failed_ || allocated_ >= data_bytes_) return false;
+  const uint64_t want = std::min(data_bytes_, RoundUp(head_ + ahead, kPage));
+  if (allocated_ >= want) return false;
+  const uint64_t n = std::min(RoundUp(step, kPage), want - allocated_);
+  int rc;
+  do {
+    rc = ::fallocate(fd_, 0, static_cast<off_t>(data_offset_ + allocated_), static_cast<off_t>(n));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    allocate_failed_ = true;
+    return false;
+  }
+  allocated_ += n;
+  return true;
 }
 
 bool NodeCache::Read(uint32_t entry, uint64_t len, std::vector<uint8_t>* out) const {

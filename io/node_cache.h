@@ -136,6 +136,15 @@ class NodeCache {
   // `ahead`: nobody asked for it yet (fetched with a neighbour); whether it is read before it
   // is evicted is counted, so the agent can tell when fetching ahead only wastes the cache.
   Status Admit(uint32_t entry, const uint8_t* bytes, uint64_t len, bool ahead = false);
+  // Allocates the ring's pages up to `ahead` bytes past the head before they are written,
+  // at most `step` bytes per call: tmpfs allocates a page when it is first written, and on
+  // the first lap that was over half of what an admission cost (perf: 11 of 20% of the
+  // agent's time in pwrite). The agent calls this while it waits for replies instead of
+  // spinning. True when it allocated something; false when there is nothing to do (the
+  // first lap's pages are all there) or allocation failed (then admissions allocate as
+  // before and report a full disk themselves).
+  bool Preallocate(uint64_t ahead, uint64_t step);
+  uint64_t preallocated_bytes() const { return allocated_; }
   // Reads a cached member's bytes (for a private copy). False if it is not cached.
   bool Read(uint32_t entry, uint64_t len, std::vector<uint8_t>* out) const;
 
@@ -168,6 +177,8 @@ class NodeCache {
   uint32_t entries_ = 0;
   uint64_t data_offset_ = 0, data_bytes_ = 0;
   uint64_t head_ = 0, used_ = 0, generation_ = 0;
+  uint64_t allocated_ = 0;  // [0, allocated_) of the data area has pages (first lap)
+  bool allocate_failed_ = false;
   std::deque<Slot> ring_;  // admission order: front = oldest
   uint64_t evictions_ = 0, second_chances_ = 0, ahead_wasted_ = 0, ahead_used_ = 0;
 };

@@ -144,6 +144,41 @@ TEST_F(NodeCacheTest, MembersFetchedAheadAreCountedAsReadOrWastedWhenTheyLeave) 
   EXPECT_EQ(c.ahead_wasted(), 8u);
 }
 
+TEST_F(NodeCacheTest, PagesArePreallocatedAheadOfTheHeadInStepsAndHoldWhatIsAdmitted) {
+  NodeCache c;
+  ASSERT_TRUE(c.Create(path_, 100, 4 << 20).ok());  // members up to 512 KiB
+  auto blocks = [&] {
+    struct stat st;
+    return ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
+  };
+  const uint64_t before = blocks();
+  ASSERT_TRUE(c.Preallocate(1 << 20, 256 << 10));
+  EXPECT_EQ(c.preallocated_bytes(), 256u << 10);  // one step per call
+  int calls = 1;
+  while (c.Preallocate(1 << 20, 256 << 10)) ++calls;
+  EXPECT_EQ(calls, 4);
+  EXPECT_EQ(c.preallocated_bytes(), 1u << 20);  // no further than `ahead` past the head
+  EXPECT_GE(blocks() - before, 1u << 20);       // the file system has the pages
+  // Members written over preallocated pages and past them read back exactly.
+  Reader r;
+  ASSERT_TRUE(r.Open(path_, 100));
+  for (uint32_t e = 0; e < 10; ++e) ASSERT_TRUE(c.Admit(e, Bytes(e, 200000).data(), 200000).ok());
+  std::vector<uint8_t> got;
+  for (uint32_t e = 0; e < 10; ++e) {
+    ASSERT_TRUE(r.Get(e, 200000, &got)) << e;
+    EXPECT_EQ(got, Bytes(e, 200000)) << e;
+  }
+  // The head moved 2,000,000 bytes: preallocation follows it, and stops at the data area's end.
+  EXPECT_GE(c.preallocated_bytes(), 2000000u);
+  ASSERT_TRUE(c.Preallocate(1 << 20, 4 << 20));
+  EXPECT_GE(c.preallocated_bytes(), 2000000u + (1 << 20));
+  EXPECT_LT(c.preallocated_bytes(), 2000000u + (1 << 20) + 4096);
+  while (c.Preallocate(64 << 20, 64 << 20)) {
+  }
+  EXPECT_EQ(c.preallocated_bytes(), 4u << 20);
+  EXPECT_FALSE(c.Preallocate(64 << 20, 64 << 20));
+}
+
 TEST_F(NodeCacheTest, OldestMembersAreEvictedFirst) {
   NodeCache c;
   ASSERT_TRUE(c.Create(path_, 1000, 64 << 10).ok());  // 64 KiB: 16 members of 4000 B
