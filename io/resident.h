@@ -14,8 +14,10 @@ namespace fanstore::io {
 inline constexpr uint64_t kResidentPage = 4096;
 
 // A blob fanrun staged (its own copy, which nothing cuts short) on tmpfs (`fs_type`, from
-// fstatfs): its pages cannot be cold and never go past its end, so bytes in its bounds are
-// copied from the mapping without asking mincore. The agent and the runtime both apply it.
+// fstatfs): its pages are never read from a device and never go past its end, so bytes in
+// its bounds are copied from the mapping without asking mincore. (On a node with swap, a
+// page swapped out is brought back in by the copy: a wait, never a fault past the end.)
+// The agent and the runtime both apply it.
 inline bool AlwaysResident(bool staged, long fs_type) {
   return staged && fs_type == TMPFS_MAGIC;
 }
