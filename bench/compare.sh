@@ -37,6 +37,9 @@ run() {  # run TARGET LABEL OP THREADS CACHE -- CMD-PREFIX... PATH
   # warm: one untimed pass, then epochs for $seconds (short runs of a fast target are all
   # noise); cold: caches dropped, one timed epoch.
   local extra=(--warmup --duration "$seconds")
+  # A stat served from memory takes ~200 ns: two clock reads around each would be a tenth of
+  # it, so stat latencies are sampled (every target alike); reads are all timed.
+  [ "$op" = stat ] && extra+=(--latency-every 16)
   [ "$cache" = cold ] && extra=(--drop-caches --epochs 1)
   [ "$cache" = fresh ] && extra=(--epochs 1)
   local json

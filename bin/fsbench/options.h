@@ -26,6 +26,7 @@ struct Options {
   bool warmup = false;
   uint64_t seed = 1;
   uint64_t read_size = 256 * 1024;
+  uint64_t latency_every = 1;  // time one operation in this many (the rest are only counted)
   bool drop_caches = false;
   bool json = false;
   std::string baseline;   // JSON of a single-rank run, for MPI efficiency

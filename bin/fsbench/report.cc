@@ -39,6 +39,7 @@ std::string Report::Table() const {
     << " epochs=" << (c.duration > 0 ? std::string("-") : std::to_string(c.epochs))
     << " threads=" << c.threads << " processes=" << c.processes;
   if (ranks > 1) o << " ranks=" << ranks;
+  if (c.latency_every > 1) o << " (latency: 1 op in " << c.latency_every << " timed)";
   o << "\n  " << files_listed << " files (" << cli::HumanBytes(bytes_listed) << "), " << dirs_listed
     << " dirs; " << Fmt("%.3f", total.seconds) << " s measured\n";
   char line[256];
@@ -92,6 +93,7 @@ std::string Report::Json() const {
     << ", \"processes\": " << c.processes << ", \"duration\": " << c.duration
     << ", \"max_files\": " << c.max_files << ", \"warmup\": " << (c.warmup ? "true" : "false")
     << ", \"seed\": " << c.seed << ", \"read_size\": " << c.read_size
+    << ", \"latency_every\": " << c.latency_every
     << ", \"drop_caches\": " << (c.drop_caches ? "true" : "false")
     << ", \"split\": " << (c.no_split ? "false" : "true") << ", \"ranks\": " << ranks
     << ", \"files_listed\": " << files_listed << ", \"dirs_listed\": " << dirs_listed

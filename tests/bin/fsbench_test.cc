@@ -54,7 +54,9 @@ TEST(ParseOptions, ReadsEveryOption) {
                                 "--json",
                                 "--no-split",
                                 "--files-from",
-                                "list.txt"});
+                                "list.txt",
+                                "--latency-every",
+                                "8"});
   ASSERT_TRUE(p.run);
   const Options& o = p.options;
   EXPECT_EQ(o.op, Op::kReadRange);
@@ -68,6 +70,7 @@ TEST(ParseOptions, ReadsEveryOption) {
   EXPECT_EQ(o.seed, 7u);
   EXPECT_EQ(o.read_size, 4096u);
   EXPECT_EQ(o.files_from, "list.txt");
+  EXPECT_EQ(o.latency_every, 8u);
 }
 
 TEST(ParseOptions, BadUsageExitsWithTwo) {
@@ -179,6 +182,35 @@ TEST(Runner, VisitsEveryFileOncePerEpochAcrossThreadsAndProcesses) {
   EXPECT_EQ(r.items, 3u * 123);
   EXPECT_EQ(r.bytes, 3 * bytes);
   EXPECT_EQ(r.ops[OpIndex(Op::kRead)].latency.count(), 3u * 123);
+}
+
+// Enough items that workers claim them in batches (here 4000 / (4 workers * 64) = 15): each
+// file is still read once per epoch, and --latency-every times one operation in N.
+TEST(Runner, BatchedClaimsVisitEveryFileAndTimeOneOpInN) {
+  testing::TempDir t;
+  uint64_t bytes = 0;
+  for (int i = 0; i < 2000; ++i) {
+    testing::WriteFile(t / ("d" + std::to_string(i % 7) + "/f" + std::to_string(i)),
+                       std::string(1 + i % 97 + i / 97 * 100, 'x'));  // sizes tell files apart
+    bytes += 1 + i % 97 + i / 97 * 100;
+  }
+  auto w = WalkTree(t.path());
+  ASSERT_TRUE(w.ok());
+  Options o;
+  o.op = Op::kRead;
+  o.epochs = 2;
+  o.threads = 2;
+  o.processes = 2;
+  o.latency_every = 7;
+  const RunResult r = fsbench::Run(o, *w, 0, 1);
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.items, 4000u);
+  EXPECT_EQ(r.bytes, 2 * bytes);
+  EXPECT_EQ(r.ops[OpIndex(Op::kRead)].ops, 4000u);
+  // Each of the 4 workers times its 1st, 8th, 15th... operation.
+  const uint64_t timed = r.ops[OpIndex(Op::kRead)].latency.count();
+  EXPECT_GE(timed, 4000u / 7);
+  EXPECT_LE(timed, 4000u / 7 + 4);
 }
 
 TEST(Runner, MissingFilesAreCountedAsErrors) {
