@@ -83,30 +83,23 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
   return made;
 }
 
-// True on every rank when `ok` is true on every rank; `failed_rank` is the lowest failing one.
-bool AllOk(bool mpi, bool ok, int rank, int* failed_rank) {
-  int mine = ok ? INT_MAX : rank, lowest = mine;
-  if (mpi) MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  *failed_rank = lowest;
-  return lowest == INT_MAX;
-}
-
 // Says why this rank failed (st), once for the job when every rank failed with the same
-// message (a DATA no node can read), then tells whether every rank is fine (AllOk).
+// message (a DATA no node can read). True on every rank when every rank is fine; else
+// `failed_rank` is the lowest failing one. One collective: the minimum of each rank's
+// message hash (0: fine), of its complement (so the highest hash) and of its failing rank,
+// all kept within 0..INT64_MAX.
 bool SayAndAgree(bool mpi, const Status& st, int rank, int nodes, const std::string& where,
                  int* failed_rank) {
-  bool all_same = false;
-  if (mpi && nodes > 1) {
-    // Every rank failed, with one message: the lowest and highest hash agree, nobody is ok.
-    const uint64_t h = st.ok() ? 0 : std::hash<std::string>{}(st.message()) | 1;
-    uint64_t lo = h, hi = h;
-    MPI_Allreduce(&h, &lo, 1, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD);
-    MPI_Allreduce(&h, &hi, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
-    all_same = lo != 0 && lo == hi;
-  }
+  constexpr int64_t kFine = INT64_MAX;
+  const int64_t h = st.ok() ? 0 : static_cast<int64_t>(std::hash<std::string>{}(st.message()) >> 2) | 1;
+  const int64_t mine[3] = {h, kFine - h, st.ok() ? kFine : rank};
+  int64_t all[3] = {mine[0], mine[1], mine[2]};
+  if (mpi) MPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  const bool all_same = nodes > 1 && all[0] != 0 && all[0] == kFine - all[1];  // nobody is fine
   if (!st.ok() && (!all_same || rank == 0))
     cli::Error("fanrun", (all_same ? "every rank, as " + where : where) + st.message());
-  return AllOk(mpi, st.ok(), rank, failed_rank);
+  *failed_rank = all[2] == kFine ? INT_MAX : static_cast<int>(all[2]);
+  return all[2] == kFine;
 }
 
 // Removes what fanrun ranks that died without cleaning up (killed, or crashed) left under
