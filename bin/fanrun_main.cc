@@ -366,6 +366,12 @@ int main(int argc, char** argv) {
     return cli::kExitUsage;
   }
   if (!log_level.empty()) ::setenv("FANSTORE_LOG_LEVEL", log_level.c_str(), 1);
+  // A statistics file named relative to here: every process writes to it from wherever its
+  // own working directory is by then (often the read-only mount), so it is made absolute.
+  if (stats.empty())
+    if (const char* env = std::getenv("FANSTORE_STATS")) stats = env;
+  if (!stats.empty() && stats != "1")
+    stats = std::filesystem::absolute(stats).lexically_normal().string();
   if (!stats.empty()) ::setenv("FANSTORE_STATS", stats.c_str(), 1);
   if (!readahead.empty() && readahead != "auto") {
     auto v = fanrun::ParseSize(readahead);
