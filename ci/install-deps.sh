@@ -9,6 +9,7 @@ build_pkgs=(cmake g++ make pkg-config git
   libmpich-dev mpich libzydis-dev libcli11-dev libgtest-dev libgmock-dev)
 test_pkgs=(python3 python3-numpy python3-pil python3-torch python3-torchvision
   squashfs-tools squashfuse fuse3 gnuplot-nox bc coreutils findutils tar diffutils procps util-linux
+  util-linux-extra
   strace)
 
 want=("${build_pkgs[@]}")

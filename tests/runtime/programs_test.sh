@@ -138,6 +138,11 @@ rows = [json.loads(l) for l in open('$S/stats')]
 r = rows[-1]
 assert r['opens'] >= 2 and r['bytes'] >= $(stat -c %s "$T/meta/numbers.txt") and r['inflates'] >= 1, r
 " && ok || bad "--stats writes per-process statistics: $(cat "$S/stats")"
+# A statistics file named relative to fanrun's directory stays there, also for processes
+# that have moved into the (read-only) mount.
+(cd "$S" && "$FANRUN" --data "$S/z" --mount "$MNT" --stats stats.rel -- bash -c "cd '$MNT/meta' && cat numbers.txt" >/dev/null)
+[ "$(grep -c '"bytes": [1-9]' "$S/stats.rel" 2>/dev/null)" -ge 1 ] && ok ||
+  bad "--stats with a relative path: the reader's line is missing: $(cat "$S/stats.rel" 2>&1)"
 
 # Cold data: with the blobs' pages dropped (inside the job: fanrun's start-up reads the
 # indexes), member reads go to the device through io_uring (counted as device_reads) and
@@ -150,6 +155,22 @@ for p in sys.argv[1:]:
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
     os.close(fd)
 EOF2
+# drop.sh BLOB...: drops the blobs' pages and checks with fincore that none stayed (a page
+# some process still maps cannot be dropped; tried for up to 3 s); writes "ok" or why not
+# into $S/dropped. The checks of cold reads below stand on it: under the ASan preset a few
+# runs in 25 kept pages cached (device_reads 0), which used to fail them.
+cat >"$S/drop.sh" <<EOF2
+#!/bin/bash
+for try in \$(seq 30); do
+  $PY $S/drop.py "\$@"
+  res=\$(fincore -n -b -o RES "\$@") || { echo "fincore (util-linux-extra) cannot tell what stayed cached" >$S/dropped; exit 0; }
+  left=\$(echo "\$res" | awk '{ s += \$1 } END { print s + 0 }')
+  [ "\$left" = 0 ] && { echo ok >$S/dropped; exit 0; }
+  sleep 0.1
+done
+echo "\$left bytes of the blobs stayed in the page cache after 3 s of dropping" >$S/dropped
+EOF2
+chmod +x "$S/drop.sh"
 stat_sum() {  # stat_sum STATS-FILE FIELD: the field summed over every process's line
   $PY -c "import json, sys; print(sum(json.loads(l)[sys.argv[2]] for l in open(sys.argv[1])))" "$1" "$2"
 }
@@ -164,10 +185,14 @@ read_all() {
 # Warm data, read a second time (pages cached now), is copied from a mapping of the blob
 # (mapped_reads), with the same bytes.
 for packed in raw z; do
-  read_all $packed "$S/md5.cold" "$S/stats.cold" "$PY $S/drop.py $S/$packed/part-*.fsb"
+  read_all $packed "$S/md5.cold" "$S/stats.cold" "$S/drop.sh $S/$packed/part-*.fsb"
   cmp -s "$S/md5.native" "$S/md5.cold" && ok || bad "cold reads ($packed): $(diff "$S/md5.native" "$S/md5.cold" | head -4)"
-  [ "$(stat_sum "$S/stats.cold" device_reads)" -gt 0 ] && ok ||
-    bad "cold reads ($packed) went through io_uring: $(cat "$S/stats.cold")"
+  if [ "$(cat "$S/dropped")" = ok ]; then
+    [ "$(stat_sum "$S/stats.cold" device_reads)" -gt 0 ] && ok ||
+      bad "cold reads ($packed) went through io_uring: $(cat "$S/stats.cold")"
+  else
+    echo "SKIP: cold reads ($packed) through io_uring: $(cat "$S/dropped")"
+  fi
   read_all $packed "$S/md5.warm" "$S/stats.warm"
   cmp -s "$S/md5.native" "$S/md5.warm" && ok || bad "warm reads ($packed): $(diff "$S/md5.native" "$S/md5.warm" | head -4)"
   [ "$(stat_sum "$S/stats.warm" mapped_reads)" -gt 0 ] && ok ||
@@ -176,7 +201,9 @@ done
 
 # Readahead around cold members: with 1 MiB the neighbours of a member read from the device
 # are cached by the time they are read, so far fewer reads go to the device than with none
-# (300 files of 32 KiB read in a shuffled order, so the kernel's own readahead stays out).
+# (300 files of 32 KiB read in a shuffled order, so the kernel's own readahead mostly stays
+# out; when it reads the whole blob in a few large page-cache folios by itself, as it does
+# now and then, there is nothing left to show and the check says so).
 mkdir -p "$S/ra-src"
 for i in $(seq 1 300); do head -c 32768 /dev/urandom >"$S/ra-src/f$i"; done
 $FANSTORE pack -q --compress none "$S/ra-src" "$S/ra-packed" || bad "pack the readahead tree"
@@ -184,12 +211,19 @@ $FANSTORE pack -q --compress none "$S/ra-src" "$S/ra-packed" || bad "pack the re
 for ra in 0 1M; do
   rm -f "$S/stats.ra"
   "$FANRUN" --data "$S/ra-packed" --mount "$MNT" --readahead $ra --stats "$S/stats.ra" -- bash -c \
-    "$PY $S/drop.py $S/ra-packed/part-*.fsb && cd '$MNT' && ls | shuf --random-source=<(yes) | xargs md5sum" >"$S/md5.ra"
+    "$S/drop.sh $S/ra-packed/part-*.fsb && cd '$MNT' && ls | shuf --random-source=<(yes) | xargs md5sum" >"$S/md5.ra"
   cmp -s "$S/md5.ra-native" "$S/md5.ra" && ok || bad "cold reads with --readahead $ra: $(diff "$S/md5.ra-native" "$S/md5.ra" | head -4)"
   stat_sum "$S/stats.ra" device_reads >"$S/device.$ra"
+  cp "$S/dropped" "$S/dropped.$ra"
 done
-[ "$(cat "$S/device.1M")" -lt $(($(cat "$S/device.0") / 2)) ] && ok ||
-  bad "--readahead 1M: $(cat "$S/device.1M") device reads, not under half of the $(cat "$S/device.0") without"
+if [ "$(cat "$S/dropped.0")" != ok ] || [ "$(cat "$S/dropped.1M")" != ok ]; then
+  echo "SKIP: --readahead 1M against 0: $(cat "$S/dropped.0") / $(cat "$S/dropped.1M")"
+elif [ "$(cat "$S/device.0")" -lt 30 ]; then
+  echo "SKIP: --readahead 1M against 0: the kernel read the 300 files' blob in $(cat "$S/device.0") reads by itself"
+else
+  [ "$(cat "$S/device.1M")" -lt $(($(cat "$S/device.0") / 2)) ] && ok ||
+    bad "--readahead 1M: $(cat "$S/device.1M") device reads, not under half of the $(cat "$S/device.0") without"
+fi
 
 # A blob cut short while the job runs, after the reading process mapped it: reads past the
 # new end are EIO for those files, never SIGBUS, and the process goes on.
