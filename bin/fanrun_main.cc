@@ -400,7 +400,11 @@ int main(int argc, char** argv) {
   ::setenv("FANSTORE_RANK", std::to_string(node.rank()).c_str(), 1);
   ::setenv("FANSTORE_NODES", std::to_string(node.nodes()).c_str(), 1);
   auto status = RunCommand(cmd, mpi);
-  node.Finish();  // under mpiexec: serves the other nodes until every CMD has finished
+  // Under mpiexec: serves the other nodes until every CMD has finished.
+  node.Finish(!status.ok()                ? kExitFanrun
+              : WIFSIGNALED(*status)      ? 128 + WTERMSIG(*status)
+              : WIFEXITED(*status)        ? WEXITSTATUS(*status)
+                                          : kExitFanrun);
   if (!status.ok()) return Fail(status.status().message());
   return ExitLike(*status);
 }

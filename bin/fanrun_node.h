@@ -38,8 +38,9 @@ class Node {
   // it fail on every rank (the failing rank prints the reason, rank 0 names that rank).
   Status Setup(const NodeOptions& opt, bool mpi);
   // Waits for the agent to finish with every rank (wrap mode, after CMD), or for a stop
-  // (serve mode), then removes the job's files and finalizes MPI.
-  void Finish();
+  // (serve mode), then removes the job's files and finalizes MPI. `exit_status`: what this
+  // process exits with if MPI_Finalize never returns (see FinalizeBounded).
+  void Finish(int exit_status);
   void WaitUntilStopped();
   void StopFromSignal();
 
@@ -56,10 +57,13 @@ class Node {
 
  private:
   void Teardown();
+  void FinalizeBounded();
   Status PublishImage(std::string_view exchanged, const std::vector<std::string>& local_paths,
                       uint64_t dataset_id);
 
   bool mpi_ = false;
+  double finalize_limit_s_ = 30;
+  int leave_status_ = 125;  // (fanrun's own failure, until Finish or WaitUntilStopped says)
   int rank_ = 0, nodes_ = 1;
   std::string job_, job_dir_, rank_dir_, local_dir_, image_path_, socket_path_, mount_;
   bool own_local_dir_ = false;

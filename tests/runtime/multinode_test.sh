@@ -49,7 +49,8 @@ printf '#!/bin/sh\nexec %s %s %s %s >%s/out.$FANSTORE_RANK\n' "$PY" "$READ_ALL" 
 chmod +x "$S/reader.sh"
 
 # run_all NAME [ENV...] -- [FANRUN OPTIONS...]: every rank must read every file correctly.
-# Returns 124 (and checks nothing) when the run hung.
+# Returns 124 (and checks nothing) when the run hung; 125 (after checking everything but the
+# exit status) when a rank's MPI_Finalize hung and fanrun left without it (its warning line).
 run_all() {
   local name=$1; shift
   local envs=()
@@ -67,7 +68,13 @@ run_all() {
     pkill -KILL -f -- "$S/reader.sh" 2>/dev/null
     return 124
   fi
-  [ $rc -eq 0 ] && ok || bad "$name: exit $rc: $(tail -5 "$S/run.err")"
+  local finalize_hung=0
+  if [ $rc -ne 0 ] && grep -q "MPI_Finalize did not return" "$S/run.err"; then
+    finalize_hung=1  # the third-party hang (see the TCP path below); the work is still checked
+    echo "note: $name: a rank's MPI_Finalize hung and fanrun left without it (exit $rc)" >&2
+  else
+    [ $rc -eq 0 ] && ok || bad "$name: exit $rc: $(tail -5 "$S/run.err")"
+  fi
   for r in $(seq 0 $((NP - 1))); do
     [ "$(grep -c ' ok ' "$S/out.$r" 2>/dev/null)" = "$NFILES" ] && ok ||
       bad "$name: rank $r read $(grep -c ' ok ' "$S/out.$r" 2>/dev/null)/$NFILES files correctly: $(grep -v ' ok ' "$S/out.$r" | head -3)"
@@ -77,6 +84,7 @@ run_all() {
   remote=$($PY -c "import json,sys; print(sum(json.loads(l).get('remote',0) for l in open(sys.argv[1])))" "$S/stats")
   [ "$remote" -gt 0 ] && ok || bad "$name: no member was read from another node"
   [ -z "$(ls -A "$S/local" 2>/dev/null)" ] && ok || bad "$name: local dirs left behind: $(ls "$S/local")"
+  [ $finalize_hung -eq 0 ] || return 125
   return 0
 }
 mkdir -p "$S/local"
@@ -98,7 +106,8 @@ run_all "no stage" -- --data "$S/raw" --no-stage
 run_all "small node cache" -- --data "$S/z" --cache-size 64K
 # MPICH's TCP path (UCX over loopback). MPICH 4.0.2 + UCX on this machine sometimes hangs in
 # MPI_Init/MPI_Finalize over TCP even for a program that only calls a barrier, so a run that
-# hangs is tried again (up to 3 times); wrong bytes or errors are never retried.
+# hangs is tried again (up to 3 times); wrong bytes or errors are never retried. A hang in
+# MPI_Finalize ends in fanrun's bound (30 s) with every rank's reads already checked.
 tcp_done=0
 for attempt in 1 2 3; do
   if RUN_TIMEOUT=90 run_all "TCP path" UCX_TLS=tcp,self UCX_NET_DEVICES=lo -- --data "$S/z" --replicas 2; then
