@@ -142,13 +142,19 @@ Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub) {
   return status;
 }
 
+// The exit code a shell gives a command that ended with wait status `status`.
+int ExitCodeOf(int status) {
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : kExitFanrun;
+}
+
+// Ends like CMD did: killed by the same signal, or with its exit code.
 int ExitLike(int status) {
   if (WIFSIGNALED(status)) {
     ::signal(WTERMSIG(status), SIG_DFL);
     ::raise(WTERMSIG(status));
-    return 128 + WTERMSIG(status);
   }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : kExitFanrun;
+  return ExitCodeOf(status);
 }
 
 // Options given as sizes ("1G"), parsed after CLI11 by FinishOptions.
@@ -401,10 +407,7 @@ int main(int argc, char** argv) {
   ::setenv("FANSTORE_NODES", std::to_string(node.nodes()).c_str(), 1);
   auto status = RunCommand(cmd, mpi);
   // Under mpiexec: serves the other nodes until every CMD has finished.
-  node.Finish(!status.ok()                ? kExitFanrun
-              : WIFSIGNALED(*status)      ? 128 + WTERMSIG(*status)
-              : WIFEXITED(*status)        ? WEXITSTATUS(*status)
-                                          : kExitFanrun);
+  node.Finish(status.ok() ? ExitCodeOf(*status) : kExitFanrun);
   if (!status.ok()) return Fail(status.status().message());
   return ExitLike(*status);
 }
