@@ -77,6 +77,7 @@ Status Agent::Loop::Open() {
         blob_sizes[p] = static_cast<uint64_t>(st.st_size);
         struct statfs fs;
         blob_in_memory[p] = ::fstatfs(blob_fds[p], &fs) == 0 && AlwaysResident(cfg.staged, fs.f_type);
+        if (blob_in_memory[p]) ::madvise(m, static_cast<size_t>(st.st_size), MADV_POPULATE_READ);
       }
     }
   }
@@ -86,6 +87,7 @@ Status Agent::Loop::Open() {
     if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(ns.size()), cfg.cache_bytes);
         !st.ok())
       return st;
+    AllocateCache();
   }
   if (cfg.mpi && cfg.fetch_ahead > 0) {
     // Blocks of a power of two bytes, no larger than a member the cache keeps.
@@ -116,6 +118,29 @@ Status Agent::Loop::Open() {
     MPI_Irecv(&stop_msg, 1, MPI_INT, MPI_ANY_SOURCE, kTagStop, MPI_COMM_WORLD, &stop_handle);
   }
   return Status::Ok();
+}
+
+// The node cache's first lap is allocated before the job reads, up to what this node may
+// fetch (the members of partitions it does not hold that the cache keeps): allocating its
+// tmpfs pages one by one as members arrive was the largest part of a first remote read
+// (docs/scaling.md). The node's memory use is the same as when the first epoch has filled
+// the cache; a job that reads less allocates ahead of need, at most --cache-size.
+void Agent::Loop::AllocateCache() {
+  const auto start = Clock::now();
+  uint64_t want = 0;
+  for (uint32_t i = 0; i < ns.size() && want < arena.data_bytes(); ++i) {
+    const meta::ImageEntry& e = ns.entry(i);
+    if (e.kind == static_cast<uint8_t>(meta::Kind::kFile) && e.partition < blob_fds.size() &&
+        blob_fds[e.partition] < 0 && e.stored_size <= arena.max_member())
+      want += (e.stored_size + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+  }
+  if (Status st = arena.AllocateUpTo(want); !st.ok()) {
+    spdlog::warn("{}: cannot allocate the node cache ahead ({}); it is allocated as members arrive",
+                 cfg.cache_dir, st.message());
+    return;
+  }
+  spdlog::debug("node cache: {} bytes allocated in {:.3f} s", arena.preallocated_bytes(),
+                std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 void Agent::Loop::DropWaiter(int conn) {

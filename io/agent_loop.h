@@ -116,6 +116,7 @@ struct Agent::Loop {
   }
 
   Status Open();
+  void AllocateCache();
   void Run();
   // Sends a reply (and a descriptor when fd >= 0: the member is in that file) on a client
   // connection; a client that has gone away is not an error for the agent.

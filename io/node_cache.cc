@@ -145,6 +145,18 @@ bool NodeCache::Preallocate(uint64_t ahead, uint64_t step) {
   return true;
 }
 
+Status NodeCache::AllocateUpTo(uint64_t bytes) {
+  const uint64_t want = std::min(data_bytes_, RoundUp(bytes, kPage));
+  if (fd_ < 0 || allocated_ >= want) return Status::Ok();
+  int rc;
+  do {
+    rc = ::fallocate(fd_, 0, static_cast<off_t>(data_offset_ + allocated_), static_cast<off_t>(want - allocated_));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) return Status::FromErrno("node cache", errno);
+  allocated_ = want;
+  return Status::Ok();
+}
+
 bool NodeCache::Read(uint32_t entry, uint64_t len, std::vector<uint8_t>* out) const {
   if (!Contains(entry)) return false;
   const uint64_t off = ArenaDataOffset(__atomic_load_n(&table_[entry], __ATOMIC_RELAXED));

@@ -128,6 +128,7 @@ class NodeCache {
   // Members larger than this are not kept (they would evict too much): the agent hands
   // them out as private copies.
   uint64_t max_member() const { return data_bytes_ / 8; }
+  uint64_t data_bytes() const { return data_bytes_; }
   bool Contains(uint32_t entry) const {
     return entry < entries_ && __atomic_load_n(&table_[entry], __ATOMIC_RELAXED) != 0;
   }
@@ -144,6 +145,12 @@ class NodeCache {
   // first lap's pages are all there) or allocation failed (then admissions allocate as
   // before and report a full disk themselves).
   bool Preallocate(uint64_t ahead, uint64_t step);
+  // Allocates the first lap's pages for the first `bytes` of the ring at once (at most the
+  // whole ring), before anything is admitted: the agent calls it at start with what the
+  // node may fetch, so a job's first epoch does not allocate the cache page by page while
+  // it reads. An error (a full disk) leaves the ring as it was: admissions then allocate
+  // as they go and report a full disk themselves.
+  Status AllocateUpTo(uint64_t bytes);
   uint64_t preallocated_bytes() const { return allocated_; }
   // Reads a cached member's bytes (for a private copy). False if it is not cached.
   bool Read(uint32_t entry, uint64_t len, std::vector<uint8_t>* out) const;

@@ -179,6 +179,33 @@ TEST_F(NodeCacheTest, PagesArePreallocatedAheadOfTheHeadInStepsAndHoldWhatIsAdmi
   EXPECT_FALSE(c.Preallocate(64 << 20, 64 << 20));
 }
 
+TEST_F(NodeCacheTest, AllocateUpToAllocatesTheFirstLapAtOnceBoundedByTheRing) {
+  NodeCache c;
+  ASSERT_TRUE(c.Create(path_, 100, 4 << 20).ok());
+  auto blocks = [&] {
+    struct stat st;
+    return ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_blocks) * 512 : 0;
+  };
+  const uint64_t before = blocks();
+  ASSERT_TRUE(c.AllocateUpTo((1 << 20) + 1).ok());
+  EXPECT_EQ(c.preallocated_bytes(), (1u << 20) + 4096);  // whole pages
+  EXPECT_GE(blocks() - before, (1u << 20) + 4096);
+  ASSERT_TRUE(c.AllocateUpTo(1000).ok());  // less than there is: nothing to do
+  EXPECT_EQ(c.preallocated_bytes(), (1u << 20) + 4096);
+  ASSERT_TRUE(c.AllocateUpTo(1ull << 40).ok());  // never past the ring
+  EXPECT_EQ(c.preallocated_bytes(), 4u << 20);
+  EXPECT_GE(blocks() - before, 4u << 20);
+  EXPECT_FALSE(c.Preallocate(1 << 20, 1 << 20));  // nothing left to allocate
+  Reader r;
+  ASSERT_TRUE(r.Open(path_, 100));
+  std::vector<uint8_t> got;
+  for (uint32_t e = 0; e < 30; ++e) ASSERT_TRUE(c.Admit(e, Bytes(e, 300000).data(), 300000).ok());
+  for (uint32_t e = 30 - 13; e < 30; ++e) {  // (the ring holds 13 of them)
+    ASSERT_TRUE(r.Get(e, 300000, &got)) << e;
+    EXPECT_EQ(got, Bytes(e, 300000)) << e;
+  }
+}
+
 TEST_F(NodeCacheTest, OldestMembersAreEvictedFirst) {
   NodeCache c;
   ASSERT_TRUE(c.Create(path_, 1000, 64 << 10).ok());  // 64 KiB: 16 members of 4000 B

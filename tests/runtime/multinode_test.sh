@@ -57,7 +57,8 @@ run_all() {
   while [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
   rm -f "$S"/out.* "$S/stats"
-  local where=(--local-dir "$S/local")
+  local dir=${LOCAL_DIR:-$S/local}
+  local where=(--local-dir "$dir")
   [ "${DEFAULT_LOCAL_DIR:-}" = 1 ] && where=()  # the default: under /dev/shm
   env "${envs[@]}" timeout -k 10 "${RUN_TIMEOUT:-300}" mpiexec -n $NP "$FANRUN" "${where[@]}" --mount "$MNT" \
     --stats "$S/stats" "$@" -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
@@ -83,7 +84,7 @@ run_all() {
   local remote
   remote=$($PY -c "import json,sys; print(sum(json.loads(l).get('remote',0) for l in open(sys.argv[1])))" "$S/stats")
   [ "$remote" -gt 0 ] && ok || bad "$name: no member was read from another node"
-  [ -z "$(ls -A "$S/local" 2>/dev/null)" ] && ok || bad "$name: local dirs left behind: $(ls "$S/local")"
+  [ -z "$(ls -A "$dir" 2>/dev/null)" ] && ok || bad "$name: local dirs left behind: $(ls "$dir")"
   [ $finalize_hung -eq 0 ] || return 125
   return 0
 }
@@ -104,6 +105,25 @@ read -r n_lines n_ahead <<<"$(ahead_total)"
 run_all "replicas 2" -- --data "$S/z" --replicas 2
 run_all "no stage" -- --data "$S/raw" --no-stage
 run_all "small node cache" -- --data "$S/z" --cache-size 64K
+# A local disk with room for the staged partitions but not for the node cache: the cache
+# cannot be allocated ahead (said), admissions fail (said once per rank), and what the ranks
+# fetch is handed out as private copies: every byte still right.
+mkdir -p "$S/room"
+# (what the ranks stage: every partition once, the broadcast ones once per rank; the 1 MiB
+# more is less than any rank's share of the cache, so no rank can take the room of another)
+staged_kb=$("$FANSTORE" info --json "$S/raw" | $PY -c "import json, sys
+d = json.load(sys.stdin)
+print(sum(p['size'] * ($NP if p['broadcast'] else 1) for p in d['partitions']) // 1024 + 64)")
+if mount -t tmpfs -o size=$((staged_kb + 1024))k tmpfs "$S/room" 2>/dev/null; then
+  LOCAL_DIR=$S/room run_all "node cache on a full local disk" -- --data "$S/raw" --cache-size 64M
+  grep -q "cannot allocate the node cache ahead (node cache: No space left on device)" "$S/run.err" && ok ||
+    bad "full disk for the node cache: no warning: $(head -c 600 "$S/run.err")"
+  grep -q "handed out as private copies" "$S/run.err" && ok ||
+    bad "full disk for the node cache: admissions did not fail (test setup?): $(head -c 600 "$S/run.err")"
+  umount "$S/room"
+else
+  echo "SKIP: node cache on a full local disk: cannot mount a small tmpfs here (needs root)"
+fi
 # MPICH's TCP path (UCX over loopback). MPICH 4.0.2 + UCX on this machine sometimes hangs in
 # MPI_Init/MPI_Finalize over TCP even for a program that only calls a barrier, so a run that
 # hangs is tried again (up to 3 times); wrong bytes or errors are never retried. A hang in
