@@ -121,8 +121,9 @@ class NodeCache {
 
   // Creates (replacing) the arena file at `path` for `entries` namespace entries and
   // `data_bytes` of members. The header, table and refs are allocated at once, so a full
-  // local disk is an error here; member bytes are written with pwrite, so one later is an
-  // error of that admission, never a SIGBUS.
+  // local disk is an error here. Member bytes are copied through a mapping only where the
+  // file's pages exist (allocated ahead, or written before), elsewhere written with pwrite,
+  // so a full disk later is an error of that admission, never a SIGBUS.
   Status Create(const std::string& path, uint32_t entries, uint64_t data_bytes);
 
   // Members larger than this are not kept (they would evict too much): the agent hands
