@@ -1,7 +1,9 @@
 #include "io/node_cache.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,6 +58,8 @@ Status NodeCache::Create(const std::string& path, uint32_t entries, uint64_t dat
   entries_ = entries;
   data_offset_ = h.data_offset;
   data_bytes_ = data_bytes;
+  struct statfs fs;
+  in_memory_ = ::fstatfs(fd_, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
   if (data_bytes_ > 0) {  // (written through only where its pages are allocated: see Place)
     void* d = ::mmap(nullptr, data_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(data_offset_));
     if (d != MAP_FAILED) data_ = static_cast<uint8_t*>(d);
@@ -168,7 +172,9 @@ Status NodeCache::AllocateUpTo(uint64_t bytes) {
     rc = ::fallocate(fd_, 0, static_cast<off_t>(data_offset_ + allocated_), static_cast<off_t>(want - allocated_));
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) return Status::FromErrno("node cache", errno);
-  if (data_) ::madvise(data_ + allocated_, want - allocated_, MADV_POPULATE_WRITE);  // (page tables)
+  // The page tables too, on tmpfs only: elsewhere (an SSD --local-dir) prefaulting for
+  // writing would dirty every page and write the whole cache's zeros to the device.
+  if (data_ && in_memory_) ::madvise(data_ + allocated_, want - allocated_, MADV_POPULATE_WRITE);
   allocated_ = want;
   return Status::Ok();
 }

@@ -183,6 +183,7 @@ class NodeCache {
   uint64_t* table_ = nullptr;
   uint8_t* refs_ = nullptr;
   uint8_t* data_ = nullptr;  // the data area, mapped writable (nullptr: pwrite only)
+  bool in_memory_ = false;   // the file is on tmpfs
   uint32_t entries_ = 0;
   uint64_t data_offset_ = 0, data_bytes_ = 0;
   uint64_t head_ = 0, used_ = 0, generation_ = 0;
