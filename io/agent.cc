@@ -132,7 +132,7 @@ void Agent::Loop::AllocateCache() {
     const meta::ImageEntry& e = ns.entry(i);
     if (e.kind == static_cast<uint8_t>(meta::Kind::kFile) && e.partition < blob_fds.size() &&
         blob_fds[e.partition] < 0 && e.stored_size <= arena.max_member())
-      want += (e.stored_size + kArenaAlign - 1) / kArenaAlign * kArenaAlign;
+      want += (e.stored_size + kArenaAlign - 1) / kArenaAlign * kArenaAlign;  // (as admitted)
   }
   if (Status st = arena.AllocateUpTo(want); !st.ok()) {
     spdlog::warn("{}: cannot allocate the node cache ahead ({}); it is allocated as members arrive",

@@ -104,7 +104,8 @@ Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool
   const uint64_t need = RoundUp(len, kArenaAlign);
   MakeRoom(need, again);
   const uint64_t off = head_;
-  if (data_ && off + len <= allocated_) {
+  const bool mapped = data_ && off + len <= allocated_;
+  if (mapped) {
     // The pages exist (a store into a page tmpfs cannot allocate would be a SIGBUS): copy
     // through the mapping, after the evicted members' cleared words.
 #if defined(__x86_64__)
@@ -114,7 +115,7 @@ Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool
 #endif
     std::memcpy(data_ + off, bytes, len);
   }
-  for (uint64_t done = data_ && off + len <= allocated_ ? len : 0; done < len;) {
+  for (uint64_t done = mapped ? len : 0; done < len;) {  // elsewhere: pwrite
     const ssize_t n = ::pwrite(fd_, bytes + done, len - done, static_cast<off_t>(data_offset_ + off + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Status::FromErrno("node cache", n < 0 ? errno : EIO);
