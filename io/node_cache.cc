@@ -104,7 +104,7 @@ Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool
   const uint64_t need = RoundUp(len, kArenaAlign);
   MakeRoom(need, again);
   const uint64_t off = head_;
-  const bool mapped = data_ && off + len <= allocated_;
+  const bool mapped = data_ && len > 0 && off + len <= allocated_;  // (memcpy takes no null source)
   if (mapped) {
     // The pages exist (a store into a page tmpfs cannot allocate would be a SIGBUS): copy
     // through the mapping, after the evicted members' cleared words.
