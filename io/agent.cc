@@ -120,10 +120,10 @@ Status Agent::Loop::Open() {
     ev.data.fd = fd;
     ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
   }
+  std::fill(std::begin(server_handles), std::end(server_handles), MPI_REQUEST_NULL);
   if (cfg.mpi) {
-    for (Posted& p : posted) p.handle = MPI_REQUEST_NULL;
     for (int i = 0; i < kPostedRequests; ++i) PostRequest(i);
-    MPI_Irecv(&stop_msg, 1, MPI_INT, MPI_ANY_SOURCE, kTagStop, MPI_COMM_WORLD, &stop_handle);
+    MPI_Irecv(&stop_msg, 1, MPI_INT, MPI_ANY_SOURCE, kTagStop, MPI_COMM_WORLD, &server_handles[kStopSlot]);
   }
   return Status::Ok();
 }
@@ -296,14 +296,10 @@ void Agent::Loop::Run() {
 }
 
 void Agent::Loop::Withdraw() {
-  for (Posted& p : posted) {
-    if (p.handle == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&p.handle);
-    MPI_Wait(&p.handle, MPI_STATUS_IGNORE);
-  }
-  if (stop_handle != MPI_REQUEST_NULL) {
-    MPI_Cancel(&stop_handle);
-    MPI_Wait(&stop_handle, MPI_STATUS_IGNORE);
+  for (MPI_Request& h : server_handles) {
+    if (h == MPI_REQUEST_NULL) continue;
+    MPI_Cancel(&h);
+    MPI_Wait(&h, MPI_STATUS_IGNORE);
   }
   // Replies still being sent, and late replies to attempts set aside, get as long as a fetch
   // does to finish (a peer also draining completes them); then they are given up.

@@ -46,14 +46,13 @@ struct Agent::Loop {
   mutable std::mutex stats_mu;
   AgentStats stats;
 
-  // Server side.
-  struct Posted {
-    RemoteRequest req;
-    MPI_Request handle = MPI_REQUEST_NULL;
-  };
-  Posted posted[kPostedRequests];
+  // Server side: the receives posted for requests, then the one for a stop, in one array so
+  // that a turn of the loop tests them all with one MPI_Testsome (one progress call, not one
+  // per receive: each MPI_Test drives the whole transport).
+  static constexpr int kStopSlot = kPostedRequests;
+  RemoteRequest posted_req[kPostedRequests];
+  MPI_Request server_handles[kPostedRequests + 1];
   int stop_msg = 0;
-  MPI_Request stop_handle = MPI_REQUEST_NULL;
   struct Outgoing {
     RemoteReplyHeader header;
     std::unique_ptr<uint8_t[]> buf;  // the bytes read (nullptr when sent from the mapping)
@@ -122,8 +121,8 @@ struct Agent::Loop {
   // connection; a client that has gone away is not an error for the agent.
   static void Reply(int conn, int32_t status, int fd);
   void PostRequest(int i) {
-    MPI_Irecv(&posted[i].req, sizeof(RemoteRequest), MPI_BYTE, MPI_ANY_SOURCE, kTagRequest,
-              MPI_COMM_WORLD, &posted[i].handle);
+    MPI_Irecv(&posted_req[i], sizeof(RemoteRequest), MPI_BYTE, MPI_ANY_SOURCE, kTagRequest,
+              MPI_COMM_WORLD, &server_handles[i]);
   }
   bool ProgressServer();
   const uint8_t* Resident(uint32_t p, uint64_t off, uint64_t len);

@@ -72,26 +72,21 @@ void Agent::Loop::Serve(const RemoteRequest& req, int source) {
 }
 
 bool Agent::Loop::ProgressServer() {
-  bool active = false;
-  for (int i = 0; i < kPostedRequests; ++i) {
-    int done = 0;
-    MPI_Status st;
-    MPI_Test(&posted[i].handle, &done, &st);
-    if (!done) continue;
-    active = true;
-    const RemoteRequest req = posted[i].req;
+  int count = 0, done[kPostedRequests + 1];
+  MPI_Status st[kPostedRequests + 1];
+  MPI_Testsome(kPostedRequests + 1, server_handles, &count, done, st);
+  bool active = count > 0 && count != MPI_UNDEFINED;
+  for (int k = 0; active && k < count; ++k) {
+    const int i = done[k];
+    if (i == kStopSlot) {
+      job_stop = true;
+      continue;
+    }
+    const RemoteRequest req = posted_req[i];
     PostRequest(i);
-    Serve(req, st.MPI_SOURCE);
+    Serve(req, st[k].MPI_SOURCE);
   }
   active |= TestOutgoing();
-  if (stop_handle != MPI_REQUEST_NULL) {
-    int done = 0;
-    MPI_Test(&stop_handle, &done, MPI_STATUS_IGNORE);
-    if (done) {
-      job_stop = true;
-      active = true;
-    }
-  }
   return active;
 }
 
