@@ -11,21 +11,26 @@
 #              share-local / share / share-alone: the same three, but each rank reads only
 #                      its 1/N share of a shuffled file list, a new shuffle each epoch (as a
 #                      DistributedSampler with set_epoch gives)
+#            Every configuration runs --rounds times (default 3), the modes taking turns in
+#            each round, after one untimed warm-up run; files/s is the median of the rounds
+#            (the VM's speed drifts by a third within minutes), with the lowest and highest.
 #   startup  "ready" time, exchange+image time, Allgatherv bytes per entry and image bytes
 #            per entry for namespaces of 10k, 100k and 1.28M entries with 4 ranks.
 # Staged partitions and node caches live in the default local directory (/dev/shm).
 # Writes bench/results/scale.json; docs/scaling.md projects these to 512 nodes.
-# Usage: bench/scale.sh [--files N] [--mean-kb K] [--sizes "10000 100000 1280000"] [--work DIR]
+# Usage: bench/scale.sh [--files N] [--mean-kb K] [--sizes "10000 100000 1280000"] [--rounds R]
+#                       [--work DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=8000 mean_kb=32 sizes="10000 100000 1280000" work=bench/work
+files=8000 mean_kb=32 sizes="10000 100000 1280000" rounds=3 work=bench/work
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
     --mean-kb) mean_kb=$2; shift 2 ;;
     --sizes) sizes=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -67,16 +72,22 @@ for epoch in (1, 2):
             with open(os.path.join(results, "share.%d.%d.%d" % (n, r, epoch)), "w") as out:
                 out.write("".join(f + "\n" for f in files[r::n]))
 PYEOF
-for n in 1 2 4 8; do
-  for mode in local remote alone share-local share share-alone; do
-    opts=(--replicas 1)
-    case $mode in *local) opts=(--replicas $n) ;; *alone) opts+=(--fetch-ahead 0) ;; esac
-    share=
-    case $mode in share*) share=1 ;; esac
-    echo "reads: $n rank(s), $mode" >&2
-    SHARE=$share TAG=$mode.$n FANSTORE_QUIET=1 mpiexec -n $n \
-      "$FANRUN" --data "$packed" --mount "$mnt" "${opts[@]}" \
-      -- "$work/scale-reader.sh" 2>"$results/$mode.$n.err" || { cat "$results/$mode.$n.err" >&2; exit 1; }
+# Warm-up (untimed): the first run after staging pays for cold caches (the intercept's plan
+# cache, the page cache of the binaries), which would land on whichever mode ran first.
+FANSTORE_QUIET=1 mpiexec -n 1 "$FANRUN" --data "$packed" --mount "$mnt" \
+  -- "$FSBENCH" --op read --epochs 1 "$mnt/train" >/dev/null
+for round in $(seq "$rounds"); do
+  for n in 1 2 4 8; do
+    for mode in local remote alone share-local share share-alone; do
+      opts=(--replicas 1)
+      case $mode in *local) opts=(--replicas $n) ;; *alone) opts+=(--fetch-ahead 0) ;; esac
+      share=
+      case $mode in share*) share=1 ;; esac
+      echo "reads: round $round of $rounds, $n rank(s), $mode" >&2
+      SHARE=$share TAG=$mode.$n.$round FANSTORE_QUIET=1 mpiexec -n $n \
+        "$FANRUN" --data "$packed" --mount "$mnt" "${opts[@]}" \
+        -- "$work/scale-reader.sh" 2>"$results/$mode.$n.err" || { cat "$results/$mode.$n.err" >&2; exit 1; }
+    done
   done
 done
 
@@ -114,22 +125,31 @@ native=$(sh -c "$loop")
 under=$(FANSTORE_QUIET=1 "$FANRUN" --data "$work/ns-$largest.packed" --mount "$mnt" -- sh -c "$loop")
 echo "$native $under" >"$results/attach"
 
-/usr/bin/python3 - "$results" "$files" "$sizes" <<'PYEOF' | tee bench/results/scale.json
-import glob, json, os, re, sys
-results, files, sizes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
-out = {"reads": [], "startup": []}
+/usr/bin/python3 - "$results" "$files" "$sizes" "$rounds" <<'PYEOF' | tee bench/results/scale.json
+import glob, json, os, re, statistics, sys
+results, files, sizes, rounds = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), int(sys.argv[4])
+out = {"rounds": rounds, "reads": [], "startup": []}
 for n in (1, 2, 4, 8):
-    row = {"ranks": n}
+    row, rates = {"ranks": n}, {}
     for mode in ("local", "remote", "alone", "share-local", "share", "share-alone"):
         for ep in ("e1", "e2"):
-            runs = [json.load(open(f)) for f in glob.glob(os.path.join(results, "%s.%d.%s.*" % (mode, n, ep)))]
-            row["%s_%s_files_per_s" % (mode, ep)] = round(sum(r["items_per_s"] for r in runs))
-            row["%s_%s_errors" % (mode, ep)] = sum(r["errors"] for r in runs)
+            per_round, errors = [], 0
+            rates[(mode, ep)] = per_round
+            for r in range(1, rounds + 1):  # a round's files/s: the sum over its ranks
+                runs = [json.load(open(f)) for f in
+                        glob.glob(os.path.join(results, "%s.%d.%d.%s.*" % (mode, n, r, ep)))]
+                per_round.append(round(sum(x["items_per_s"] for x in runs)))
+                errors += sum(x["errors"] for x in runs)
+            row["%s_%s_files_per_s" % (mode, ep)] = round(statistics.median(per_round))
+            row["%s_%s_files_per_s_range" % (mode, ep)] = [min(per_round), max(per_round)]
+            row["%s_%s_errors" % (mode, ep)] = errors
     for ep in ("e1", "e2"):
         for mode, base in (("remote", "local"), ("alone", "local"), ("share", "share-local"),
                            ("share-alone", "share-local")):
-            row["%s_vs_%s_%s" % (mode, base, ep)] = round(row["%s_%s_files_per_s" % (mode, ep)] /
-                                                        row["%s_%s_files_per_s" % (base, ep)], 3)
+            key = "%s_vs_%s_%s" % (mode, base, ep)
+            row[key] = round(row["%s_%s_files_per_s" % (mode, ep)] / row["%s_%s_files_per_s" % (base, ep)], 3)
+            # each round's own ratio (the two modes ran minutes apart at most)
+            row[key + "_per_round"] = [round(a / b, 3) for a, b in zip(rates[(mode, ep)], rates[(base, ep)])]
     out["reads"].append(row)
 pat = re.compile(r"ready in ([\d.]+) s: staged .* in ([\d.]+) s .*namespace (\d+) entries, .* exchanged \((\d+) B/entry\) in [\d.]+ s, exchange\+image ([\d.]+) s; image .* \((\d+) B/entry \+ (\d+) B of path\)")
 for size in sizes:
