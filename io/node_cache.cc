@@ -172,7 +172,7 @@ Status NodeCache::AllocateUpTo(uint64_t bytes) {
   do {
     rc = ::fallocate(fd_, 0, static_cast<off_t>(data_offset_ + allocated_), static_cast<off_t>(want - allocated_));
   } while (rc != 0 && errno == EINTR);
-  if (rc != 0) return Status::FromErrno("node cache", errno);
+  if (rc != 0) return Status::FromErrno(std::to_string(want - allocated_) + " bytes", errno);
   // The page tables too, on tmpfs only: elsewhere (an SSD --local-dir) prefaulting for
   // writing would dirty every page and write the whole cache's zeros to the device.
   if (data_ && in_memory_) ::madvise(data_ + allocated_, want - allocated_, MADV_POPULATE_WRITE);
