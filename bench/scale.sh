@@ -30,10 +30,11 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+case $rounds in ''|*[!0-9]*|0) echo "scale.sh: --rounds $rounds: not a positive whole number" >&2; exit 2 ;; esac
 FSBENCH=$PWD/build/release/bin/fsbench FANSTORE=$PWD/build/release/bin/fanstore FANRUN=$PWD/build/release/bin/fanrun
 [ -x "$FANRUN" ] || ci/build.sh release >/dev/null
 mkdir -p "$work" bench/results
