@@ -37,7 +37,8 @@ namespace {
 namespace fs = std::filesystem;
 using namespace fanstore;
 
-constexpr int kExitFanrun = 125, kExitCannotRun = 126, kExitNotFound = 127;
+using fanrun::kExitFanrun;
+constexpr int kExitCannotRun = 126, kExitNotFound = 127;
 volatile sig_atomic_t g_child = 0;
 fanrun::Node* g_serving = nullptr;
 
@@ -376,8 +377,12 @@ int main(int argc, char** argv) {
   // own working directory is by then (often the read-only mount), so it is made absolute.
   if (stats.empty())
     if (const char* env = std::getenv("FANSTORE_STATS")) stats = env;
-  if (!stats.empty() && stats != "1")
-    stats = std::filesystem::absolute(stats).lexically_normal().string();
+  if (!stats.empty() && stats != "1") {
+    std::error_code ec;
+    const fs::path abs = fs::absolute(stats, ec);  // (fails when the working directory is gone)
+    if (ec) return Fail("--stats " + stats + ": " + ec.message());
+    stats = abs.lexically_normal().string();
+  }
   if (!stats.empty()) ::setenv("FANSTORE_STATS", stats.c_str(), 1);
   if (!readahead.empty() && readahead != "auto") {
     auto v = fanrun::ParseSize(readahead);

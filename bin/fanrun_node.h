@@ -18,6 +18,9 @@
 
 namespace fanstore::fanrun {
 
+// fanrun's exit status for its own failure (125, as env(1) and timeout(1) use).
+inline constexpr int kExitFanrun = 125;
+
 struct NodeOptions {
   std::string data;
   std::string mount;      // "" = the source path recorded at pack time
@@ -63,7 +66,7 @@ class Node {
 
   bool mpi_ = false;
   double finalize_limit_s_ = 30;
-  int leave_status_ = 125;  // (fanrun's own failure, until Finish or WaitUntilStopped says)
+  int leave_status_ = kExitFanrun;  // (until Finish or WaitUntilStopped says)
   int rank_ = 0, nodes_ = 1;
   std::string job_, job_dir_, rank_dir_, local_dir_, image_path_, socket_path_, mount_;
   bool own_local_dir_ = false;

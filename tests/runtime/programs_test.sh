@@ -143,6 +143,13 @@ assert r['opens'] >= 2 and r['bytes'] >= $(stat -c %s "$T/meta/numbers.txt") and
 (cd "$S" && "$FANRUN" --data "$S/z" --mount "$MNT" --stats stats.rel -- bash -c "cd '$MNT/meta' && cat numbers.txt" >/dev/null)
 [ "$(grep -c '"bytes": [1-9]' "$S/stats.rel" 2>/dev/null)" -ge 1 ] && ok ||
   bad "--stats with a relative path: the reader's line is missing: $(cat "$S/stats.rel" 2>&1)"
+# ... and one that cannot be made absolute (fanrun's directory is gone) is one clear error
+# before CMD runs, not an abort.
+mkdir "$S/gone"
+out=$(cd "$S/gone" && rmdir "$S/gone" && "$FANRUN" --data "$S/z" --mount "$MNT" --stats stats.rel -- touch "$S/ran" 2>&1)
+rc=$?
+[ $rc -eq 125 ] && [ "$out" = "fanrun: --stats stats.rel: No such file or directory" ] && [ ! -e "$S/ran" ] && ok ||
+  bad "--stats relative to a removed directory: exit $rc, '$out'"
 
 # Cold data: with the blobs' pages dropped (inside the job: fanrun's start-up reads the
 # indexes), member reads go to the device through io_uring (counted as device_reads) and
