@@ -168,6 +168,13 @@ bool NodeCache::Preallocate(uint64_t ahead, uint64_t step) {
 Status NodeCache::AllocateUpTo(uint64_t bytes) {
   const uint64_t want = std::min(data_bytes_, RoundUp(bytes, kPage));
   if (fd_ < 0 || allocated_ >= want) return Status::Ok();
+  // Not attempted when the file system says it cannot fit: a failing fallocate on tmpfs takes
+  // every free page before it gives them back, and meanwhile another process writing there
+  // (another job's agent, or a rank of the same host creating its arena) would fail.
+  struct statfs fs;
+  if (::fstatfs(fd_, &fs) == 0 && fs.f_blocks > 0 &&
+      static_cast<uint64_t>(fs.f_bavail) * static_cast<uint64_t>(fs.f_bsize) < want - allocated_)
+    return Status::FromErrno(std::to_string(want - allocated_) + " bytes", ENOSPC);
   int rc;
   do {
     rc = ::fallocate(fd_, 0, static_cast<off_t>(data_offset_ + allocated_), static_cast<off_t>(want - allocated_));
