@@ -14,7 +14,8 @@
 #            Every configuration runs --rounds times (default 3), the modes taking turns in
 #            each round, after one untimed warm-up run; files/s is the median of the rounds
 #            (the VM's speed drifts by a third within minutes), with the lowest and highest.
-#   startup  "ready" time, exchange+image time, Allgatherv bytes per entry and image bytes
+#   startup  "ready" time, stage-in to ready (exchange+image, the agent's socket, the mount
+#            point's directories), Allgatherv bytes per entry and image bytes
 #            per entry for namespaces of 10k, 100k and 1.28M entries with 4 ranks.
 # Staged partitions and node caches live in the default local directory (/dev/shm).
 # Writes bench/results/scale.json; docs/scaling.md projects these to 512 nodes.
@@ -30,7 +31,7 @@ while [ $# -gt 0 ]; do
     --sizes) sizes=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "scale.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -152,7 +153,7 @@ for n in (1, 2, 4, 8):
             # each round's own ratio (the two modes ran minutes apart at most)
             row[key + "_per_round"] = [round(a / b, 3) for a, b in zip(rates[(mode, ep)], rates[(base, ep)])]
     out["reads"].append(row)
-pat = re.compile(r"ready in ([\d.]+) s: staged .* in ([\d.]+) s .*namespace (\d+) entries, .* exchanged \((\d+) B/entry\) in [\d.]+ s, exchange\+image ([\d.]+) s; image .* \((\d+) B/entry \+ (\d+) B of path\)")
+pat = re.compile(r"ready in ([\d.]+) s: staged .* in ([\d.]+) s .*namespace (\d+) entries, .* exchanged \((\d+) B/entry\) in [\d.]+ s, exchange\+image ([\d.]+) s, stage-in to ready ([\d.]+) s; image .* \((\d+) B/entry \+ (\d+) B of path\)")
 for size in sizes:
     for n in (1, 4):
         text = open(os.path.join(results, "ns.%s.%d.err" % (size, n))).read()
@@ -161,9 +162,10 @@ for size in sizes:
             continue
         out["startup"].append({"ranks": n, "entries": int(m.group(3)), "ready_s": float(m.group(1)),
                                "stage_s": float(m.group(2)), "exchange_image_s": float(m.group(5)),
+                               "stage_to_ready_s": float(m.group(6)),
                                "exchange_bytes_per_entry": int(m.group(4)),
-                               "image_bytes_per_entry_without_paths": int(m.group(6)),
-                               "path_bytes_per_entry": int(m.group(7))})
+                               "image_bytes_per_entry_without_paths": int(m.group(7)),
+                               "path_bytes_per_entry": int(m.group(8))})
 a = [float(x) for x in open(os.path.join(results, "attach")).read().split()]
 out["attach_ms_per_exec"] = round(((a[3] - a[2]) - (a[1] - a[0])) / 200 * 1000, 2)
 out["attach_entries"] = int(sizes[-1])

@@ -24,6 +24,7 @@
 #include <spdlog/spdlog.h>
 
 #include "bin/cli_util.h"
+#include "io/node_cache.h"
 #include "io/stage.h"
 #include "meta/dataset.h"
 #include "meta/exchange.h"
@@ -308,6 +309,32 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     }
     local_paths[p] = path;
   }
+  // The rest of the node's local storage: the agent maps the blobs and makes the node cache,
+  // allocated ahead up to what this node may fetch (the manifest's members of partitions
+  // it does not hold; the namespace comes later).
+  socket_path_ = rank_dir_ + "/agent.sock";
+  if (st.ok() && (mpi_ || opt.serve)) {
+    io::AgentConfig cfg;
+    cfg.mpi = mpi_;
+    cfg.rank = rank_;
+    cfg.placement = placement;
+    cfg.blob_paths = local_paths;
+    cfg.staged = stage;
+    cfg.broadcast = broadcast;
+    cfg.socket_path = socket_path_;
+    cfg.cache_dir = local_dir_ + "/cache";
+    cfg.cache_bytes = opt.cache_bytes;
+    cfg.fetch_ahead = opt.fetch_ahead;
+    cfg.timeout_s = opt.timeout_s;
+    if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES")) cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
+    uint64_t fetchable = 0;
+    for (uint32_t p = 0; p < parts; ++p)
+      if (local_paths[p].empty())
+        fetchable += io::ArenaBytesAtMost(manifest->partitions[p].members, manifest->partitions[p].stored);
+    const uint64_t entries = manifest->files + manifest->dirs + manifest->symlinks;
+    agent_ = std::make_unique<io::Agent>(std::move(cfg));
+    st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(entries, UINT32_MAX)), fetchable);
+  }
   const double stage_s = Since(t_stage);
   int failed = 0;
   if (!SayAndAgree(mpi_, st, rank_, nodes_, where, &failed)) {
@@ -340,36 +367,22 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   auto view = meta::NamespaceView::Attach(
       {image_, image_size_});
   if (st.ok() && !view.ok()) st = view.status();
-  socket_path_ = rank_dir_ + "/agent.sock";
-  if (st.ok() && (mpi_ || opt.serve)) {
-    io::AgentConfig cfg;
-    cfg.mpi = mpi_;
-    cfg.rank = rank_;
-    cfg.placement = placement;
-    cfg.blob_paths = local_paths;
-    cfg.staged = stage;
-    cfg.broadcast = broadcast;
-    cfg.socket_path = socket_path_;
-    cfg.cache_dir = local_dir_ + "/cache";
-    cfg.cache_bytes = opt.cache_bytes;
-    cfg.fetch_ahead = opt.fetch_ahead;
-    cfg.timeout_s = opt.timeout_s;
-    if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES")) cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
-    agent_ = std::make_unique<io::Agent>(std::move(cfg), *view);
-    st = agent_->Open();
-  }
+  if (st.ok() && agent_) st = agent_->Open(*view);
   if (st.ok()) skeleton_ = MakeSkeleton(*view, mount_);
   if (!SayAndAgree(mpi_, st, rank_, nodes_, where, &failed)) {
     if (!st.ok()) return Status::Error("");
     return Status::Error(rank_ == 0 ? "start-up failed on rank " + std::to_string(failed) : "");
   }
 
-  // One summary line from rank 0: the slowest node's figures.
-  double local[4] = {stage_s, exchange_s + build_s, Since(t_start), exchange_s}, slowest[4];
+  // One summary line from rank 0: the slowest node's figures. "Ready" is the end of this
+  // agreement, which waits for every rank: from the end of stage-in (every rank's stage-in
+  // agreed) it is the namespace's start-up, everything it takes once the bytes are local.
+  double local[5] = {stage_s, exchange_s + build_s, Since(t_start), exchange_s, Since(t_exchange)},
+         slowest[5];
   double bytes = static_cast<double>(staged_bytes), total_bytes = bytes;
-  std::copy(local, local + 4, slowest);
+  std::copy(local, local + 5, slowest);
   if (mpi_) {
-    MPI_Reduce(local, slowest, 4, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(local, slowest, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&bytes, &total_bytes, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   }
   if (agent_) agent_->Start();  // from here on only the agent calls MPI
@@ -384,7 +397,8 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     char line[512];
     std::snprintf(line, sizeof line,
                   "fanrun: %d node%s ready in %.2f s: staged %s in %.2f s (%.0f MB/s per node); "
-                  "namespace %llu entries, %s exchanged (%.0f B/entry) in %.3f s, exchange+image %.3f s; "
+                  "namespace %llu entries, %s exchanged (%.0f B/entry) in %.3f s, exchange+image %.3f s, "
+                  "stage-in to ready %.3f s; "
                   "image %s (%.0f B/entry + %.0f B of path)\n",
                   nodes_, nodes_ == 1 ? "" : "s", slowest[2], cli::HumanBytes(total_bytes).c_str(),
                   slowest[0],
@@ -392,7 +406,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
                   static_cast<unsigned long long>(view->size()),
                   cli::HumanBytes(static_cast<double>(exchanged)).c_str(),
                   static_cast<double>(exchanged) / static_cast<double>(view->size()), slowest[3],
-                  slowest[1],
+                  slowest[1], slowest[4],
                   cli::HumanBytes(static_cast<double>(image_size_)).c_str(),
                   static_cast<double>(image_size_ - path_bytes) / entries,
                   static_cast<double>(path_bytes) / entries);

@@ -50,18 +50,7 @@ void Agent::Loop::Reply(int conn, int32_t status, int fd) {
   ::sendmsg(conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
-Status Agent::Loop::Open() {
-  corrupt_left = cfg.corrupt_replies;
-  suspect_until.assign(1, Clock::time_point{});
-  if (cfg.mpi) {
-    int flag = 0;
-    int* ub = nullptr;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
-    if (flag && ub) tag_ub = *ub;
-    MPI_Comm_size(MPI_COMM_WORLD, &nodes);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
-    suspect_until.assign(static_cast<size_t>(nodes), Clock::time_point{});
-  }
+Status Agent::Loop::OpenStorage(uint32_t entries, uint64_t fetchable) {
   blob_fds.assign(cfg.blob_paths.size(), -1);
   blob_maps.assign(cfg.blob_paths.size(), nullptr);
   blob_sizes.assign(cfg.blob_paths.size(), 0);
@@ -91,11 +80,47 @@ Status Agent::Loop::Open() {
     if (blob_in_memory[p]) ::madvise(const_cast<uint8_t*>(blob_maps[p]), blob_sizes[p], MADV_POPULATE_READ);
   if (::mkdir(cfg.cache_dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Status::FromErrno(cfg.cache_dir, errno);
+  fetchable_ = fetchable;
+  return cfg.mpi ? CreateCache(entries) : Status::Ok();
+}
+
+// The node cache for `entries` namespace entries, its first lap allocated ahead up to what
+// this node may fetch: allocating its tmpfs pages one by one as members arrive was the
+// largest part of a first remote read (docs/scaling.md). The node's memory use is the same
+// as when the first epoch has filled the cache; a job that reads less allocates ahead of
+// need, at most --cache-size.
+Status Agent::Loop::CreateCache(uint32_t entries) {
+  if (Status st = arena.Create(cfg.cache_dir + "/arena", entries, cfg.cache_bytes); !st.ok()) return st;
+  const auto start = Clock::now();
+  if (Status st = arena.AllocateUpTo(fetchable_); !st.ok()) {
+    spdlog::warn("{}: cannot allocate the node cache ahead ({}); it is allocated as members arrive",
+                 cfg.cache_dir, st.message());
+    return Status::Ok();
+  }
+  spdlog::debug("node cache: {} bytes allocated in {:.3f} s", arena.preallocated_bytes(),
+                std::chrono::duration<double>(Clock::now() - start).count());
+  return Status::Ok();
+}
+
+Status Agent::Loop::Open(meta::NamespaceView view) {
+  ns = view;
+  corrupt_left = cfg.corrupt_replies;
+  suspect_until.assign(1, Clock::time_point{});
   if (cfg.mpi) {
-    if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(ns.size()), cfg.cache_bytes);
-        !st.ok())
-      return st;
-    AllocateCache();
+    int flag = 0;
+    int* ub = nullptr;
+    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    if (flag && ub) tag_ub = *ub;
+    MPI_Comm_size(MPI_COMM_WORLD, &nodes);
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    suspect_until.assign(static_cast<size_t>(nodes), Clock::time_point{});
+    // The cache was made for the manifest's count of entries; a namespace of another size
+    // (a manifest that does not match its partitions' indexes) gets one made for it.
+    if (arena.entries() != ns.size()) {
+      spdlog::debug("node cache: made for {} entries, the namespace has {}: made again", arena.entries(),
+                    ns.size());
+      if (Status st = CreateCache(static_cast<uint32_t>(ns.size())); !st.ok()) return st;
+    }
   }
   if (cfg.mpi && cfg.fetch_ahead > 0) {
     // Blocks of a power of two bytes, no larger than a member the cache keeps.
@@ -126,29 +151,6 @@ Status Agent::Loop::Open() {
     MPI_Irecv(&stop_msg, 1, MPI_INT, MPI_ANY_SOURCE, kTagStop, MPI_COMM_WORLD, &server_handles[kStopSlot]);
   }
   return Status::Ok();
-}
-
-// The node cache's first lap is allocated before the job reads, up to what this node may
-// fetch (the members of partitions it does not hold that the cache keeps): allocating its
-// tmpfs pages one by one as members arrive was the largest part of a first remote read
-// (docs/scaling.md). The node's memory use is the same as when the first epoch has filled
-// the cache; a job that reads less allocates ahead of need, at most --cache-size.
-void Agent::Loop::AllocateCache() {
-  const auto start = Clock::now();
-  uint64_t want = 0;
-  for (uint32_t i = 0; i < ns.size() && want < arena.data_bytes(); ++i) {
-    const meta::ImageEntry& e = ns.entry(i);
-    if (e.kind == static_cast<uint8_t>(meta::Kind::kFile) && e.partition < blob_fds.size() &&
-        blob_fds[e.partition] < 0 && e.stored_size <= arena.max_member())
-      want += (e.stored_size + kArenaAlign - 1) / kArenaAlign * kArenaAlign;  // (as admitted)
-  }
-  if (Status st = arena.AllocateUpTo(want); !st.ok()) {
-    spdlog::warn("{}: cannot allocate the node cache ahead ({}); it is allocated as members arrive",
-                 cfg.cache_dir, st.message());
-    return;
-  }
-  spdlog::debug("node cache: {} bytes allocated in {:.3f} s", arena.preallocated_bytes(),
-                std::chrono::duration<double>(Clock::now() - start).count());
 }
 
 void Agent::Loop::DropWaiter(int conn) {
@@ -327,9 +329,8 @@ void Agent::Loop::Withdraw() {
   }
 }
 
-Agent::Agent(AgentConfig cfg, meta::NamespaceView ns) : loop_(std::make_unique<Loop>()) {
+Agent::Agent(AgentConfig cfg) : loop_(std::make_unique<Loop>()) {
   loop_->cfg = std::move(cfg);
-  loop_->ns = ns;
 }
 
 Agent::~Agent() {
@@ -347,8 +348,12 @@ Agent::~Agent() {
   if (!l.cfg.socket_path.empty()) ::unlink(l.cfg.socket_path.c_str());
 }
 
-Status Agent::Open() {
-  return loop_->Open();
+Status Agent::OpenStorage(uint32_t entries, uint64_t fetchable) {
+  return loop_->OpenStorage(entries, fetchable);
+}
+
+Status Agent::Open(meta::NamespaceView ns) {
+  return loop_->Open(ns);
 }
 
 void Agent::Start() {

@@ -60,14 +60,21 @@ struct AgentStats {
 
 class Agent {
  public:
-  Agent(AgentConfig cfg, meta::NamespaceView ns);
+  explicit Agent(AgentConfig cfg);
   ~Agent();
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  // Opens the local blobs, creates the socket and the cache directory, posts the receives.
-  // No thread yet: the caller may still use MPI (MPI_THREAD_SERIALIZED) until Start.
-  Status Open();
+  // The end of stage-in, before the namespace exists: opens and maps this node's blobs
+  // (populating staged copies), creates the node cache for `entries` namespace entries (the
+  // manifest's count) and allocates it ahead up to `fetchable` bytes (what this node may
+  // fetch; at most --cache-size). Calls no MPI. Byte-proportional work, so it is part of
+  // the stage-in, not of the namespace's start-up.
+  Status OpenStorage(uint32_t entries, uint64_t fetchable);
+  // With the namespace: creates the socket, posts the receives (a namespace of another size
+  // than `entries` gets its node cache made again). No thread yet: the caller may still use
+  // MPI (MPI_THREAD_SERIALIZED) until Start.
+  Status Open(meta::NamespaceView ns);
   // Starts the loop thread; from here on it is the only caller of MPI until Finish returns.
   void Start();
   bool running() const { return thread_.joinable(); }

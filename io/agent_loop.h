@@ -104,6 +104,7 @@ struct Agent::Loop {
   std::vector<Clock::time_point> suspect_until;
 
   NodeCache arena;  // members fetched before, shared with the node's processes
+  uint64_t fetchable_ = 0;  // what this node may fetch (an upper bound): allocated ahead
   bool arena_failed = false;
 
   MPI_Request barrier = MPI_REQUEST_NULL;
@@ -114,8 +115,9 @@ struct Agent::Loop {
     stats.*field += n;
   }
 
-  Status Open();
-  void AllocateCache();
+  Status OpenStorage(uint32_t entries, uint64_t fetchable);
+  Status CreateCache(uint32_t entries);
+  Status Open(meta::NamespaceView view);
   void Run();
   // Sends a reply (and a descriptor when fd >= 0: the member is in that file) on a client
   // connection; a client that has gone away is not an error for the agent.

@@ -24,12 +24,25 @@ uint64_t RoundUp(uint64_t v, uint64_t a) {
 }  // namespace
 
 NodeCache::~NodeCache() {
+  Close();
+}
+
+void NodeCache::Close() {
   if (meta_) ::munmap(meta_, meta_bytes_);
   if (data_) ::munmap(data_, data_bytes_);
   if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  meta_ = data_ = refs_ = nullptr;
+  table_ = nullptr;
+  meta_bytes_ = data_offset_ = data_bytes_ = head_ = used_ = generation_ = allocated_ = 0;
+  in_memory_ = allocate_failed_ = false;
+  entries_ = 0;
+  ring_.clear();
+  evictions_ = second_chances_ = ahead_wasted_ = ahead_used_ = 0;
 }
 
 Status NodeCache::Create(const std::string& path, uint32_t entries, uint64_t data_bytes) {
+  Close();
   data_bytes = data_bytes / kArenaAlign * kArenaAlign;
   if (data_bytes / kArenaAlign >= (uint64_t{1} << kArenaOffsetBits))
     return Status::Error(path + ": node cache too large");

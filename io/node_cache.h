@@ -39,6 +39,12 @@ inline constexpr uint32_t kArenaVersion = 1;
 inline constexpr uint64_t kArenaAlign = 64;
 inline constexpr int kArenaOffsetBits = 40;  // offsets / 64: up to 64 TiB of data
 
+// The most ring bytes `members` members of `stored` bytes in all take (each is rounded up
+// to kArenaAlign).
+inline uint64_t ArenaBytesAtMost(uint64_t members, uint64_t stored) {
+  return stored + members * (kArenaAlign - 1);
+}
+
 struct ArenaHeader {
   char magic[8];
   uint32_t version;
@@ -119,7 +125,8 @@ class NodeCache {
   NodeCache(const NodeCache&) = delete;
   NodeCache& operator=(const NodeCache&) = delete;
 
-  // Creates (replacing) the arena file at `path` for `entries` namespace entries and
+  // Creates (replacing the file, and any arena made before) the arena file at `path` for
+  // `entries` namespace entries and
   // `data_bytes` of members. The header, table and refs are allocated at once, so a full
   // local disk is an error here. Member bytes are copied through a mapping only where the
   // file's pages exist (allocated ahead, or written before), elsewhere written with pwrite,
@@ -130,6 +137,7 @@ class NodeCache {
   // them out as private copies.
   uint64_t max_member() const { return data_bytes_ / 8; }
   uint64_t data_bytes() const { return data_bytes_; }
+  uint32_t entries() const { return entries_; }
   bool Contains(uint32_t entry) const {
     return entry < entries_ && __atomic_load_n(&table_[entry], __ATOMIC_RELAXED) != 0;
   }
@@ -172,6 +180,7 @@ class NodeCache {
   };
   // Frees the ring from head_ for `need` bytes; members read since admission are queued in
   // `again` with their bytes.
+  void Close();  // back to a NodeCache that was never created
   void MakeRoom(uint64_t need, std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
   void EvictFront(std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
   Status Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool ahead,

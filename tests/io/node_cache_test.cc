@@ -93,6 +93,31 @@ TEST_F(NodeCacheTest, WhatIsAdmittedIsFoundByAReaderWithItsBytes) {
   EXPECT_FALSE(c.Admit(100, Bytes(1, 10).data(), 10).ok());
 }
 
+// The agent makes the cache at the end of stage-in for the manifest's count of entries, and
+// again if the namespace turns out to have another: the second arena replaces the first
+// whole (file, table, ring, allocation), and readers of the new size find what it admits.
+TEST_F(NodeCacheTest, CreatingAgainReplacesTheArenaWhole) {
+  NodeCache c;
+  ASSERT_TRUE(c.Create(path_, 100, 1 << 20).ok());
+  ASSERT_TRUE(c.AllocateUpTo(64 << 10).ok());
+  ASSERT_TRUE(c.Admit(7, Bytes(7, 1000).data(), 1000).ok());
+  ASSERT_TRUE(c.Create(path_, 120, 1 << 16).ok());
+  EXPECT_EQ(c.entries(), 120u);
+  EXPECT_EQ(c.data_bytes(), 1u << 16);
+  EXPECT_EQ(c.used_bytes(), 0u);
+  EXPECT_EQ(c.preallocated_bytes(), 0u);
+  EXPECT_FALSE(c.Contains(7));
+  Reader old_size;
+  EXPECT_FALSE(old_size.Open(path_, 100));
+  ASSERT_TRUE(c.Admit(110, Bytes(110, 3000).data(), 3000).ok());
+  Reader r;
+  ASSERT_TRUE(r.Open(path_, 120));
+  std::vector<uint8_t> got;
+  ASSERT_TRUE(r.Get(110, 3000, &got));
+  EXPECT_EQ(got, Bytes(110, 3000));
+  EXPECT_FALSE(r.Get(7, 1000, &got));
+}
+
 TEST_F(NodeCacheTest, AReaderRefusesAnArenaOfAnotherNamespaceOrCut) {
   NodeCache c;
   ASSERT_TRUE(c.Create(path_, 100, 1 << 16).ok());
