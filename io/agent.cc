@@ -80,7 +80,7 @@ Status Agent::Loop::OpenStorage(uint32_t entries, uint64_t fetchable) {
     if (blob_in_memory[p]) ::madvise(const_cast<uint8_t*>(blob_maps[p]), blob_sizes[p], MADV_POPULATE_READ);
   if (::mkdir(cfg.cache_dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Status::FromErrno(cfg.cache_dir, errno);
-  fetchable_ = fetchable;
+  fetchable_bytes = fetchable;
   return cfg.mpi ? CreateCache(entries) : Status::Ok();
 }
 
@@ -92,7 +92,7 @@ Status Agent::Loop::OpenStorage(uint32_t entries, uint64_t fetchable) {
 Status Agent::Loop::CreateCache(uint32_t entries) {
   if (Status st = arena.Create(cfg.cache_dir + "/arena", entries, cfg.cache_bytes); !st.ok()) return st;
   const auto start = Clock::now();
-  if (Status st = arena.AllocateUpTo(fetchable_); !st.ok()) {
+  if (Status st = arena.AllocateUpTo(fetchable_bytes); !st.ok()) {
     spdlog::warn("{}: cannot allocate the node cache ahead ({}); it is allocated as members arrive",
                  cfg.cache_dir, st.message());
     return Status::Ok();

@@ -104,7 +104,7 @@ struct Agent::Loop {
   std::vector<Clock::time_point> suspect_until;
 
   NodeCache arena;  // members fetched before, shared with the node's processes
-  uint64_t fetchable_ = 0;  // what this node may fetch (an upper bound): allocated ahead
+  uint64_t fetchable_bytes = 0;  // what this node may fetch (an upper bound): allocated ahead
   bool arena_failed = false;
 
   MPI_Request barrier = MPI_REQUEST_NULL;
