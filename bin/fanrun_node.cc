@@ -335,7 +335,6 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     agent_ = std::make_unique<io::Agent>(std::move(cfg));
     st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(entries, UINT32_MAX)), fetchable);
   }
-  const double stage_s = Since(t_stage);
   int failed = 0;
   if (!SayAndAgree(mpi_, st, rank_, nodes_, where, &failed)) {
     if (!st.ok()) return Status::Error("");  // already said
@@ -343,6 +342,13 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
                                           "; the job stops before running the command"
                                     : "");
   }
+  // The node cache is allocated ahead only now that every rank has staged: ranks sharing a
+  // host (and its local disk) would otherwise see one rank's cache take the room another's
+  // copies still needed (a full-disk test failed that way). Then every rank starts the
+  // namespace's start-up together.
+  if (agent_) agent_->AllocateCacheAhead();
+  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
+  const double stage_s = Since(t_stage);
 
   const auto t_exchange = Clock::now();
   auto all = ExchangeNamespace(mpi_, rank_, nodes_, placement, broadcast, readers);

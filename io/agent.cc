@@ -81,25 +81,24 @@ Status Agent::Loop::OpenStorage(uint32_t entries, uint64_t fetchable) {
   if (::mkdir(cfg.cache_dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Status::FromErrno(cfg.cache_dir, errno);
   fetchable_bytes = fetchable;
-  return cfg.mpi ? CreateCache(entries) : Status::Ok();
+  return cfg.mpi ? arena.Create(cfg.cache_dir + "/arena", entries, cfg.cache_bytes) : Status::Ok();
 }
 
-// The node cache for `entries` namespace entries, its first lap allocated ahead up to what
-// this node may fetch: allocating its tmpfs pages one by one as members arrive was the
-// largest part of a first remote read (docs/scaling.md). The node's memory use is the same
-// as when the first epoch has filled the cache; a job that reads less allocates ahead of
-// need, at most --cache-size.
-Status Agent::Loop::CreateCache(uint32_t entries) {
-  if (Status st = arena.Create(cfg.cache_dir + "/arena", entries, cfg.cache_bytes); !st.ok()) return st;
+// The node cache's first lap allocated ahead, up to what this node may fetch: allocating its
+// tmpfs pages one by one as members arrive was the largest part of a first remote read
+// (docs/scaling.md). The node's memory use is the same as when the first epoch has filled
+// the cache; a job that reads less allocates ahead of need, at most --cache-size. A disk
+// without room for it is a warning: the cache is then allocated as members arrive.
+void Agent::Loop::AllocateCacheAhead() {
+  if (!cfg.mpi) return;
   const auto start = Clock::now();
   if (Status st = arena.AllocateUpTo(fetchable_bytes); !st.ok()) {
     spdlog::warn("{}: cannot allocate the node cache ahead ({}); it is allocated as members arrive",
                  cfg.cache_dir, st.message());
-    return Status::Ok();
+    return;
   }
   spdlog::debug("node cache: {} bytes allocated in {:.3f} s", arena.preallocated_bytes(),
                 std::chrono::duration<double>(Clock::now() - start).count());
-  return Status::Ok();
 }
 
 Status Agent::Loop::Open(meta::NamespaceView view) {
@@ -119,7 +118,10 @@ Status Agent::Loop::Open(meta::NamespaceView view) {
     if (arena.entries() != ns.size()) {
       spdlog::debug("node cache: made for {} entries, the namespace has {}: made again", arena.entries(),
                     ns.size());
-      if (Status st = CreateCache(static_cast<uint32_t>(ns.size())); !st.ok()) return st;
+      if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(ns.size()), cfg.cache_bytes);
+          !st.ok())
+        return st;
+      AllocateCacheAhead();
     }
   }
   if (cfg.mpi && cfg.fetch_ahead > 0) {
@@ -350,6 +352,10 @@ Agent::~Agent() {
 
 Status Agent::OpenStorage(uint32_t entries, uint64_t fetchable) {
   return loop_->OpenStorage(entries, fetchable);
+}
+
+void Agent::AllocateCacheAhead() {
+  loop_->AllocateCacheAhead();
 }
 
 Status Agent::Open(meta::NamespaceView ns) {

@@ -65,12 +65,16 @@ class Agent {
   Agent(const Agent&) = delete;
   Agent& operator=(const Agent&) = delete;
 
-  // The end of stage-in, before the namespace exists: opens and maps this node's blobs
-  // (populating staged copies), creates the node cache for `entries` namespace entries (the
-  // manifest's count) and allocates it ahead up to `fetchable` bytes (what this node may
-  // fetch; at most --cache-size). Calls no MPI. Byte-proportional work, so it is part of
-  // the stage-in, not of the namespace's start-up.
+  // The end of this node's stage-in, before the namespace exists: opens and maps this
+  // node's blobs (populating staged copies) and creates the node cache for `entries`
+  // namespace entries (the manifest's count). `fetchable`: what this node may fetch (an
+  // upper bound), for AllocateCacheAhead. Calls no MPI. Byte-proportional work, so it is
+  // part of the stage-in, not of the namespace's start-up.
   Status OpenStorage(uint32_t entries, uint64_t fetchable);
+  // Once every node of this host has staged (their copies must not meet a cache that took
+  // the room first): allocates the node cache ahead up to `fetchable` bytes, at most
+  // --cache-size. No room is a warning, not an error.
+  void AllocateCacheAhead();
   // With the namespace: creates the socket, posts the receives (a namespace of another size
   // than `entries` gets its node cache made again). No thread yet: the caller may still use
   // MPI (MPI_THREAD_SERIALIZED) until Start.

@@ -116,7 +116,7 @@ struct Agent::Loop {
   }
 
   Status OpenStorage(uint32_t entries, uint64_t fetchable);
-  Status CreateCache(uint32_t entries);
+  void AllocateCacheAhead();
   Status Open(meta::NamespaceView view);
   void Run();
   // Sends a reply (and a descriptor when fd >= 0: the member is in that file) on a client

@@ -21,6 +21,17 @@ uint64_t RoundUp(uint64_t v, uint64_t a) {
   return (v + a - 1) / a * a;
 }
 
+// Whether `fd`'s file system reports room for `bytes` more. A failing fallocate on tmpfs
+// takes every free page before it gives them back, and meanwhile another process writing
+// there (another job's agent, or a rank of the same host creating its arena) would fail; so
+// an allocation that cannot fit is not attempted. (f_blocks 0: a file system that reports
+// no size, such as a tmpfs mounted without a limit, is given the benefit of the doubt.)
+bool RoomFor(int fd, uint64_t bytes) {
+  struct statfs fs;
+  return ::fstatfs(fd, &fs) != 0 || fs.f_blocks == 0 ||
+         static_cast<uint64_t>(fs.f_bavail) * static_cast<uint64_t>(fs.f_bsize) >= bytes;
+}
+
 }  // namespace
 
 NodeCache::~NodeCache() {
@@ -58,6 +69,7 @@ Status NodeCache::Create(const std::string& path, uint32_t entries, uint64_t dat
   ::unlink(path.c_str());
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd_ < 0) return Status::FromErrno(path, errno);
+  if (!RoomFor(fd_, h.data_offset)) return Status::FromErrno(path, ENOSPC);
   if (int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(h.data_offset)); rc != 0)
     return Status::FromErrno(path, rc);
   if (::ftruncate(fd_, static_cast<off_t>(h.file_bytes)) != 0) return Status::FromErrno(path, errno);
@@ -181,12 +193,7 @@ bool NodeCache::Preallocate(uint64_t ahead, uint64_t step) {
 Status NodeCache::AllocateUpTo(uint64_t bytes) {
   const uint64_t want = std::min(data_bytes_, RoundUp(bytes, kPage));
   if (fd_ < 0 || allocated_ >= want) return Status::Ok();
-  // Not attempted when the file system says it cannot fit: a failing fallocate on tmpfs takes
-  // every free page before it gives them back, and meanwhile another process writing there
-  // (another job's agent, or a rank of the same host creating its arena) would fail.
-  struct statfs fs;
-  if (::fstatfs(fd_, &fs) == 0 && fs.f_blocks > 0 &&
-      static_cast<uint64_t>(fs.f_bavail) * static_cast<uint64_t>(fs.f_bsize) < want - allocated_)
+  if (!RoomFor(fd_, want - allocated_))
     return Status::FromErrno(std::to_string(want - allocated_) + " bytes", ENOSPC);
   int rc;
   do {

@@ -126,9 +126,9 @@ class NodeCache {
   NodeCache& operator=(const NodeCache&) = delete;
 
   // Creates (replacing the file, and any arena made before) the arena file at `path` for
-  // `entries` namespace entries and
-  // `data_bytes` of members. The header, table and refs are allocated at once, so a full
-  // local disk is an error here. Member bytes are copied through a mapping only where the
+  // `entries` namespace entries and `data_bytes` of members. The header, table and refs
+  // are allocated at once (not attempted when the file system reports too little room), so
+  // a full local disk is an error here. Member bytes are copied through a mapping only where the
   // file's pages exist (allocated ahead, or written before), elsewhere written with pwrite,
   // so a full disk later is an error of that admission, never a SIGBUS.
   Status Create(const std::string& path, uint32_t entries, uint64_t data_bytes);
