@@ -53,21 +53,30 @@ struct Builder {
       BlockDecoder dec(b, strings + string_pos);
       IndexRecord r;
       while (dec.Next(&r)) {
+        if (r.mode > UINT16_MAX)
+          return Status::Error("namespace: member '" +
+                               std::string(strings + string_pos + r.path_offset, r.path_length) +
+                               "' of partition " + std::to_string(b.partition) +
+                               " has an invalid mode");
         ImageEntry& e = entries[k];
         e.size = r.size;
         e.mtime_ns = r.mtime_ns;
-        e.data_offset = r.data_offset;
         e.stored_size = r.stored_size;
         e.path_off = static_cast<uint32_t>(string_pos + r.path_offset);
-        e.path_len = r.path_length;
-        e.mode = r.mode;
+        e.path_len = static_cast<uint16_t>(r.path_length);  // (the exchange's are <= 65535)
+        e.mode = static_cast<uint16_t>(r.mode);
         e.uid = r.uid;
         e.gid = r.gid;
-        e.crc32c = r.crc32c;
         e.partition = b.partition;
         e.kind = r.kind;
         e.codec = r.codec;
-        e.nlink = IsDir(e) ? 2 : 1;  // + subdirectories, in Link
+        if (IsDir(e)) {
+          e.first_child = e.child_count = 0;  // in Link
+          e.nlink = 2;                        // + subdirectories, in Link
+        } else {
+          e.data_offset = r.data_offset;
+          e.crc32c = r.crc32c;
+        }
         keys[k] = Key{e.path_off, e.path_len, k};
         ++k;
       }
@@ -172,6 +181,7 @@ struct Builder {
     }
     uint32_t next = 0;
     for (uint32_t i = 0; i < n; ++i) {
+      if (!IsDir(entries[i])) continue;  // (a file's bytes there are its data offset)
       entries[i].first_child = next;
       next += child_count[i];
     }
@@ -250,7 +260,7 @@ Result<uint64_t> BuildNamespaceImageInto(std::string_view exchanged,
   h.version = kImageVersion;
   h.partition_count = static_cast<uint32_t>(partition_paths.size());
   h.bucket_count = buckets;
-  h.entries_off = Align8(sizeof h);
+  h.entries_off = (sizeof h + 63) & ~uint64_t{63};  // an entry is one cache line
   h.buckets_off = Align8(h.entries_off + total * sizeof(ImageEntry));
   h.children_off = Align8(h.buckets_off + buckets * sizeof(ImageBucket));
   h.strings_off = Align8(h.children_off + (total - 1) * 4);

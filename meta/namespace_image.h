@@ -2,9 +2,9 @@
 // block of bytes that fanrun builds once (from a Dataset) and every application process
 // maps from shared memory. Lookups run directly on the image (an open-addressing table of
 // path hashes), so a forked or exec'd process attaches with one mmap and builds nothing.
-// Layout: ImageHeader; ImageEntry[entry_count], the root first, then as decoded from the
-// exchange (partition by partition, each in path order), the section sized for every
-// member exchanged, so merged directories leave zero slots at its end; Bucket
+// Layout: ImageHeader; ImageEntry[entry_count] (64-aligned), the root first, then as
+// decoded from the exchange (partition by partition, each in path order), the section sized
+// for every member exchanged, so merged directories leave zero slots at its end; Bucket
 // [bucket_count] (entry index + 1, 0 = empty, with 32 bits of the path's hash so a probe
 // rarely touches an entry; linear probing); uint32 children[] (each directory's children
 // in name order); strings (paths, as decoded: a symlink's target follows its path);
@@ -27,8 +27,9 @@ namespace fanstore::meta {
 
 class Dataset;
 
-inline constexpr std::string_view kImageMagic = "FSNSIMG4";
-inline constexpr uint32_t kImageVersion = 4;  // 4: buckets of 16 bytes (path offset and length)
+inline constexpr std::string_view kImageMagic = "FSNSIMG5";
+// 4: buckets of 16 bytes (path offset and length); 5: 64-byte entries, 64-aligned.
+inline constexpr uint32_t kImageVersion = 5;
 
 // A bucket repeats its entry's path offset and length, so a probe loads the entry and the
 // stored path at once instead of one after the other (a `stat` is bound by these dependent
@@ -52,24 +53,37 @@ struct ImageHeader {
   uint64_t dataset_id;
 };
 
+// One cache line (the entries section is 64-aligned): a `stat` answered from the image loads
+// one line of it, and the image's fresh pages (most of start-up, docs/scaling.md) shrink
+// with it. A directory has no data, so its children and link count share the bytes of a
+// file's data location and checksum: read the file fields only for files and symlinks,
+// the directory ones only for directories (`kind`).
 struct ImageEntry {
   uint64_t size;
   int64_t mtime_ns;
-  uint64_t data_offset;
-  uint64_t stored_size;
-  uint32_t path_off, path_len;  // in the string table
-  uint32_t parent;              // entry index (the root is its own parent)
-  uint32_t first_child;         // index into children[] (directories)
-  uint32_t child_count;
-  uint32_t mode, uid, gid;
-  uint32_t crc32c;
-  uint32_t nlink;  // 2 + subdirectories for directories, 1 otherwise
+  union {
+    uint64_t data_offset;  // files and symlinks
+    struct {
+      uint32_t first_child;  // index into children[]
+      uint32_t child_count;
+    };  // directories
+  };
+  uint64_t stored_size;  // files (0 for directories)
+  union {
+    uint32_t crc32c;  // files and symlinks
+    uint32_t nlink;   // directories: 2 + subdirectories (files and symlinks have 1)
+  };
+  uint32_t path_off;  // in the string table
+  uint32_t parent;    // entry index (the root is its own parent)
+  uint32_t uid, gid;
   uint32_t partition;
-  uint8_t kind;   // Kind
-  uint8_t codec;  // Codec
+  uint16_t path_len;  // (the exchange carries paths of at most 65535 bytes)
+  uint16_t mode;      // st_mode (type and permission bits fit 16 bits)
+  uint8_t kind;       // Kind
+  uint8_t codec;      // Codec
   uint16_t reserved;
 };
-static_assert(sizeof(ImageEntry) == 80);
+static_assert(sizeof(ImageEntry) == 64);
 static_assert(kMaxPartitions - 1 <= std::numeric_limits<decltype(ImageEntry::partition)>::max(),
               "every partition id must fit in an image entry");
 

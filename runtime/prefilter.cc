@@ -149,8 +149,7 @@ bool FastEntry(const char* p, bool follow, uint32_t* out) {
     if (k.tag != tag || k.path_len != len) continue;
     // (the entry's line is loaded with the path's, not after it: see ImageBucket)
     const meta::ImageEntry& e = g_prefilter.entries[k.entry_plus_one - 1];
-    __builtin_prefetch(&e);  // (80 bytes: usually two lines)
-    __builtin_prefetch(reinterpret_cast<const char*>(&e) + sizeof e - 1);
+    __builtin_prefetch(&e);  // (one line)
     if (!EqualBytes(g_prefilter.strings + k.path_off, rest, len)) continue;
     if (follow && e.kind == static_cast<uint8_t>(meta::Kind::kSymlink)) return false;
     *out = k.entry_plus_one - 1;
@@ -176,7 +175,7 @@ void FillStatOf(uint32_t idx, struct stat* st) noexcept {
   const meta::ImageEntry& e = g_prefilter.entries[idx];
   st->st_dev = kDev;
   st->st_ino = idx + 1;
-  st->st_nlink = e.nlink;
+  st->st_nlink = e.kind == static_cast<uint8_t>(meta::Kind::kDir) ? e.nlink : 1;
   st->st_mode = e.mode;
   st->st_uid = e.uid;
   st->st_gid = e.gid;
@@ -203,7 +202,7 @@ void FillStatxOf(uint32_t idx, void* buf) noexcept {
   auto put64 = [&](int off, uint64_t v) { *reinterpret_cast<uint64_t*>(b + off) = v; };
   put32(0, 0x7ff);  // STATX_BASIC_STATS
   put32(4, 4096);
-  put32(16, e.nlink);
+  put32(16, e.kind == static_cast<uint8_t>(meta::Kind::kDir) ? e.nlink : 1);
   put32(20, e.uid);
   put32(24, e.gid);
   *reinterpret_cast<uint16_t*>(b + 28) = static_cast<uint16_t>(e.mode);

@@ -151,7 +151,7 @@ TEST_F(NamespaceImageTest, EveryFieldSurvivesTheExchange) {
   odd.rec.stored_size = 12345;
   odd.rec.data_offset = UINT64_MAX - 7;
   odd.rec.mtime_ns = INT64_MIN + 3;
-  odd.rec.mode = UINT32_MAX;
+  odd.rec.mode = UINT16_MAX;  // every st_mode bit (the image keeps 16)
   odd.rec.uid = UINT32_MAX;
   odd.rec.gid = 0;
   odd.rec.crc32c = 0xdeadbeef;
@@ -169,15 +169,45 @@ TEST_F(NamespaceImageTest, EveryFieldSurvivesTheExchange) {
     const ImageEntry& e = v->entry(i);
     EXPECT_EQ(e.size, m.rec.size) << m.path;
     EXPECT_EQ(e.stored_size, m.rec.stored_size) << m.path;
-    EXPECT_EQ(e.data_offset, m.rec.data_offset) << m.path;
     EXPECT_EQ(e.mtime_ns, m.rec.mtime_ns) << m.path;
     EXPECT_EQ(e.mode, m.rec.mode) << m.path;
     EXPECT_EQ(e.uid, m.rec.uid) << m.path;
     EXPECT_EQ(e.gid, m.rec.gid) << m.path;
-    EXPECT_EQ(e.crc32c, m.rec.crc32c) << m.path;
+    // (a directory's bytes there are its children's)
+    if (e.kind != static_cast<uint8_t>(Kind::kDir)) {
+      EXPECT_EQ(e.data_offset, m.rec.data_offset) << m.path;
+      EXPECT_EQ(e.crc32c, m.rec.crc32c) << m.path;
+    }
     EXPECT_EQ(e.codec, m.rec.codec) << m.path;
     EXPECT_EQ(e.kind, m.rec.kind) << m.path;
   }
+}
+
+// What an image entry cannot hold is refused with a line naming the member, never cut.
+TEST_F(NamespaceImageTest, ValuesAnEntryCannotHoldAreRefused) {
+  const std::vector<std::string> parts(ds_->partitions().size(), "");
+  std::vector<NsMember> ms = MembersOf(ds_->partitions()[0]);
+  ms.back().rec.mode = 0x10000 | 0100644;
+  auto r = BuildNamespaceImage(Block(0, ms), parts, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'" + std::string(ms.back().path) +
+                                      "' of partition 0 has an invalid mode"),
+            std::string::npos)
+      << r.status().message();
+  // Paths: the exchange carries at most 65535 bytes, all of which an entry's length holds.
+  ms = MembersOf(ds_->partitions()[0]);
+  const std::string long_path = std::string(ms.back().path) + std::string(65536, 'x');
+  ms.back().path = long_path;
+  r = BuildNamespaceImage(Block(0, ms), parts, 1);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("bad path length"), std::string::npos)  // (the exchange's)
+      << r.status().message();
+  ms.back().path = long_path.substr(0, 65535);  // the longest the exchange carries
+  r = BuildNamespaceImage(Block(0, ms), parts, 1);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  auto v = NamespaceView::Attach({reinterpret_cast<const uint8_t*>(r->data()), r->size()});
+  ASSERT_TRUE(v.ok());
+  EXPECT_NE(v->Lookup(ms.back().path), kNoEntry);
 }
 
 TEST_F(NamespaceImageTest, DamagedExchangeBlocksAreRefused) {
