@@ -292,7 +292,8 @@ std::string BuildNamespaceImage(const Dataset& ds,
   std::string wire;
   for (uint32_t p = 0; p < ds.partitions().size(); ++p) EncodeMembers(ds.partitions()[p], p, &wire);
   auto image = BuildNamespaceImage(wire, partition_paths, ds.manifest().dataset_id);
-  // Dataset::Open already refused duplicates and orphans, so this cannot fail.
+  // Dataset::Open already refused duplicates, orphans and modes beyond 16 bits, so this
+  // cannot fail.
   return image.ok() ? std::move(image).value() : std::string();
 }
 

@@ -109,6 +109,7 @@ Status PartitionReader::CheckRecords() {
     if (i > 0 && path <= prev) return bad("index not in path order");
     prev = path;
     if (r.reserved != 0) return bad("reserved field set");
+    if (r.mode > 0xFFFF) return bad("mode beyond st_mode's 16 bits");  // (the image keeps 16)
     const auto kind = static_cast<Kind>(r.kind);
     const auto codec = static_cast<Codec>(r.codec);
     if (codec != Codec::kRaw && codec != Codec::kDeflate) return bad("unknown codec");
