@@ -199,8 +199,61 @@ Node::~Node() {
   Teardown();
 }
 
+// What the start-up's phases hand on to each other. A rank whose own part failed keeps
+// going through the collective steps with `st` set, so every rank reaches each agreement.
+struct Node::StartUp {
+  Status st;
+  std::string where;        // "rank R (host): " under MPI, "" alone
+  meta::Manifest manifest;  // (empty when `st` says why it could not be read)
+  std::string abs_data;
+  meta::Placement placement;
+  bool stage = false;                    // copy the partitions to local storage
+  std::vector<std::string> local_paths;  // per partition: where this node reads it ("" = remote)
+  std::vector<uint8_t> broadcast;
+  std::vector<meta::PartitionReader> readers;
+  uint64_t staged_bytes = 0, exchanged = 0;
+  double stage_s = 0, exchange_s = 0, build_s = 0;  // seconds
+};
+
 Status Node::Setup(const NodeOptions& opt, bool mpi) {
   const auto t_start = Clock::now();
+  StartUp s;
+  FANSTORE_RETURN_IF_ERROR(Join(opt, mpi, &s));
+  MakeJobDirectories(opt, &s);
+
+  const auto t_stage = Clock::now();
+  StageIn(opt, &s);
+  int failed = 0;
+  if (!SayAndAgree(mpi_, s.st, rank_, nodes_, s.where, &failed)) {
+    if (!s.st.ok()) return Status::Error("");  // already said
+    return Status::Error(rank_ == 0 ? "stage-in failed on rank " + std::to_string(failed) +
+                                          "; the job stops before running the command"
+                                    : "");
+  }
+  // The node cache is allocated ahead only now that every rank has staged: ranks sharing a
+  // host (and its local disk) would otherwise see one rank's cache take the room another's
+  // copies still needed (a full-disk test failed that way). Then every rank starts the
+  // namespace's start-up together.
+  if (agent_) agent_->AllocateCacheAhead();
+  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
+  s.stage_s = Since(t_stage);
+
+  const auto t_exchange = Clock::now();
+  FANSTORE_RETURN_IF_ERROR(StartNamespace(opt, &s));
+  if (!SayAndAgree(mpi_, s.st, rank_, nodes_, s.where, &failed)) {
+    if (!s.st.ok()) return Status::Error("");
+    return Status::Error(rank_ == 0 ? "start-up failed on rank " + std::to_string(failed) : "");
+  }
+  // "Ready" is the end of that agreement, which waits for every rank: from the end of the
+  // stage-in (every rank's stage-in agreed) it is the namespace's start-up, everything it
+  // takes once the bytes are local.
+  Announce(s, Since(t_start), Since(t_exchange));
+  return Status::Ok();
+}
+
+// MPI (rank, size), this rank's log lines, and the job's id: failures here are the same on
+// every rank or come before any collective step, so they are returned at once.
+Status Node::Join(const NodeOptions& opt, bool mpi, StartUp* s) {
   finalize_limit_s_ = std::max(30.0, 3 * opt.timeout_s);
   if (mpi) {
     // More ranks than cores on this host (a test, or a small machine): MPICH's default ring
@@ -219,10 +272,10 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &nodes_);
   }
-  const std::string where = mpi_ ? "rank " + std::to_string(rank_) + " (" + HostName() + "): " : "";
+  s->where = mpi_ ? "rank " + std::to_string(rank_) + " (" + HostName() + "): " : "";
   // The agent's log lines go to stderr, one line each, naming the rank.
   auto logger = spdlog::stderr_logger_mt("fanrun");
-  logger->set_pattern("fanrun: " + where + "%v");
+  logger->set_pattern("fanrun: " + s->where + "%v");
   spdlog::set_default_logger(logger);
   if (const char* level = std::getenv("FANSTORE_LOG_LEVEL"))  // fanrun --log-level
     spdlog::set_level(spdlog::level::from_str(level));
@@ -231,25 +284,34 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   job_ = opt.job;
   if (job_.empty()) {
     char id[300] = {};
-    if (rank_ == 0) std::snprintf(id, sizeof id, "%s-%d", HostName().c_str(), static_cast<int>(::getpid()));
+    if (rank_ == 0)
+      std::snprintf(id, sizeof id, "%s-%d", HostName().c_str(), static_cast<int>(::getpid()));
     if (mpi_) MPI_Bcast(id, sizeof id, MPI_CHAR, 0, MPI_COMM_WORLD);
     job_ = id;
   }
   if (job_.find('/') != std::string::npos || job_ == "." || job_ == "..")
     return Status::Error("--job: '" + job_ + "' must not contain '/'");
+  return Status::Ok();
+}
 
-  // Every rank reads the small manifest itself (a few KB from the shared file system).
+// The manifest (every rank reads the small file itself from the shared file system), and
+// this rank's directories: the job's and its own under /dev/shm, and its local directory.
+void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
+  Status& st = s->st;
   struct stat data_st;
-  Status st;
   if (::stat(opt.data.c_str(), &data_st) != 0)
     st = Status::FromErrno(opt.data, errno);
   else if (!S_ISDIR(data_st.st_mode))
     st = Status::Error(opt.data + ": not a directory (expected a packed dataset)");
-  auto manifest = st.ok() ? meta::Manifest::Load(opt.data) : Result<meta::Manifest>(st);
-  if (st.ok() && !manifest.ok()) st = manifest.status();
-  const std::string abs_data =
-      fs::absolute(opt.data).lexically_normal().string();
+  if (st.ok()) {
+    auto manifest = meta::Manifest::Load(opt.data);
+    if (manifest.ok())
+      s->manifest = std::move(manifest).value();
+    else
+      st = manifest.status();
+  }
   std::error_code ec;
+  s->abs_data = fs::absolute(opt.data, ec).lexically_normal().string();  // (checked above)
   const std::string base = JobsBase();
   ::mkdir(base.c_str(), 0700);
   if (rank_ == 0) RemoveStale(base);
@@ -266,159 +328,159 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   if (opt.local_dir.empty()) {
     local_dir_ = rank_dir_;
   } else if (st.ok()) {
-    local_dir_ = fs::absolute(opt.local_dir).lexically_normal().string() + "/fanstore-" +
-                 std::to_string(::getuid()) + "-" + job_ + "-rank" + std::to_string(rank_);
-    fs::remove_all(local_dir_, ec);
-    if (::mkdir(local_dir_.c_str(), 0700) != 0)
+    const fs::path abs_local = fs::absolute(opt.local_dir, ec);  // (fails when the cwd is gone)
+    local_dir_ = abs_local.lexically_normal().string() + "/fanstore-" + std::to_string(::getuid()) +
+                 "-" + job_ + "-rank" + std::to_string(rank_);
+    if (ec)
+      st = Status::Error("--local-dir " + opt.local_dir + ": " + ec.message());
+    else
+      fs::remove_all(local_dir_, ec);
+    if (!st.ok()) {
+    } else if (::mkdir(local_dir_.c_str(), 0700) != 0)
       st = Status::FromErrno(local_dir_, errno);
     else
       own_local_dir_ = true;
     if (st.ok()) st = WriteFile(rank_dir_ + "/local", local_dir_ + "\n");
   }
+}
 
-  // Stage-in: this rank's partitions (placement), copied and checked, or checked in place.
-  const uint32_t parts = st.ok() ? static_cast<uint32_t>(manifest->partitions.size()) : 0;
-  const meta::Placement placement{static_cast<uint32_t>(nodes_), opt.replicas};
+// This rank's partitions (placement), copied to its local directory and checked, or checked
+// in place; then the rest of the node's local storage: the agent maps the blobs and makes
+// the node cache (allocated ahead once every rank has staged, up to what this node may
+// fetch: the manifest's members of partitions it does not hold).
+void Node::StageIn(const NodeOptions& opt, StartUp* s) {
+  Status& st = s->st;
+  const meta::Manifest& manifest = s->manifest;
+  const uint32_t parts = st.ok() ? static_cast<uint32_t>(manifest.partitions.size()) : 0;
+  s->placement = meta::Placement{static_cast<uint32_t>(nodes_), opt.replicas};
   if (rank_ == 0 && opt.replicas > static_cast<uint32_t>(nodes_))  // said once, not per rank
     spdlog::warn("--replicas {} with {} node{}: every node holds every partition", opt.replicas,
                  nodes_, nodes_ == 1 ? "" : "s");
-  const bool stage = !opt.no_stage && nodes_ > 1;
-  std::vector<std::string> local_paths(parts);
-  std::vector<uint8_t> broadcast(parts);
-  std::vector<meta::PartitionReader> readers(parts);
-  uint64_t staged_bytes = 0;
-  const auto t_stage = Clock::now();
+  s->stage = !opt.no_stage && nodes_ > 1;
+  s->local_paths.assign(parts, "");
+  s->broadcast.assign(parts, 0);
+  s->readers = std::vector<meta::PartitionReader>(parts);
   for (uint32_t p = 0; p < parts && st.ok(); ++p) {
-    broadcast[p] = (manifest->partitions[p].flags & meta::kFlagBroadcast) != 0;
-    if (!placement.Holds(static_cast<uint32_t>(rank_), p, broadcast[p])) continue;
-    const std::string src = abs_data + "/" + meta::PartitionFileName(p);
+    s->broadcast[p] = (manifest.partitions[p].flags & meta::kFlagBroadcast) != 0;
+    if (!s->placement.Holds(static_cast<uint32_t>(rank_), p, s->broadcast[p])) continue;
+    const std::string src = s->abs_data + "/" + meta::PartitionFileName(p);
     std::string path = src;
-    if (stage) {
+    if (s->stage) {
       path = local_dir_ + "/" + meta::PartitionFileName(p);
-      auto r = io::StagePartition(src, path, *manifest, p);
+      auto r = io::StagePartition(src, path, manifest, p);
       if (!r.ok()) {
         st = r.status();
         break;
       }
-      staged_bytes += r->bytes;
+      s->staged_bytes += r->bytes;
     }
-    if (Status s = readers[p].Open(path); !s.ok()) {
-      st = s;
-    } else if (Status s2 = meta::CheckAgainstManifest(readers[p], *manifest, p); !s2.ok()) {
-      st = s2;
+    if (Status opened = s->readers[p].Open(path); !opened.ok()) {
+      st = opened;
+    } else if (Status same = meta::CheckAgainstManifest(s->readers[p], manifest, p); !same.ok()) {
+      st = same;
     }
-    local_paths[p] = path;
+    s->local_paths[p] = path;
   }
-  // The rest of the node's local storage: the agent maps the blobs and makes the node cache,
-  // allocated ahead up to what this node may fetch (the manifest's members of partitions
-  // it does not hold; the namespace comes later).
   socket_path_ = rank_dir_ + "/agent.sock";
-  if (st.ok() && (mpi_ || opt.serve)) {
-    io::AgentConfig cfg;
-    cfg.mpi = mpi_;
-    cfg.rank = rank_;
-    cfg.placement = placement;
-    cfg.blob_paths = local_paths;
-    cfg.staged = stage;
-    cfg.broadcast = broadcast;
-    cfg.socket_path = socket_path_;
-    cfg.cache_dir = local_dir_ + "/cache";
-    cfg.cache_bytes = opt.cache_bytes;
-    cfg.fetch_ahead = opt.fetch_ahead;
-    cfg.timeout_s = opt.timeout_s;
-    if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES")) cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
-    uint64_t fetchable = 0;
-    for (uint32_t p = 0; p < parts; ++p)
-      if (local_paths[p].empty())
-        fetchable += io::ArenaBytesAtMost(manifest->partitions[p].members, manifest->partitions[p].stored);
-    const uint64_t entries = manifest->files + manifest->dirs + manifest->symlinks;
-    agent_ = std::make_unique<io::Agent>(std::move(cfg));
-    st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(entries, UINT32_MAX)), fetchable);
-  }
-  int failed = 0;
-  if (!SayAndAgree(mpi_, st, rank_, nodes_, where, &failed)) {
-    if (!st.ok()) return Status::Error("");  // already said
-    return Status::Error(rank_ == 0 ? "stage-in failed on rank " + std::to_string(failed) +
-                                          "; the job stops before running the command"
-                                    : "");
-  }
-  // The node cache is allocated ahead only now that every rank has staged: ranks sharing a
-  // host (and its local disk) would otherwise see one rank's cache take the room another's
-  // copies still needed (a full-disk test failed that way). Then every rank starts the
-  // namespace's start-up together.
-  if (agent_) agent_->AllocateCacheAhead();
-  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
-  const double stage_s = Since(t_stage);
+  if (!st.ok() || !(mpi_ || opt.serve)) return;
+  io::AgentConfig cfg;
+  cfg.mpi = mpi_;
+  cfg.rank = rank_;
+  cfg.placement = s->placement;
+  cfg.blob_paths = s->local_paths;
+  cfg.staged = s->stage;
+  cfg.broadcast = s->broadcast;
+  cfg.socket_path = socket_path_;
+  cfg.cache_dir = cache_dir();
+  cfg.cache_bytes = opt.cache_bytes;
+  cfg.fetch_ahead = opt.fetch_ahead;
+  cfg.timeout_s = opt.timeout_s;
+  if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES"))
+    cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
+  uint64_t fetchable = 0;
+  for (uint32_t p = 0; p < parts; ++p)
+    if (s->local_paths[p].empty())
+      fetchable +=
+          io::ArenaBytesAtMost(manifest.partitions[p].members, manifest.partitions[p].stored);
+  const uint64_t entries = manifest.files + manifest.dirs + manifest.symlinks;
+  agent_ = std::make_unique<io::Agent>(std::move(cfg));
+  st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(entries, UINT32_MAX)),
+                           fetchable);
+}
 
+// The namespace: the exchange (whose failure is the same on every rank), the image, the
+// files `fanrun attach` and the runtime read, the agent's socket and the mount point's
+// directories.
+Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
+  Status& st = s->st;
   const auto t_exchange = Clock::now();
-  auto all = ExchangeNamespace(mpi_, rank_, nodes_, placement, broadcast, readers);
-  if (!all.ok()) return Status::Error(where + all.status().message());
-  const uint64_t exchanged = all->size();
-  const double exchange_s = Since(t_exchange);
+  auto all = ExchangeNamespace(mpi_, rank_, nodes_, s->placement, s->broadcast, s->readers);
+  if (!all.ok()) return Status::Error(s->where + all.status().message());
+  s->exchanged = all->size();
+  s->exchange_s = Since(t_exchange);
   const auto t_build = Clock::now();
   image_path_ = rank_dir_ + "/namespace.img";
-  if (st.ok()) st = PublishImage(*all, local_paths, manifest->dataset_id);
+  if (st.ok()) st = PublishImage(*all, s->local_paths, s->manifest.dataset_id);
   std::string().swap(*all);
-  std::string mount = opt.mount.empty() ? (manifest.ok() ? manifest->source : "") : opt.mount;
+  std::string mount = opt.mount.empty() ? s->manifest.source : opt.mount;
   while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
   if (st.ok() && (mount.empty() || mount[0] != '/'))
     st = Status::Error("--mount: must be an absolute path, got '" + mount + "'");
   mount_ = mount;
   if (st.ok()) st = WriteFile(rank_dir_ + "/mount", mount_);
   if (st.ok()) st = WriteFile(rank_dir_ + "/cache-dir", cache_dir());
-  staged_ = stage;
-  if (st.ok()) st = WriteFile(rank_dir_ + "/staged", stage ? "1" : "0");  // (for fanrun attach)
-  const double build_s = Since(t_build);
-
-  auto view = meta::NamespaceView::Attach(
-      {image_, image_size_});
-  if (st.ok() && !view.ok()) st = view.status();
-  if (st.ok() && agent_) st = agent_->Open(*view);
-  if (st.ok()) skeleton_ = MakeSkeleton(*view, mount_);
-  if (!SayAndAgree(mpi_, st, rank_, nodes_, where, &failed)) {
-    if (!st.ok()) return Status::Error("");
-    return Status::Error(rank_ == 0 ? "start-up failed on rank " + std::to_string(failed) : "");
+  staged_ = s->stage;
+  if (st.ok()) st = WriteFile(rank_dir_ + "/staged", staged_ ? "1" : "0");  // (for fanrun attach)
+  s->build_s = Since(t_build);
+  if (!st.ok()) return Status::Ok();  // (said at the agreement)
+  auto view = meta::NamespaceView::Attach({image_, image_size_});
+  if (!view.ok()) {
+    st = view.status();
+    return Status::Ok();
   }
+  if (agent_) st = agent_->Open(*view);
+  if (st.ok()) skeleton_ = MakeSkeleton(*view, mount_);
+  return Status::Ok();
+}
 
-  // One summary line from rank 0: the slowest node's figures. "Ready" is the end of this
-  // agreement, which waits for every rank: from the end of stage-in (every rank's stage-in
-  // agreed) it is the namespace's start-up, everything it takes once the bytes are local.
-  double local[5] = {stage_s, exchange_s + build_s, Since(t_start), exchange_s, Since(t_exchange)},
+// One summary line from rank 0: the slowest node's figures. Then the agent starts: from
+// here on only it calls MPI.
+void Node::Announce(const StartUp& s, double ready_s, double stage_to_ready_s) {
+  double local[5] = {s.stage_s, s.exchange_s + s.build_s, ready_s, s.exchange_s, stage_to_ready_s},
          slowest[5];
-  double bytes = static_cast<double>(staged_bytes), total_bytes = bytes;
+  double bytes = static_cast<double>(s.staged_bytes), total_bytes = bytes;
   std::copy(local, local + 5, slowest);
   if (mpi_) {
     MPI_Reduce(local, slowest, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&bytes, &total_bytes, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
   }
-  if (agent_) agent_->Start();  // from here on only the agent calls MPI
+  if (agent_) agent_->Start();
   // Alone, fanrun stays silent: the summary is for jobs with a start-up worth reporting.
-  if (mpi_ && rank_ == 0 && view.ok() && !std::getenv("FANSTORE_QUIET")) {
-    uint64_t path_bytes = 0;  // names (and symlink targets) in the image's string table
-    for (uint32_t i = 0; i < view->size(); ++i) {
-      const meta::ImageEntry& e = view->entry(i);
-      path_bytes += e.path_len + (e.kind == static_cast<uint8_t>(meta::Kind::kSymlink) ? e.size : 0);
-    }
-    const double entries = static_cast<double>(view->size());
-    char line[512];
-    std::snprintf(line, sizeof line,
-                  "fanrun: %d node%s ready in %.2f s: staged %s in %.2f s (%.0f MB/s per node); "
-                  "namespace %llu entries, %s exchanged (%.0f B/entry) in %.3f s, exchange+image %.3f s, "
-                  "stage-in to ready %.3f s; "
-                  "image %s (%.0f B/entry + %.0f B of path)\n",
-                  nodes_, nodes_ == 1 ? "" : "s", slowest[2], cli::HumanBytes(total_bytes).c_str(),
-                  slowest[0],
-                  slowest[0] > 0 ? total_bytes / nodes_ / 1e6 / slowest[0] : 0.0,
-                  static_cast<unsigned long long>(view->size()),
-                  cli::HumanBytes(static_cast<double>(exchanged)).c_str(),
-                  static_cast<double>(exchanged) / static_cast<double>(view->size()), slowest[3],
-                  slowest[1], slowest[4],
-                  cli::HumanBytes(static_cast<double>(image_size_)).c_str(),
-                  static_cast<double>(image_size_ - path_bytes) / entries,
-                  static_cast<double>(path_bytes) / entries);
-    std::fputs(line, stderr);
+  if (!mpi_ || rank_ != 0 || std::getenv("FANSTORE_QUIET")) return;
+  auto view = meta::NamespaceView::Attach({image_, image_size_});
+  if (!view.ok()) return;
+  uint64_t path_bytes = 0;  // names (and symlink targets) in the image's string table
+  for (uint32_t i = 0; i < view->size(); ++i) {
+    const meta::ImageEntry& e = view->entry(i);
+    path_bytes += e.path_len + (e.kind == static_cast<uint8_t>(meta::Kind::kSymlink) ? e.size : 0);
   }
-  return Status::Ok();
+  const double entries = static_cast<double>(view->size());
+  char line[512];
+  std::snprintf(
+      line, sizeof line,
+      "fanrun: %d node%s ready in %.2f s: staged %s in %.2f s (%.0f MB/s per node); "
+      "namespace %llu entries, %s exchanged (%.0f B/entry) in %.3f s, exchange+image %.3f s, "
+      "stage-in to ready %.3f s; "
+      "image %s (%.0f B/entry + %.0f B of path)\n",
+      nodes_, nodes_ == 1 ? "" : "s", slowest[2], cli::HumanBytes(total_bytes).c_str(), slowest[0],
+      slowest[0] > 0 ? total_bytes / nodes_ / 1e6 / slowest[0] : 0.0,
+      static_cast<unsigned long long>(view->size()),
+      cli::HumanBytes(static_cast<double>(s.exchanged)).c_str(),
+      static_cast<double>(s.exchanged) / entries, slowest[3], slowest[1], slowest[4],
+      cli::HumanBytes(static_cast<double>(image_size_)).c_str(),
+      static_cast<double>(image_size_ - path_bytes) / entries,
+      static_cast<double>(path_bytes) / entries);
+  std::fputs(line, stderr);
 }
 
 // Decodes the exchanged members and builds the image straight into a shared mapping of

@@ -59,6 +59,14 @@ class Node {
   io::AgentStats agent_stats() const;
 
  private:
+  struct StartUp;  // (fanrun_node.cc)
+  // Setup's phases, in order.
+  Status Join(const NodeOptions& opt, bool mpi, StartUp* s);
+  void MakeJobDirectories(const NodeOptions& opt, StartUp* s);
+  void StageIn(const NodeOptions& opt, StartUp* s);
+  Status StartNamespace(const NodeOptions& opt, StartUp* s);
+  void Announce(const StartUp& s, double ready_s, double stage_to_ready_s);
+
   void Teardown();
   void FinalizeBounded();
   Status PublishImage(std::string_view exchanged, const std::vector<std::string>& local_paths,

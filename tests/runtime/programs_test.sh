@@ -150,6 +150,17 @@ out=$(cd "$S/gone" && rmdir "$S/gone" && "$FANRUN" --data "$S/z" --mount "$MNT" 
 rc=$?
 [ $rc -eq 125 ] && [ "$out" = "fanrun: --stats stats.rel: No such file or directory" ] && [ ! -e "$S/ran" ] && ok ||
   bad "--stats relative to a removed directory: exit $rc, '$out'"
+# So are a relative --data and --local-dir there (fanrun aborted on the first before).
+mkdir "$S/gone"
+out=$(cd "$S/gone" && rmdir "$S/gone" && "$FANRUN" --data z --mount "$MNT" -- touch "$S/ran" 2>&1)
+rc=$?
+[ $rc -eq 125 ] && [ "$out" = "fanrun: z: No such file or directory" ] && [ ! -e "$S/ran" ] && ok ||
+  bad "--data relative to a removed directory: exit $rc, '$out'"
+mkdir "$S/gone"
+out=$(cd "$S/gone" && rmdir "$S/gone" && "$FANRUN" --data "$S/z" --local-dir rel --mount "$MNT" -- touch "$S/ran" 2>&1)
+rc=$?
+[ $rc -eq 125 ] && [ "$out" = "fanrun: --local-dir rel: No such file or directory" ] && [ ! -e "$S/ran" ] && ok ||
+  bad "--local-dir relative to a removed directory: exit $rc, '$out'"
 
 # Cold data: with the blobs' pages dropped (inside the job: fanrun's start-up reads the
 # indexes), member reads go to the device through io_uring (counted as device_reads) and
