@@ -9,6 +9,8 @@
 #include "meta/dataset.h"
 #include "meta/format.h"
 #include "meta/pack.h"
+#include "meta/partition_reader.h"
+#include "meta/partition_writer.h"
 #include "tests/testutil.h"
 
 namespace fanstore::meta {
@@ -172,6 +174,29 @@ TEST_F(Corruption, RandomDamageNeverCrashes) {
       }
     }
   }
+}
+
+// A record the rest of the system cannot hold, with valid checksums (as a packer with a bug
+// would write it), is refused when the partition is opened: a mode beyond st_mode's 16 bits
+// (namespace images keep 16).
+TEST(RecordChecks, AModeBeyondSixteenBitsIsRefused) {
+  TempDir t;
+  const std::string file = t / "part-00000.fsb";
+  PartitionWriter w;
+  ASSERT_TRUE(w.Open(file, 0, 2, 0, 1).ok());
+  Member root;
+  root.kind = Kind::kDir;
+  root.mode = 040755;
+  ASSERT_TRUE(w.Add(root).ok());
+  Member odd;
+  odd.path = "odd";
+  odd.mode = 0x10000 | 0100644;
+  ASSERT_TRUE(w.Add(odd).ok());
+  ASSERT_TRUE(w.Finish().ok());
+  PartitionReader r;
+  const Status s = r.Open(file);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("mode beyond st_mode's 16 bits"), std::string::npos) << s.message();
 }
 
 }  // namespace
