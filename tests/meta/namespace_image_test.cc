@@ -202,7 +202,8 @@ TEST_F(NamespaceImageTest, ValuesAnEntryCannotHoldAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("bad path length"), std::string::npos)  // (the exchange's)
       << r.status().message();
-  ms.back().path = long_path.substr(0, 65535);  // the longest the exchange carries
+  const std::string longest = long_path.substr(0, 65535);  // the longest the exchange carries
+  ms.back().path = longest;
   r = BuildNamespaceImage(Block(0, ms), parts, 1);
   ASSERT_TRUE(r.ok()) << r.status().message();
   auto v = NamespaceView::Attach({reinterpret_cast<const uint8_t*>(r->data()), r->size()});
