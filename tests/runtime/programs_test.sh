@@ -206,12 +206,21 @@ read_all() {
 # asynchronous, and a slow process (TSan) saw it complete before the member's own
 # RWF_NOWAIT read, which then found the pages cached and read the whole blob without one
 # device read (CI, 2026-11-22). Readahead has its own check below (--readahead 1M against 0).
+# Even so, under TSan in CI the raw blob was once found cached again by the time md5sum
+# read it (every member a mapped read, no device read, after a verified drop): the cold
+# pass is tried up to three times, and fails only if none of them reads from the device.
 for packed in raw z; do
-  FANSTORE_READAHEAD=0 read_all $packed "$S/md5.cold" "$S/stats.cold" "$S/drop.sh $S/$packed/part-*.fsb"
-  cmp -s "$S/md5.native" "$S/md5.cold" && ok || bad "cold reads ($packed): $(diff "$S/md5.native" "$S/md5.cold" | head -4)"
+  device=0 tries=0
+  while [ $tries -lt 3 ] && [ "$device" = 0 ]; do
+    tries=$((tries + 1))
+    FANSTORE_READAHEAD=0 read_all $packed "$S/md5.cold" "$S/stats.cold" "$S/drop.sh $S/$packed/part-*.fsb"
+    cmp -s "$S/md5.native" "$S/md5.cold" && ok || bad "cold reads ($packed): $(diff "$S/md5.native" "$S/md5.cold" | head -4)"
+    [ "$(cat "$S/dropped")" = ok ] || break
+    device=$(stat_sum "$S/stats.cold" device_reads)
+  done
   if [ "$(cat "$S/dropped")" = ok ]; then
-    [ "$(stat_sum "$S/stats.cold" device_reads)" -gt 0 ] && ok ||
-      bad "cold reads ($packed) went through io_uring: $(cat "$S/stats.cold")"
+    [ "$device" -gt 0 ] && ok ||
+      bad "cold reads ($packed) went through io_uring ($tries tries): $(cat "$S/stats.cold")"
   else
     echo "SKIP: cold reads ($packed) through io_uring: $(cat "$S/dropped")"
   fi
