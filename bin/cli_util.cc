@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 
 namespace fanstore::cli {
 
@@ -128,6 +129,17 @@ std::string CheckPositive(std::string& value) {
   if (value.empty() || *end != '\0' || errno != 0 || !(v > 0) || v == HUGE_VAL)
     return "must be a number greater than 0, got '" + value + "'";
   return "";
+}
+
+}  // namespace fanstore::cli
+
+namespace fanstore::cli {
+
+Result<std::string> AbsolutePath(const std::string& what, const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path abs = std::filesystem::absolute(path, ec);
+  if (ec) return Status::Error(what + ": " + ec.message());
+  return abs.lexically_normal().string();
 }
 
 }  // namespace fanstore::cli

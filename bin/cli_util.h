@@ -1,5 +1,5 @@
 // Helpers shared by the command-line tools: exit codes, one-line errors, human-readable
-// sizes, a throttled progress bar for terminals, and JSON string escaping.
+// sizes, absolute paths, a throttled progress bar for terminals, and JSON string escaping.
 // Thread-safety: ProgressBar is used by one thread; the rest are pure functions.
 #pragma once
 
@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "meta/status.h"
 
 namespace fanstore::cli {
 
@@ -24,6 +26,10 @@ std::string JsonString(std::string_view s);  // quoted and escaped
 // reason ("must be a number greater than 0, got '-1'"). CLI11's own PositiveNumber prints
 // its range up to DBL_MAX.
 std::string CheckPositive(std::string& value);
+// `path` made absolute against the working directory and normalized; an error naming
+// `what` ("--stats x: No such file or directory") when that cannot be done, as when the
+// working directory has been removed (std::filesystem::absolute would throw).
+Result<std::string> AbsolutePath(const std::string& what, const std::string& path);
 
 // A one-line progress display on stderr, only when stderr is a terminal; redraws at most
 // ten times a second. Finish() clears the line.

@@ -378,10 +378,9 @@ int main(int argc, char** argv) {
   if (stats.empty())
     if (const char* env = std::getenv("FANSTORE_STATS")) stats = env;
   if (!stats.empty() && stats != "1") {
-    std::error_code ec;
-    const fs::path abs = fs::absolute(stats, ec);  // (fails when the working directory is gone)
-    if (ec) return Fail("--stats " + stats + ": " + ec.message());
-    stats = abs.lexically_normal().string();
+    auto abs = cli::AbsolutePath("--stats " + stats, stats);
+    if (!abs.ok()) return Fail(abs.status().message());
+    stats = *abs;
   }
   if (!stats.empty()) ::setenv("FANSTORE_STATS", stats.c_str(), 1);
   if (!readahead.empty() && readahead != "auto") {

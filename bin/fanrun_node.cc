@@ -310,8 +310,11 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
     else
       st = manifest.status();
   }
+  if (auto abs = cli::AbsolutePath(opt.data, opt.data); abs.ok())
+    s->abs_data = *abs;
+  else if (st.ok())
+    st = abs.status();
   std::error_code ec;
-  s->abs_data = fs::absolute(opt.data, ec).lexically_normal().string();  // (checked above)
   const std::string base = JobsBase();
   ::mkdir(base.c_str(), 0700);
   if (rank_ == 0) RemoveStale(base);
@@ -328,15 +331,15 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
   if (opt.local_dir.empty()) {
     local_dir_ = rank_dir_;
   } else if (st.ok()) {
-    const fs::path abs_local = fs::absolute(opt.local_dir, ec);  // (fails when the cwd is gone)
-    local_dir_ = abs_local.lexically_normal().string() + "/fanstore-" + std::to_string(::getuid()) +
-                 "-" + job_ + "-rank" + std::to_string(rank_);
-    if (ec)
-      st = Status::Error("--local-dir " + opt.local_dir + ": " + ec.message());
-    else
-      fs::remove_all(local_dir_, ec);
-    if (!st.ok()) {
-    } else if (::mkdir(local_dir_.c_str(), 0700) != 0)
+    auto abs_local = cli::AbsolutePath("--local-dir " + opt.local_dir, opt.local_dir);
+    if (!abs_local.ok()) {
+      st = abs_local.status();
+      return;
+    }
+    local_dir_ = *abs_local + "/fanstore-" + std::to_string(::getuid()) + "-" + job_ + "-rank" +
+                 std::to_string(rank_);
+    fs::remove_all(local_dir_, ec);
+    if (::mkdir(local_dir_.c_str(), 0700) != 0)
       st = Status::FromErrno(local_dir_, errno);
     else
       own_local_dir_ = true;

@@ -178,9 +178,9 @@ class NodeCache {
     uint64_t bytes;     // the member's stored bytes
     bool ahead;         // admitted before anyone asked for it
   };
+  void Close();  // back to a NodeCache that was never created
   // Frees the ring from head_ for `need` bytes; members read since admission are queued in
   // `again` with their bytes.
-  void Close();  // back to a NodeCache that was never created
   void MakeRoom(uint64_t need, std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
   void EvictFront(std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again);
   Status Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool ahead,
