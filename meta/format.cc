@@ -59,9 +59,10 @@ Status PartitionHeader::DecodeFrom(const uint8_t* in, PartitionHeader* h) {
   if (std::memcmp(in, kPartitionMagic.data(), 8) != 0)
     return Status::Error("not a FanStore partition (bad header magic)");
   h->version = GET(32, version);
-  if (h->version != kFormatVersion)
+  if (h->version < kMinFormatVersion || h->version > kFormatVersion)
     return Status::Error("unsupported format version " + std::to_string(h->version) +
-                         " (this build reads " + std::to_string(kFormatVersion) + ")");
+                         " (this build reads " + std::to_string(kMinFormatVersion) + " to " +
+                         std::to_string(kFormatVersion) + ")");
   h->header_crc = GET(32, header_crc);
   if (compress::Crc32c(0, in, 60) != h->header_crc)
     return Status::Error("header checksum mismatch");
@@ -132,7 +133,7 @@ Status PartitionFooter::DecodeFrom(const uint8_t* in, PartitionFooter* f) {
   if (std::memcmp(in, kFooterMagic.data(), 8) != 0)
     return Status::Error("bad footer magic (truncated or not a FanStore partition)");
   f->version = GET(32, version);
-  if (f->version != kFormatVersion)
+  if (f->version < kMinFormatVersion || f->version > kFormatVersion)
     return Status::Error("unsupported format version " + std::to_string(f->version) + " in footer");
   f->footer_crc = GET(32, footer_crc);
   if (compress::Crc32c(0, in, 60) != f->footer_crc)

@@ -14,8 +14,14 @@
 
 namespace fanstore::meta {
 
-inline constexpr uint32_t kFormatVersion = 1;
-inline constexpr uint64_t kBlockAlign = 4096;  // raw members start on this boundary
+// Version 2 packs raw members under kBlockAlign bytes tight; version 1 (still read)
+// aligned every raw member, so a 3-byte file took 4 KiB.
+inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kMinFormatVersion = 1;
+inline constexpr uint64_t kBlockAlign = 4096;
+// A raw member of at least a block starts on a block boundary, so that it can be mapped
+// straight from the blob; smaller ones (mapped through a memfd copy) are packed tight.
+inline constexpr bool AlignedRaw(uint64_t size) { return size >= kBlockAlign; }
 inline constexpr uint64_t kDataStart = 4096;   // header block; member data starts here
 inline constexpr std::string_view kPartitionMagic = "FANSTPRT";
 inline constexpr std::string_view kFooterMagic = "FANSTFTR";

@@ -149,7 +149,7 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
   }
   for (int attempt = 0; attempt < 2; ++attempt) {
     const Codec codec = deflate ? Codec::kDeflate : Codec::kRaw;
-    auto start = w.BeginData(codec);
+    auto start = w.BeginData(codec, deflate ? 0 : m.size);
     if (!start.ok()) return start.status();
     if (::lseek(fd, 0, SEEK_SET) != 0) return Status::FromErrno(enc.Show(m), errno);
     uint32_t crc = 0;
@@ -397,7 +397,7 @@ Result<PackStats> Pack(const PackOptions& o) {
           Encoded e = pipe.Take(next_job++);
           st = e.status;
           if (!st.ok()) break;
-          auto off = w.BeginData(e.codec);
+          auto off = w.BeginData(e.codec, e.bytes.size());
           if (!off.ok()) {
             st = off.status();
             break;

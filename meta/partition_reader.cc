@@ -128,7 +128,7 @@ Status PartitionReader::CheckRecords() {
                                   r.stored_size > data_end - r.data_offset))
           return bad("data outside the partition's data region");
         if (codec == Codec::kRaw &&
-            (r.stored_size != r.size || (r.size > 0 && r.data_offset % kBlockAlign != 0)))
+            (r.stored_size != r.size || (AlignedRaw(r.size) && r.data_offset % kBlockAlign != 0)))
           return bad("inconsistent raw member");
         if (codec == Codec::kDeflate && (r.stored_size == 0 || r.size == 0))
           return bad("inconsistent compressed member");

@@ -64,8 +64,8 @@ Status PartitionWriter::Write(std::span<const uint8_t> bytes) {
   return Status::Ok();
 }
 
-Result<uint64_t> PartitionWriter::BeginData(Codec codec) {
-  if (codec == Codec::kRaw) {
+Result<uint64_t> PartitionWriter::BeginData(Codec codec, uint64_t stored_size) {
+  if (codec == Codec::kRaw && AlignedRaw(stored_size)) {
     const uint64_t pad = (kBlockAlign - offset_ % kBlockAlign) % kBlockAlign;
     if (pad) {
       static const uint8_t zeros[kBlockAlign] = {};

@@ -34,8 +34,9 @@ class PartitionWriter {
   Status Open(const std::string& file, uint32_t id, uint32_t count, uint32_t flags,
               uint64_t dataset_id);
 
-  // Starts a member's data: aligns to kBlockAlign for raw data; returns the data offset.
-  Result<uint64_t> BeginData(Codec codec);
+  // Starts the data of a member stored as `stored_size` bytes: raw data of a block or more
+  // is aligned to kBlockAlign (AlignedRaw); returns the data offset.
+  Result<uint64_t> BeginData(Codec codec, uint64_t stored_size);
   Status Write(std::span<const uint8_t> bytes);
   // Records a member; for members with data, `m.data_offset`, `stored_size`, `codec` and
   // `crc32c` describe what BeginData/Write produced.

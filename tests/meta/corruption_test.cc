@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "compress/crc32c.h"
 #include "meta/dataset.h"
 #include "meta/format.h"
 #include "meta/pack.h"
@@ -116,6 +117,30 @@ TEST_F(Corruption, WrongVersionIsNamed) {
   ExpectOpenFailsNaming(part_ + ": unsupported format version 99");
 }
 
+// Format 1 aligned every raw member; this build writes format 2 (small raw members packed
+// tight) and still reads 1: the same partition relabelled 1 opens and reads.
+TEST_F(Corruption, AFormatOnePartitionIsStillRead) {
+  std::string bytes = testing::ReadFile(part_);
+  PartitionHeader h;
+  ASSERT_TRUE(PartitionHeader::DecodeFrom(reinterpret_cast<uint8_t*>(bytes.data()), &h).ok());
+  ASSERT_EQ(h.version, 2u);
+  h.version = 1;
+  uint8_t b[PartitionHeader::kSize];
+  h.EncodeTo(b);
+  bytes.replace(0, sizeof b, reinterpret_cast<char*>(b), sizeof b);
+  const size_t at = bytes.size() - PartitionFooter::kSize;
+  PartitionFooter f;
+  ASSERT_TRUE(PartitionFooter::DecodeFrom(reinterpret_cast<uint8_t*>(bytes.data() + at), &f).ok());
+  f.version = 1;
+  uint8_t fb[PartitionFooter::kSize];
+  f.EncodeTo(fb);
+  bytes.replace(at, sizeof fb, reinterpret_cast<char*>(fb), sizeof fb);
+  testing::WriteFile(part_, bytes);
+  ASSERT_TRUE(OpenError().ok()) << OpenError().message();
+  for (const char* m : {"a/raw.bin", "a/text.txt", "b/small.txt"})
+    EXPECT_TRUE(ReadError(m).ok()) << m;
+}
+
 TEST_F(Corruption, TruncationAnywhereIsDetected) {
   const std::string whole = testing::ReadFile(part_);
   for (size_t keep : {size_t{0}, size_t{100}, size_t{4096}, whole.size() / 2, whole.size() - 1}) {
@@ -197,6 +222,47 @@ TEST(RecordChecks, AModeBeyondSixteenBitsIsRefused) {
   const Status s = r.Open(file);
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("mode beyond st_mode's 16 bits"), std::string::npos) << s.message();
+}
+
+// Raw members under a block are packed tight; one of a block or more off a block boundary
+// (which could not be mapped straight from the blob) is refused.
+TEST(RecordChecks, ABlockOfRawDataOffItsBoundaryIsRefused) {
+  for (const uint64_t size : {uint64_t{4095}, uint64_t{4096}}) {
+    TempDir t;
+    const std::string file = t / "part-00000.fsb";
+    PartitionWriter w;
+    ASSERT_TRUE(w.Open(file, 0, 1, 0, 1).ok());
+    Member root;
+    root.kind = Kind::kDir;
+    root.mode = 040755;
+    ASSERT_TRUE(w.Add(root).ok());
+    const std::vector<uint8_t> tiny(5, 'x'), data(size, 'y');
+    Member a;
+    a.path = "a";
+    a.mode = 0100644;
+    a.size = a.stored_size = tiny.size();
+    a.data_offset = *w.BeginData(Codec::kRaw, tiny.size());
+    a.crc32c = compress::Crc32c(0, tiny.data(), tiny.size());
+    ASSERT_TRUE(w.Write(tiny).ok());
+    ASSERT_TRUE(w.Add(a).ok());
+    Member b = a;
+    b.path = "b";
+    b.size = b.stored_size = size;
+    b.data_offset = *w.BeginData(Codec::kRaw, 0);  // as a packer that forgot the alignment
+    b.crc32c = compress::Crc32c(0, data.data(), data.size());
+    ASSERT_EQ(b.data_offset, kDataStart + 5);
+    ASSERT_TRUE(w.Write(data).ok());
+    ASSERT_TRUE(w.Add(b).ok());
+    ASSERT_TRUE(w.Finish().ok());
+    PartitionReader r;
+    const Status s = r.Open(file);
+    if (size < kBlockAlign) {
+      EXPECT_TRUE(s.ok()) << s.message();
+    } else {
+      ASSERT_FALSE(s.ok());
+      EXPECT_NE(s.message().find("inconsistent raw member"), std::string::npos) << s.message();
+    }
+  }
 }
 
 }  // namespace

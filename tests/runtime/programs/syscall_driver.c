@@ -129,6 +129,13 @@ int main(int argc, char** argv) {
   void* w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   SHOW("mmap shared writable", w == MAP_FAILED ? -1 : 0);
   close(fd);
+  /* a 1-byte file: packed tight, off a page boundary in the blob */
+  fd = open("meta/one", O_RDONLY);
+  m = mmap(NULL, 1, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (m == MAP_FAILED) printf("%-34s -1 %s\n", "mmap 1-byte file", E());
+  else printf("%-34s ok %lx\n", "mmap 1-byte file", Sum(m, 1));
+  if (m != MAP_FAILED) munmap(m, 1);
+  close(fd);
   /* open errors */
   SHOWFD("open missing", open("meta/nope", O_RDONLY));
   SHOWFD("open file/child", open("meta/numbers.txt/x", O_RDONLY));
