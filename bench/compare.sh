@@ -6,21 +6,26 @@
 #                  (skipped with a message where FUSE is not available)
 #   fanstore the packed tree under `fanrun` (once the runtime exists; skipped before)
 # and prints files/s with the ratio to native for stat and whole-file read, 1 and 2 threads.
+# Every configuration runs --rounds times (default 3), the targets taking turns within each
+# configuration, so that a ratio compares runs seconds apart (this VM's speed drifts by a
+# third within minutes); the report gives the median of the rounds and each round's ratio.
 # Writes bench/results/compare.json and, with gnuplot, bench/results/compare.png.
-# Usage: bench/compare.sh [--files N] [--mean-kb K] [--seconds S] [--work DIR]
+# Usage: bench/compare.sh [--files N] [--mean-kb K] [--seconds S] [--rounds R] [--work DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=22000 mean_kb=85 seconds=2 work=bench/work
+files=22000 mean_kb=85 seconds=2 rounds=3 work=bench/work
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
     --mean-kb) mean_kb=$2; shift 2 ;;
     --seconds) seconds=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+case $rounds in ''|*[!0-9]*|0) echo "compare.sh: --rounds $rounds: not a positive whole number" >&2; exit 2 ;; esac
 FSBENCH=$PWD/build/release/bin/fsbench FANSTORE=$PWD/build/release/bin/fanstore FANRUN=$PWD/build/release/bin/fanrun
 [ -x "$FSBENCH" ] || ci/build.sh release >/dev/null
 mkdir -p "$work" bench/results
@@ -32,8 +37,8 @@ rows=()
 can_drop=0
 if (sync && echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then can_drop=1; fi
 
-run() {  # run TARGET LABEL OP THREADS CACHE -- CMD-PREFIX... PATH
-  local target=$1 label=$2 op=$3 threads=$4 cache=$5; shift 6
+run() {  # run ROUND TARGET LABEL OP THREADS CACHE -- CMD-PREFIX... PATH
+  local round=$1 target=$2 label=$3 op=$4 threads=$5 cache=$6; shift 7
   # warm: one untimed pass, then epochs for $seconds (short runs of a fast target are all
   # noise); cold: caches dropped, one timed epoch.
   local extra=(--warmup --duration "$seconds")
@@ -47,56 +52,68 @@ run() {  # run TARGET LABEL OP THREADS CACHE -- CMD-PREFIX... PATH
     echo "compare.sh: $label $op failed: $(head -c 300 "$work/err")" >&2
     return 0
   fi
-  rows+=("{\"target\": \"$target\", \"label\": \"$label\", \"op\": \"$op\", \"threads\": $threads, \"cache\": \"$cache\", \"result\": $json}")
+  rows+=("{\"round\": $round, \"target\": \"$target\", \"label\": \"$label\", \"op\": \"$op\", \"threads\": $threads, \"cache\": \"$cache\", \"result\": $json}")
   local rate
   rate=$(echo "$json" | /usr/bin/python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["items_per_s"])')
-  printf '  %-16s %-10s %-5s %d thr  %10s files/s\n' "$label" "$op" "$cache" "$threads" "$rate"
-}
-
-measure_all() {  # measure_all TARGET LABEL CMD-PREFIX... PATH
-  local target=$1 label=$2; shift 2
-  for op in stat read; do
-    for t in 1 2; do run "$target" "$label" $op $t warm -- "$@"; done
-  done
-  # The first pass of a new process over page-cached data (as a DataLoader worker that is
-  # started for each epoch sees it): warm runs above re-read in one process.
-  run "$target" "$label" read 1 fresh -- "$@"
-  if [ $can_drop = 1 ]; then run "$target" "$label" read 2 cold -- "$@"; fi
+  printf '  %d  %-16s %-10s %-5s %d thr  %10s files/s\n' "$round" "$label" "$op" "$cache" "$threads" "$rate"
 }
 
 echo "== $tree: $(find "$tree" -type f | wc -l) files, $(du -sh --apparent-size "$tree" | cut -f1)"
 [ $can_drop = 1 ] || echo "   (cannot drop the page cache here: cold runs skipped)"
-measure_all native "native ($(findmnt -no FSTYPE -T "$tree" | head -1))" "$FSBENCH" "$tree"
 
+# The targets, as TARGET, LABEL, then the command prefix and the tree, separated by tabs
+targets=("native	native ($(findmnt -no FSTYPE -T "$tree" | head -1))	$FSBENCH	$tree")
 shm=/dev/shm/fanstore-compare-$$
-cp -r "$tree" "$shm"
-measure_all tmpfs "tmpfs copy" "$FSBENCH" "$shm"
-rm -rf "$shm"
-
 mnt=$work/squashfs-mnt img=$work/compare.sqfs
+mounted=0
+cleanup() {
+  rm -rf "$shm"
+  if [ $mounted = 1 ]; then fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"; fi
+}
+trap cleanup EXIT
+cp -r "$tree" "$shm"
+targets+=("tmpfs	tmpfs copy	$FSBENCH	$shm")
 if command -v squashfuse_ll >/dev/null && [ -c /dev/fuse ]; then
   [ -f "$img" ] || mksquashfs "$tree" "$img" -noappend -quiet >/dev/null
   mkdir -p "$mnt"
   if squashfuse_ll "$img" "$mnt" 2>"$work/err"; then
-    measure_all squashfuse "squashfuse_ll" "$FSBENCH" "$mnt"
-    fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"
+    mounted=1
+    targets+=("squashfuse	squashfuse_ll	$FSBENCH	$mnt")
   else
     echo "   squashfuse_ll: cannot mount ($(head -c 200 "$work/err")): skipped"
   fi
 else
   echo "   squashfuse_ll or /dev/fuse not available: skipped"
 fi
-
 if [ -x "$FANRUN" ]; then
   packed=$work/compare-packed
+  # (packed again when left over from format 1, which block-aligned every raw file)
+  if [ -f "$packed/part-00000.fsb" ] && [ "$(od -An -tu4 -j8 -N4 "$packed/part-00000.fsb" | tr -d ' ')" = 1 ]; then
+    rm -rf "$packed"
+  fi
   [ -f "$packed/manifest" ] || "$FANSTORE" pack -q "$tree" "$packed"
-  measure_all fanstore "fanstore" "$FANRUN" --data "$packed" -- "$FSBENCH" "$tree"
+  targets+=("fanstore	fanstore	$FANRUN	--data	$packed	--	$FSBENCH	$tree")
 else
   echo "   fanstore: fanrun is not built yet (the single-node runtime issue): skipped"
 fi
 
+# Configurations: OP THREADS CACHE. "fresh" is the first pass of a new process over
+# page-cached data (as a DataLoader worker started for each epoch sees it); warm runs
+# re-read in one process.
+configs=("stat 1 warm" "stat 2 warm" "read 1 warm" "read 2 warm" "read 1 fresh")
+[ $can_drop = 1 ] && configs+=("read 2 cold")
+for round in $(seq "$rounds"); do
+  for c in "${configs[@]}"; do
+    read -r op t cache <<<"$c"
+    for spec in "${targets[@]}"; do
+      IFS=$'\t' read -r -a w <<<"$spec"
+      run "$round" "${w[0]}" "${w[1]}" "$op" "$t" "$cache" -- "${w[@]:2}"
+    done
+  done
+done
+
 {
-  echo "{\"benchmark\": \"compare\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"files\": $files, \"mean_kb\": $mean_kb, \"seconds\": $seconds, \"rows\": ["
+  echo "{\"benchmark\": \"compare\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"files\": $files, \"mean_kb\": $mean_kb, \"seconds\": $seconds, \"rounds\": $rounds, \"rows\": ["
   (IFS=,; echo "${rows[*]}")
   echo "]}"
 } >"$out"

@@ -6,6 +6,7 @@ Usage: compare_report.py bench/results/compare.json  (writes compare.png beside 
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 
@@ -14,28 +15,38 @@ def main():
     path = sys.argv[1]
     d = json.load(open(path))
     rows = d["rows"]
-    native = {(r["op"], r["threads"], r["cache"]): r["result"]["items_per_s"]
-              for r in rows if r["target"] == "native"}
-    configs = []
+    configs, targets = [], []
+    runs = {}  # (label, op, threads, cache) -> {round: files/s}
+    native_label = None
     for r in rows:
-        key = (r["op"], r["threads"], r["cache"])
-        if key not in configs:
-            configs.append(key)
-    targets = []
-    for r in rows:
+        c = (r["op"], r["threads"], r["cache"])
+        if c not in configs:
+            configs.append(c)
         if r["label"] not in targets:
             targets.append(r["label"])
-    rate = {(r["label"],) + (r["op"], r["threads"], r["cache"]): r["result"]["items_per_s"] for r in rows}
-    print("\nfiles/s (ratio to native), %d files of ~%s KB, warm runs of %s s:" % (d["files"], d["mean_kb"], d["seconds"]))
-    head = "%-22s" % "config" + "".join("%24s" % t for t in targets)
-    print(head)
+        if r["target"] == "native":
+            native_label = r["label"]
+        runs.setdefault((r["label"],) + c, {})[r.get("round", 1)] = r["result"]["items_per_s"]
+    rate = {k: statistics.median(v.values()) for k, v in runs.items()}
+    print("\nfiles/s, median of %d round(s) (ratio of medians to native), %d files of ~%s KB, "
+          "warm runs of %s s:" % (d.get("rounds", 1), d["files"], d["mean_kb"], d["seconds"]))
+    print("%-22s" % "config" + "".join("%24s" % t for t in targets))
     for c in configs:
-        line = "%-22s" % ("%s %d thr %s" % (c[0], c[1], c[2]))
+        line = "%-22s" % ("%s %d thr %s" % c)
+        n = rate.get((native_label,) + c)
         for t in targets:
             v = rate.get((t,) + c)
-            n = native.get(c)
             line += "%24s" % ("-" if v is None else "%.0f (%.2fx)" % (v, v / n if n else 0))
         print(line)
+    print("\neach round's ratio to native (the same round's native run):")
+    for t in targets:
+        if t == native_label:
+            continue
+        for c in configs:
+            own, base = runs.get((t,) + c, {}), runs.get((native_label,) + c, {})
+            ratios = ["%.2f" % (own[k] / base[k]) for k in sorted(own) if base.get(k)]
+            if ratios:
+                print("  %-16s %-22s %s" % (t, "%s %d thr %s" % c, ", ".join(ratios)))
     if not shutil.which("gnuplot"):
         print("(gnuplot not installed: no plot)")
         return 0
