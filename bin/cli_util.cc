@@ -131,10 +131,6 @@ std::string CheckPositive(std::string& value) {
   return "";
 }
 
-}  // namespace fanstore::cli
-
-namespace fanstore::cli {
-
 Result<std::string> AbsolutePath(const std::string& what, const std::string& path) {
   std::error_code ec;
   const std::filesystem::path abs = std::filesystem::absolute(path, ec);

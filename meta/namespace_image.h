@@ -84,6 +84,12 @@ struct ImageEntry {
   uint16_t reserved;
 };
 static_assert(sizeof(ImageEntry) == 64);
+
+// st_nlink of an entry: a directory's count, 1 for files and symlinks (whose bytes there
+// are their checksum).
+inline uint32_t LinkCount(const ImageEntry& e) {
+  return e.kind == static_cast<uint8_t>(Kind::kDir) ? e.nlink : 1;
+}
 static_assert(kMaxPartitions - 1 <= std::numeric_limits<decltype(ImageEntry::partition)>::max(),
               "every partition id must fit in an image entry");
 

@@ -175,7 +175,7 @@ void FillStatOf(uint32_t idx, struct stat* st) noexcept {
   const meta::ImageEntry& e = g_prefilter.entries[idx];
   st->st_dev = kDev;
   st->st_ino = idx + 1;
-  st->st_nlink = e.kind == static_cast<uint8_t>(meta::Kind::kDir) ? e.nlink : 1;
+  st->st_nlink = meta::LinkCount(e);
   st->st_mode = e.mode;
   st->st_uid = e.uid;
   st->st_gid = e.gid;
@@ -202,7 +202,7 @@ void FillStatxOf(uint32_t idx, void* buf) noexcept {
   auto put64 = [&](int off, uint64_t v) { *reinterpret_cast<uint64_t*>(b + off) = v; };
   put32(0, 0x7ff);  // STATX_BASIC_STATS
   put32(4, 4096);
-  put32(16, e.kind == static_cast<uint8_t>(meta::Kind::kDir) ? e.nlink : 1);
+  put32(16, meta::LinkCount(e));
   put32(20, e.uid);
   put32(24, e.gid);
   *reinterpret_cast<uint16_t*>(b + 28) = static_cast<uint16_t>(e.mode);
