@@ -13,6 +13,7 @@
 # Usage: bench/compare.sh [--files N] [--mean-kb K] [--seconds S] [--rounds R] [--work DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 files=22000 mean_kb=85 seconds=2 rounds=3 work=bench/work
 while [ $# -gt 0 ]; do
   case $1 in
@@ -87,10 +88,7 @@ else
 fi
 if [ -x "$FANRUN" ]; then
   packed=$work/compare-packed
-  # (packed again when left over from format 1, which block-aligned every raw file)
-  if [ -f "$packed/part-00000.fsb" ] && [ "$(od -An -tu4 -j8 -N4 "$packed/part-00000.fsb" | tr -d ' ')" = 1 ]; then
-    rm -rf "$packed"
-  fi
+  drop_format_1 "$packed"
   [ -f "$packed/manifest" ] || "$FANSTORE" pack -q "$tree" "$packed"
   targets+=("fanstore	fanstore	$FANRUN	--data	$packed	--	$FSBENCH	$tree")
 else

@@ -23,6 +23,7 @@
 #                       [--work DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 files=8000 mean_kb=32 sizes="10000 100000 1280000" rounds=3 work=bench/work
 while [ $# -gt 0 ]; do
   case $1 in
@@ -45,13 +46,6 @@ mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 tree=$work/scale-$files-$mean_kb
 [ -d "$tree" ] || bench/gen_dataset.py imagenet "$tree" --files "$files" --classes 50 --mean-kb "$mean_kb" --val-fraction 0
 packed=$tree.packed
-# A dataset left over from format 1 (which spent a 4 KiB block on every tiny raw file) is
-# packed again, so that every figure is of the current format.
-drop_format_1() {
-  if [ -f "$1/part-00000.fsb" ] && [ "$(od -An -tu4 -j8 -N4 "$1/part-00000.fsb" | tr -d ' ')" = 1 ]; then
-    rm -rf "$1"
-  fi
-}
 drop_format_1 "$packed"
 [ -d "$packed" ] || $FANSTORE pack -q "$tree" "$packed" --partitions 16
 mnt=$work/scale-mnt
