@@ -204,15 +204,21 @@ TEST_F(Corruption, RandomDamageNeverCrashes) {
 // A record the rest of the system cannot hold, with valid checksums (as a packer with a bug
 // would write it), is refused when the partition is opened: a mode beyond st_mode's 16 bits
 // (namespace images keep 16).
-TEST(RecordChecks, AModeBeyondSixteenBitsIsRefused) {
-  TempDir t;
-  const std::string file = t / "part-00000.fsb";
-  PartitionWriter w;
-  ASSERT_TRUE(w.Open(file, 0, 2, 0, 1).ok());
+// Opens a one-partition dataset's partition at `file` with its root directory added: the
+// records after it are the test's.
+void StartPartition(PartitionWriter& w, const std::string& file) {
+  ASSERT_TRUE(w.Open(file, 0, 1, 0, 1).ok());
   Member root;
   root.kind = Kind::kDir;
   root.mode = 040755;
   ASSERT_TRUE(w.Add(root).ok());
+}
+
+TEST(RecordChecks, AModeBeyondSixteenBitsIsRefused) {
+  TempDir t;
+  const std::string file = t / "part-00000.fsb";
+  PartitionWriter w;
+  ASSERT_NO_FATAL_FAILURE(StartPartition(w, file));
   Member odd;
   odd.path = "odd";
   odd.mode = 0x10000 | 0100644;
@@ -231,24 +237,24 @@ TEST(RecordChecks, ABlockOfRawDataOffItsBoundaryIsRefused) {
     TempDir t;
     const std::string file = t / "part-00000.fsb";
     PartitionWriter w;
-    ASSERT_TRUE(w.Open(file, 0, 1, 0, 1).ok());
-    Member root;
-    root.kind = Kind::kDir;
-    root.mode = 040755;
-    ASSERT_TRUE(w.Add(root).ok());
+    ASSERT_NO_FATAL_FAILURE(StartPartition(w, file));
     const std::vector<uint8_t> tiny(5, 'x'), data(size, 'y');
     Member a;
     a.path = "a";
     a.mode = 0100644;
     a.size = a.stored_size = tiny.size();
-    a.data_offset = *w.BeginData(Codec::kRaw, tiny.size());
+    auto at = w.BeginData(Codec::kRaw, tiny.size());
+    ASSERT_TRUE(at.ok());
+    a.data_offset = *at;
     a.crc32c = compress::Crc32c(0, tiny.data(), tiny.size());
     ASSERT_TRUE(w.Write(tiny).ok());
     ASSERT_TRUE(w.Add(a).ok());
     Member b = a;
     b.path = "b";
     b.size = b.stored_size = size;
-    b.data_offset = *w.BeginData(Codec::kRaw, 0);  // as a packer that forgot the alignment
+    at = w.BeginData(Codec::kRaw, 0);  // as a packer that forgot the alignment
+    ASSERT_TRUE(at.ok());
+    b.data_offset = *at;
     b.crc32c = compress::Crc32c(0, data.data(), data.size());
     ASSERT_EQ(b.data_offset, kDataStart + 5);
     ASSERT_TRUE(w.Write(data).ok());
