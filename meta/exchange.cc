@@ -171,7 +171,7 @@ bool BlockDecoder::Next(IndexRecord* rec) {
   uint64_t shared, rest;
   if (!varint(&shared) || !varint(&rest)) return Fail("truncated path");
   if (shared > prev_len_) return Fail("path shares more bytes than the previous one has");
-  if (rest > in.size() - pos_ || shared + rest > 65535) return Fail("bad path length");
+  if (rest > in.size() - pos_ || shared + rest > kMaxPathBytes) return Fail("bad path length");
   const uint64_t path_len = shared + rest;
   if (path_len > b_.string_bytes - out_) return Fail("more path bytes than the header says");
   char* path = dst_ + out_;

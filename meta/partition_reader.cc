@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -91,8 +92,10 @@ Status PartitionReader::Open(const std::string& file) {
 std::string PartitionReader::Where(size_t i) const {
   const IndexRecord r = IndexRecord::DecodeFrom(index_.data() + i * IndexRecord::kSize);
   std::string path = "#" + std::to_string(i);
+  constexpr size_t kShown = 120;  // a longer path is cut, so the message stays one short line
   if (r.path_offset <= strings_.size() && r.path_length <= strings_.size() - r.path_offset)
-    path = "'" + strings_.substr(r.path_offset, r.path_length) + "'";
+    path = "'" + strings_.substr(r.path_offset, std::min<size_t>(r.path_length, kShown)) +
+           (r.path_length > kShown ? "...'" : "'");
   return name_ + ": member " + path;
 }
 
@@ -104,6 +107,7 @@ Status PartitionReader::CheckRecords() {
     auto bad = [&](const char* why) { return Status::Error(Where(i) + ": " + why); };
     if (r.path_offset > strings_.size() || r.path_length > strings_.size() - r.path_offset)
       return bad("path outside the string table");
+    if (r.path_length > kMaxPathBytes) return bad("path longer than 65535 bytes");
     const std::string_view path(strings_.data() + r.path_offset, r.path_length);
     if (!IsValidMemberPath(path)) return bad("malformed path");
     if (i > 0 && path <= prev) return bad("index not in path order");

@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <climits>
 
+#include "meta/format.h"
+
 namespace fanstore::meta {
 namespace {
 
@@ -59,6 +61,11 @@ struct Walker {
     Status result;
     for (const std::string& n : names) {
       const std::string child = rel.empty() ? n : rel + "/" + n;
+      if (child.size() > kMaxPathBytes) {  // the format's limit; shown cut, it is that long
+        result = Status::Error(root + "/" + child.substr(0, 120) +
+                               "...: path longer than 65535 bytes inside the dataset (the format's limit)");
+        break;
+      }
       struct stat st;
       if (::fstatat(::dirfd(d), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
         result = Status::FromErrno(Show(child), errno);

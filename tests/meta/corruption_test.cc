@@ -230,6 +230,32 @@ TEST(RecordChecks, AModeBeyondSixteenBitsIsRefused) {
   EXPECT_NE(s.message().find("mode beyond st_mode's 16 bits"), std::string::npos) << s.message();
 }
 
+// A path longer than the format's 65535 bytes (as a packer with a bug would write it) is
+// refused when the partition is opened, with the path cut in the message; 65535 is fine.
+TEST(RecordChecks, APathOverTheFormatsLimitIsRefused) {
+  for (const uint64_t length : {kMaxPathBytes, kMaxPathBytes + 1}) {
+    TempDir t;
+    const std::string file = t / "part-00000.fsb";
+    PartitionWriter w;
+    ASSERT_NO_FATAL_FAILURE(StartPartition(w, file));
+    Member empty;
+    empty.path = std::string(length, 'p');
+    empty.mode = 0100644;
+    ASSERT_TRUE(w.Add(empty).ok());
+    ASSERT_TRUE(w.Finish().ok());
+    PartitionReader r;
+    const Status s = r.Open(file);
+    if (length == kMaxPathBytes) {
+      EXPECT_TRUE(s.ok()) << s.message().substr(0, 300);
+      continue;
+    }
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("path longer than 65535 bytes"), std::string::npos)
+        << s.message().substr(0, 300);
+    EXPECT_LT(s.message().size(), 400u);
+  }
+}
+
 // Raw members under a block are packed tight; one of a block or more off a block boundary
 // (which could not be mapped straight from the blob) is refused.
 TEST(RecordChecks, ABlockOfRawDataOffItsBoundaryIsRefused) {

@@ -229,23 +229,30 @@ TEST(Pack, OutputIsByteIdenticalAcrossRunsAndThreadCounts) {
     EXPECT_EQ(testing::ReadFile(t / ("a/" + n)), testing::ReadFile(t / ("b/" + n))) << n;
 }
 
-TEST(Pack, DeepPathsBeyondPathMaxArePacked) {
-  TempDir t;
-  fs::create_directories(t / "src");
-  int fd = ::open((t / "src").c_str(), O_RDONLY | O_DIRECTORY);
-  const std::string comp(60, 'd');
+// Makes `depth` nested directories named `comp` under `dir` (with openat, so the depth is
+// not limited by PATH_MAX) and a 4-byte file "leaf.txt" in the last; returns the last
+// directory's path relative to `dir`.
+std::string MakeDeepTree(const std::string& dir, const std::string& comp, int depth) {
+  fs::create_directories(dir);
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   std::string rel;
-  for (int i = 0; i < 80; ++i) {  // 80 * 61 bytes > PATH_MAX
-    ASSERT_EQ(::mkdirat(fd, comp.c_str(), 0755), 0);
+  for (int i = 0; i < depth && fd >= 0; ++i) {
+    EXPECT_EQ(::mkdirat(fd, comp.c_str(), 0755), 0);
     const int next = ::openat(fd, comp.c_str(), O_RDONLY | O_DIRECTORY);
     ::close(fd);
     fd = next;
     rel += (rel.empty() ? "" : "/") + comp;
   }
   const int f = ::openat(fd, "leaf.txt", O_WRONLY | O_CREAT, 0644);
-  ASSERT_EQ(::write(f, "deep", 4), 4);
+  EXPECT_EQ(::write(f, "deep", 4), 4);
   ::close(f);
   ::close(fd);
+  return rel;
+}
+
+TEST(Pack, DeepPathsBeyondPathMaxArePacked) {
+  TempDir t;
+  const std::string rel = MakeDeepTree(t / "src", std::string(60, 'd'), 80);  // 80 * 61 bytes
   ASSERT_GT(rel.size(), static_cast<size_t>(PATH_MAX));
   auto st = Pack(Options(t / "src", t / "out"));
   ASSERT_TRUE(st.ok()) << st.status().message();
@@ -283,6 +290,25 @@ TEST(PackBadInput, MissingSourceIsNamed) {
   const Status s = PackError(Options(t / "nope", t / "out"));
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.message(), t / "nope" + ": No such file or directory");
+  EXPECT_FALSE(fs::exists(t / "out"));
+}
+
+// Namespace images keep a path's length in 16 bits: a deeper path fails the pack with one
+// short line naming it (cut), and no output is left, rather than a dataset that every
+// start-up would refuse.
+TEST(PackBadInput, APathOverTheFormatsLimitIsNamedAndLeavesNoOutput) {
+  TempDir t;
+  // 256 directories of 255 bytes: the last one's path is 65535 bytes, its leaf's longer.
+  const std::string rel = MakeDeepTree(t / "src", std::string(255, 'd'), 256);
+  ASSERT_EQ(rel.size(), kMaxPathBytes);
+  const Status s = PackError(Options(t / "src", t / "out"));
+  EXPECT_EQ(std::system(("rm -rf '" + t / "src" + "'").c_str()), 0);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("path longer than 65535 bytes inside the dataset"), std::string::npos)
+      << s.message().substr(0, 300);
+  EXPECT_EQ(s.message().rfind(t / "src/ddd", 0), 0u) << s.message().substr(0, 300);
+  EXPECT_LT(s.message().size(), 400u);
+  EXPECT_EQ(s.message().find('\n'), std::string::npos);
   EXPECT_FALSE(fs::exists(t / "out"));
 }
 
