@@ -16,6 +16,11 @@ bool IsValidMemberPath(std::string_view path) {
   }
 }
 
+std::string ShownPath(std::string_view path) {
+  constexpr size_t kShown = 120;
+  return path.size() <= kShown ? std::string(path) : std::string(path.substr(0, kShown)) + "...";
+}
+
 std::vector<std::string_view> SplitPath(std::string_view p) {
   std::vector<std::string_view> out;
   size_t i = 0;

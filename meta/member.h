@@ -31,6 +31,10 @@ struct Member {
 // "." or ".." component, no NUL. The root is "".
 bool IsValidMemberPath(std::string_view path);
 
+// `path` for an error message: its first 120 bytes and "..." when it is longer, so that the
+// message stays one short line (member paths may be up to kMaxPathBytes).
+std::string ShownPath(std::string_view path);
+
 // The non-empty components of a '/'-separated path, in order ("a//b/" -> {"a", "b"}).
 std::vector<std::string_view> SplitPath(std::string_view path);
 

@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -92,10 +91,8 @@ Status PartitionReader::Open(const std::string& file) {
 std::string PartitionReader::Where(size_t i) const {
   const IndexRecord r = IndexRecord::DecodeFrom(index_.data() + i * IndexRecord::kSize);
   std::string path = "#" + std::to_string(i);
-  constexpr size_t kShown = 120;  // a longer path is cut, so the message stays one short line
   if (r.path_offset <= strings_.size() && r.path_length <= strings_.size() - r.path_offset)
-    path = "'" + strings_.substr(r.path_offset, std::min<size_t>(r.path_length, kShown)) +
-           (r.path_length > kShown ? "...'" : "'");
+    path = "'" + ShownPath(std::string_view(strings_).substr(r.path_offset, r.path_length)) + "'";
   return name_ + ": member " + path;
 }
 

@@ -61,9 +61,10 @@ struct Walker {
     Status result;
     for (const std::string& n : names) {
       const std::string child = rel.empty() ? n : rel + "/" + n;
-      if (child.size() > kMaxPathBytes) {  // the format's limit; shown cut, it is that long
-        result = Status::Error(root + "/" + child.substr(0, 120) +
-                               "...: path longer than 65535 bytes inside the dataset (the format's limit)");
+      if (child.size() > kMaxPathBytes) {
+        result =
+            Status::Error(ShownPath(Show(child)) +
+                          ": path longer than 65535 bytes inside the dataset (the format's limit)");
         break;
       }
       struct stat st;

@@ -152,7 +152,8 @@ TEST_P(PackRoundTrip, RawMembersOfABlockAreAlignedAndSmallerOnesTight) {
   TempDir t;
   MakeEdgeTree(t / "src");
   for (int i = 1; i <= 20; ++i)
-    testing::WriteFile(fs::path(t / "src/tiny") / std::to_string(i), testing::RandomBytes(i * 50, i));
+    testing::WriteFile(fs::path(t / "src/tiny") / std::to_string(i),
+                       testing::RandomBytes(i * 50, i));
   PackOptions o = Options(t / "src", t / "out");
   o.compress = *CompressMode::Parse(GetParam());
   ASSERT_TRUE(Pack(o).ok());
