@@ -63,7 +63,7 @@ struct Builder {
         e.mtime_ns = r.mtime_ns;
         e.stored_size = r.stored_size;
         e.path_off = static_cast<uint32_t>(string_pos + r.path_offset);
-        e.path_len = static_cast<uint16_t>(r.path_length);  // (the exchange's are <= 65535)
+        e.path_len = static_cast<uint16_t>(r.path_length);  // (<= kMaxPathBytes: the exchange's)
         e.mode = static_cast<uint16_t>(r.mode);
         e.uid = r.uid;
         e.gid = r.gid;

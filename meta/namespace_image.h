@@ -77,7 +77,7 @@ struct ImageEntry {
   uint32_t parent;    // entry index (the root is its own parent)
   uint32_t uid, gid;
   uint32_t partition;
-  uint16_t path_len;  // (the exchange carries paths of at most 65535 bytes)
+  uint16_t path_len;  // (paths are at most kMaxPathBytes, checked where they are read)
   uint16_t mode;      // st_mode (type and permission bits fit 16 bits)
   uint8_t kind;       // Kind
   uint8_t codec;      // Codec
@@ -90,6 +90,8 @@ static_assert(sizeof(ImageEntry) == 64);
 inline uint32_t LinkCount(const ImageEntry& e) {
   return e.kind == static_cast<uint8_t>(Kind::kDir) ? e.nlink : 1;
 }
+static_assert(kMaxPathBytes <= std::numeric_limits<decltype(ImageEntry::path_len)>::max(),
+              "every member path's length must fit in an image entry");
 static_assert(kMaxPartitions - 1 <= std::numeric_limits<decltype(ImageEntry::partition)>::max(),
               "every partition id must fit in an image entry");
 

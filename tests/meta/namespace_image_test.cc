@@ -194,15 +194,15 @@ TEST_F(NamespaceImageTest, ValuesAnEntryCannotHoldAreRefused) {
                                       "' of partition 0 has an invalid mode"),
             std::string::npos)
       << r.status().message();
-  // Paths: the exchange carries at most 65535 bytes, all of which an entry's length holds.
+  // Paths: the exchange carries at most kMaxPathBytes, all of which an entry's length holds.
   ms = MembersOf(ds_->partitions()[0]);
-  const std::string long_path = std::string(ms.back().path) + std::string(65536, 'x');
+  const std::string long_path = std::string(ms.back().path) + std::string(kMaxPathBytes + 1, 'x');
   ms.back().path = long_path;
   r = BuildNamespaceImage(Block(0, ms), parts, 1);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("bad path length"), std::string::npos)  // (the exchange's)
       << r.status().message();
-  const std::string longest = long_path.substr(0, 65535);  // the longest the exchange carries
+  const std::string longest = long_path.substr(0, kMaxPathBytes);  // the longest the exchange carries
   ms.back().path = longest;
   r = BuildNamespaceImage(Block(0, ms), parts, 1);
   ASSERT_TRUE(r.ok()) << r.status().message();
