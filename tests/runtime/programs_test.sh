@@ -144,23 +144,22 @@ assert r['opens'] >= 2 and r['bytes'] >= $(stat -c %s "$T/meta/numbers.txt") and
 [ "$(grep -c '"bytes": [1-9]' "$S/stats.rel" 2>/dev/null)" -ge 1 ] && ok ||
   bad "--stats with a relative path: the reader's line is missing: $(cat "$S/stats.rel" 2>&1)"
 # ... and one that cannot be made absolute (fanrun's directory is gone) is one clear error
-# before CMD runs, not an abort.
-mkdir "$S/gone"
-out=$(cd "$S/gone" && rmdir "$S/gone" && "$FANRUN" --data "$S/z" --mount "$MNT" --stats stats.rel -- touch "$S/ran" 2>&1)
-rc=$?
-[ $rc -eq 125 ] && [ "$out" = "fanrun: --stats stats.rel: No such file or directory" ] && [ ! -e "$S/ran" ] && ok ||
-  bad "--stats relative to a removed directory: exit $rc, '$out'"
-# So are a relative --data and --local-dir there (fanrun aborted on the first before).
-mkdir "$S/gone"
-out=$(cd "$S/gone" && rmdir "$S/gone" && "$FANRUN" --data z --mount "$MNT" -- touch "$S/ran" 2>&1)
-rc=$?
-[ $rc -eq 125 ] && [ "$out" = "fanrun: z: No such file or directory" ] && [ ! -e "$S/ran" ] && ok ||
-  bad "--data relative to a removed directory: exit $rc, '$out'"
-mkdir "$S/gone"
-out=$(cd "$S/gone" && rmdir "$S/gone" && "$FANRUN" --data "$S/z" --local-dir rel --mount "$MNT" -- touch "$S/ran" 2>&1)
-rc=$?
-[ $rc -eq 125 ] && [ "$out" = "fanrun: --local-dir rel: No such file or directory" ] && [ ! -e "$S/ran" ] && ok ||
-  bad "--local-dir relative to a removed directory: exit $rc, '$out'"
+# before CMD runs, not an abort; so are a relative --data and --local-dir there (fanrun
+# aborted on the first before).
+# from_removed_dir WHAT LINE FANRUN-ARGS...: fanrun started in a directory removed under it
+# exits 125 with exactly LINE, and CMD (touch $S/ran) does not run.
+from_removed_dir() {
+  local what=$1 line=$2 out rc
+  shift 2
+  mkdir "$S/gone"
+  out=$(cd "$S/gone" && rmdir "$S/gone" && "$FANRUN" "$@" --mount "$MNT" -- touch "$S/ran" 2>&1)
+  rc=$?
+  [ $rc -eq 125 ] && [ "$out" = "$line" ] && [ ! -e "$S/ran" ] && ok ||
+    bad "$what relative to a removed directory: exit $rc, '$out'"
+}
+from_removed_dir --stats "fanrun: --stats stats.rel: No such file or directory" --data "$S/z" --stats stats.rel
+from_removed_dir --data "fanrun: z: No such file or directory" --data z
+from_removed_dir --local-dir "fanrun: --local-dir rel: No such file or directory" --data "$S/z" --local-dir rel
 
 # Cold data: with the blobs' pages dropped (inside the job: fanrun's start-up reads the
 # indexes), member reads go to the device through io_uring (counted as device_reads) and
