@@ -1,5 +1,6 @@
-// Reading a member's bytes: raw members straight from their blob (copied from a mapping of
-// the blob when its pages are cached; else io_uring, one ring per thread, re-created after
+// Reading a member's bytes: raw members straight from their blob (a member this process
+// reads again is copied from a mapping of the blob when its pages are cached; else a copy
+// by the kernel, io_uring for pages not cached, one ring per thread, re-created after
 // fork; pread where io_uring is unavailable), compressed members
 // inflated whole with ISA-L and checked against their CRC32C (raw ones too with
 // FANSTORE_VERIFY=all). A read that does not take a small member whole at once loads the
@@ -33,6 +34,10 @@ struct MemberSource {
 // 0 or a negative errno. `want_fd`: a descriptor even for a member in the node cache.
 long OpenSource(uint32_t entry, MemberSource* out, bool want_fd = false);
 void CloseSource(const MemberSource& src);
+
+// In a fork child (the atfork handler): forgets which members the parent had read, whose
+// pages the child has not mapped.
+void MemberIoAfterFork();
 
 struct IoStats {
   uint64_t reads = 0, bytes = 0, inflates = 0, inflate_ns = 0, cache_hits = 0, errors = 0;

@@ -16,6 +16,7 @@
 #include "intercept/raw_syscall.h"
 #include "io/resident.h"
 #include "runtime/fd_table.h"
+#include "runtime/member_io.h"
 
 namespace fanstore::runtime {
 namespace {
@@ -26,6 +27,7 @@ void AfterFork() {
   if (!g_state) return;
   g_state->pid.store(static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)));
   Fds().OnForkChild();  // the child's copies of virtual fds refer to the descriptions too
+  MemberIoAfterFork();
 }
 
 }  // namespace

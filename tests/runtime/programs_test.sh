@@ -193,14 +193,20 @@ stat_sum() {  # stat_sum STATS-FILE FIELD: the field summed over every process's
 }
 # read_all PACKED OUT STATS [FIRST]: under fanrun, FIRST (a shell command) and then md5sum of
 # every file in the mount, sorted, into OUT; the processes' statistics into STATS.
+# TWICE=1: every file is read twice in a row by the same md5sum process (its output lines
+# made unique again).
 read_all() {
   rm -f "$3"
+  local dup=cat
+  [ "${TWICE:-0}" = 1 ] && dup="sed -z p"
   "$FANRUN" --data "$S/$1" --mount "$MNT" --stats "$3" -- bash -c \
-    "${4:-true} && cd '$MNT' && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum" >"$2"
+    "${4:-true} && cd '$MNT' && find . -type f -print0 | LC_ALL=C sort -z | $dup | xargs -0 md5sum | uniq" >"$2"
 }
 (cd "$T" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) >"$S/md5.native"
-# Warm data, read a second time (pages cached now), is copied from a mapping of the blob
-# (mapped_reads), with the same bytes.
+# Warm data (pages cached now) read for the first time in a process is read, not copied
+# from a mapping of the blob: a new process would have to map every page first. Read
+# again by the same process, it is copied from the mapping (mapped_reads), with the same
+# bytes.
 # Readahead is off for the cold pass: the fadvise(WILLNEED) around the first cold member is
 # asynchronous, and a slow process (TSan) saw it complete before the member's own
 # RWF_NOWAIT read, which then found the pages cached and read the whole blob without one
@@ -225,9 +231,41 @@ for packed in raw z; do
   fi
   read_all $packed "$S/md5.warm" "$S/stats.warm"
   cmp -s "$S/md5.native" "$S/md5.warm" && ok || bad "warm reads ($packed): $(diff "$S/md5.native" "$S/md5.warm" | head -4)"
+  [ "$(stat_sum "$S/stats.warm" mapped_reads)" = 0 ] && ok ||
+    bad "warm first reads ($packed) are reads, not copies from the mapped blob: $(cat "$S/stats.warm")"
+  TWICE=1 read_all $packed "$S/md5.warm" "$S/stats.warm"
+  cmp -s "$S/md5.native" "$S/md5.warm" && ok || bad "warm reads, twice ($packed): $(diff "$S/md5.native" "$S/md5.warm" | head -4)"
   [ "$(stat_sum "$S/stats.warm" mapped_reads)" -gt 0 ] && ok ||
-    bad "warm reads ($packed) copied from the mapped blob: $(cat "$S/stats.warm")"
+    bad "warm second reads ($packed) copied from the mapped blob: $(cat "$S/stats.warm")"
 done
+
+# A fork child inherits which members its parent read but not the parent's page-table
+# entries for the blob: its first reads are reads again (no mapped_reads), while the
+# parent's second reads are copied from the mapping.
+cat >"$S/fork_reads.py" <<'EOF2'
+import os, sys
+files = sys.argv[1:]
+def read_all():
+    for f in files:
+        open(f, 'rb').read()
+read_all()
+pid = os.fork()
+if pid == 0:
+    read_all()
+    os._exit(0)
+os.waitpid(pid, 0)
+read_all()
+print(os.getpid(), pid)
+EOF2
+rm -f "$S/stats.fork"
+"$FANRUN" --data "$S/raw" --mount "$MNT" --stats "$S/stats.fork" -- bash -c \
+  "cd '$MNT' && find train -type f -print0 | xargs -0 $PY '$S/fork_reads.py'" >"$S/fork.out"
+read -r parent child <"$S/fork.out"
+mapped_of() {  # mapped_of PID: mapped_reads of that process's statistics line
+  $PY -c "import json, sys; print([json.loads(l)['mapped_reads'] for l in open(sys.argv[1]) if json.loads(l)['pid'] == int(sys.argv[2])])" "$S/stats.fork" "$1"
+}
+[ "$(mapped_of "$child")" = "[0]" ] && ok || bad "a fork child's first reads are reads: $(cat "$S/stats.fork")"
+case $(mapped_of "$parent") in "[0]" | "[]") bad "the parent's second reads are mapped: $(cat "$S/stats.fork")" ;; *) ok ;; esac
 
 # Readahead around cold members: with 1 MiB the neighbours of a member read from the device
 # are cached by the time they are read, so far fewer reads go to the device than with none
@@ -260,7 +298,8 @@ fi
 cat >"$S/cut.py" <<'EOF2'
 import os, sys
 blob, files = sys.argv[1], sorted(sys.argv[2:])
-for f in files:  # every member read once: the blob is mapped and its pages cached
+for f in files:  # every member read twice: its pages cached, then mapped by this process
+    open(f, 'rb').read()
     open(f, 'rb').read()
 os.truncate(blob, 8192)
 ok = eio = 0
