@@ -160,16 +160,18 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
 // dominates there).
 constexpr size_t kViewMax = 4u << 20;
 
-// The first read of a member in a process is a read, not a copy from the mapping: a new
-// process has no page-table entries for the blob, and mapping pages cached as 4 KiB folios
-// costs more than the kernel's copy (a fault per 16 pages, each page mapped, counted and
-// unmapped again at exit). A DataLoader worker started for each epoch reads each member
-// once, so all its reads stay reads; a member read again in the same process is copied
-// from the mapping, its pages then mapped once for the reads after. (New process, 22,000
-// files of 85 KiB: 61-75 k files/s read against 44-50 k mapped from ext4's page cache,
-// 63-74 k against 51-61 k from tmpfs; docs/design.md.) One bit per entry, in anonymous
-// memory made on first use (untouched pages cost nothing) and cleared in a fork child,
-// which inherits the bits but not the parent's page-table entries of the shared mapping.
+// The first read of a member in a process is a read, not a copy from the mapping, where
+// the blob's pages must be checked with mincore (a blob in the page cache, not one of
+// fanrun's staged tmpfs copies): in a new process, which has no page-table entries for the
+// blob, mincore looks every page up in the page cache and the copy then faults each in;
+// the kernel's copy is cheaper. A DataLoader worker started for each epoch reads each
+// member once, so all its reads stay reads; a member read again in the same process is
+// copied from the mapping, its pages then mapped once for the reads after. (New process,
+// 22,000 files of 85 KiB in ext4's page cache: 73-77 k files/s against 38-63 k. Staged
+// blobs need no mincore, and there the mapping wins from the first read: 144-146 k against
+// 106-110 k; docs/design.md.) One bit per entry, in anonymous memory made on first use
+// (untouched pages cost nothing) and cleared in a fork child, which inherits the bits but
+// not the parent's page-table entries of the shared mapping.
 std::atomic<std::atomic<uint64_t>*> s_read_before{nullptr};
 
 size_t ReadBeforeBytes(const State& s) {
@@ -196,11 +198,14 @@ bool ReadBefore(const State& s, uint32_t entry) {
   return bits[entry / 64].fetch_or(bit, std::memory_order_relaxed) & bit;
 }
 
-const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len) {
+// `entry`: the member whose bytes these are, for the first-read rule above (kNoEntry: a
+// range of a large member, always copied from the mapping when cached).
+const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len, uint32_t entry) {
   if (len == 0 || len > kViewMax || !s.mapped_reads) return nullptr;
   uint64_t size = 0;
   bool resident = false;
   const uint8_t* map = s.BlobMap(partition, &size, &resident);
+  if (!resident && entry != meta::kNoEntry && !ReadBefore(s, entry)) return nullptr;
   unsigned char vec[kViewMax / io::kResidentPage + 2];
   const uint8_t* view = io::ResidentBytes(map, size, off, len, resident, vec, [](const uint8_t* at, uint64_t n, unsigned char* v) {
     return intercept::RawSyscall6(SYS_mincore, reinterpret_cast<long>(at), static_cast<long>(n),
@@ -232,9 +237,8 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
   Closer closer{src};
   const int fd = src.fd;
   const uint8_t* view = src.bytes ? src.bytes
-                        : src.owned || !ReadBefore(s, entry)
-                            ? nullptr
-                            : ResidentView(s, e.partition, src.base, e.stored_size);
+                        : src.owned ? nullptr
+                                    : ResidentView(s, e.partition, src.base, e.stored_size, entry);
   if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
     long n;
     if (view) {
@@ -287,7 +291,8 @@ long ReadRange(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
     Closer closer{src};
     if (const uint8_t* view = src.bytes ? src.bytes + off
                               : src.owned ? nullptr
-                                          : ResidentView(s, e.partition, src.base + off, n)) {
+                                          : ResidentView(s, e.partition, src.base + off, n,
+                                                         meta::kNoEntry)) {
       std::memcpy(dst, view, n);
       r = SourceStill(src) ? static_cast<long>(n) : kStale;
     } else {

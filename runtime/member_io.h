@@ -1,7 +1,8 @@
-// Reading a member's bytes: raw members straight from their blob (a member this process
-// reads again is copied from a mapping of the blob when its pages are cached; else a copy
-// by the kernel, io_uring for pages not cached, one ring per thread, re-created after
-// fork; pread where io_uring is unavailable), compressed members
+// Reading a member's bytes: raw members straight from their blob (copied from a mapping
+// of the blob when its pages are cached, from the first read for staged blobs and from the
+// second read in a process for others; else a copy by the kernel, io_uring for pages not
+// cached, one ring per thread, re-created after fork; pread where io_uring is
+// unavailable), compressed members
 // inflated whole with ISA-L and checked against their CRC32C (raw ones too with
 // FANSTORE_VERIFY=all). A read that does not take a small member whole at once loads the
 // member into a small per-process cache, so Python's and PIL's many short reads are

@@ -8,7 +8,8 @@
 //   FANSTORE_READAHEAD  bytes prefetched around a member read from the device, or auto
 //                    (default: 1 MiB when the node's blobs fit in half of the memory)
 //   FANSTORE_MAPPED_READS  0: never copy page-cached members from a mapping of the blob
-//                    (by default, a member a process reads again is copied from it)
+//                    (by default: every read of a staged blob, the second and later reads
+//                    of a member in a process otherwise)
 //   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
 //   FANSTORE_NODE_CACHE  the agent's node cache directory (its arena of members fetched before)
 //   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
