@@ -104,7 +104,11 @@ expect_err_line "$S/src/manifest: No such file or directory" "non-dataset error 
 cp -r "$S/data" "$S/damaged"
 member=$("$FANSTORE" stat "$S/damaged" big.bin | awk '/Offset/ {print $2}')
 part=$("$FANSTORE" stat "$S/damaged" big.bin | awk '/Partition/ {print $2}')
-printf 'X' | dd of="$S/damaged/$part" bs=1 seek=$((member + 1000)) conv=notrunc status=none
+# (the byte there is random: it is replaced by its complement, so the write always changes it)
+at=$((member + 1000))
+byte=$(od -An -tu1 -j "$at" -N1 "$S/damaged/$part" | tr -d ' ')
+printf "\\$(printf '%03o' $((255 - byte)))" | dd of="$S/damaged/$part" bs=1 seek="$at" conv=notrunc status=none
+cmp -s "$S/data/$part" "$S/damaged/$part" && bad "the damage step changed no byte" || ok
 expect_rc 1 "verify of a damaged partition" -- "$FANSTORE" verify -q "$S/damaged"
 grep -q "$part: member 'big.bin': checksum mismatch" "$S/err" && ok || bad "verify names the member: $(cat "$S/err")"
 expect_rc 1 "cat of a damaged member" -- "$FANSTORE" cat "$S/damaged" big.bin
