@@ -167,7 +167,7 @@ constexpr size_t kViewMax = 4u << 20;
 // the kernel's copy is cheaper. A DataLoader worker started for each epoch reads each
 // member once, so all its reads stay reads; a member read again in the same process is
 // copied from the mapping, its pages then mapped once for the reads after. (New process,
-// 22,000 files of 85 KiB in ext4's page cache: 73-77 k files/s against 38-63 k. Staged
+// 22,000 files of 85 KiB in ext4's page cache: 68-77 k files/s against 38-63 k. Staged
 // blobs need no mincore, and there the mapping wins from the first read: 144-146 k against
 // 106-110 k; docs/design.md.) One bit per entry, in anonymous memory made on first use
 // (untouched pages cost nothing) and cleared in a fork child, which inherits the bits but
