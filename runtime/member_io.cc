@@ -195,7 +195,11 @@ bool ReadBefore(const State& s, uint32_t entry) {
     }
   }
   const uint64_t bit = uint64_t{1} << (entry % 64);
-  return bits[entry / 64].fetch_or(bit, std::memory_order_relaxed) & bit;
+  std::atomic<uint64_t>& word = bits[entry / 64];
+  // A plain load first: re-reads (the common case once warm) write nothing, so threads
+  // reading neighbouring entries do not pass the bitmap's lines back and forth.
+  if (word.load(std::memory_order_relaxed) & bit) return true;
+  return word.fetch_or(bit, std::memory_order_relaxed) & bit;
 }
 
 // `entry`: the member whose bytes these are, for the first-read rule above (kNoEntry: a
