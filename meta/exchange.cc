@@ -111,10 +111,10 @@ Result<std::vector<ExchangeBlock>> SplitBlocks(std::string_view bytes, uint32_t 
       return Status::Error(at + ": partition " + std::to_string(b.partition) + " of " +
                            std::to_string(partitions));
     if (record_bytes > bytes.size() - pos) return Status::Error(at + ": truncated records");
-    // A record takes at least 10 bytes; its path shares at most 65535 bytes with the one
+    // A record takes at least 10 bytes; its path shares at most kMaxPathBytes with the one
     // before, the rest of the path and any target travel in the record.
     if (record_bytes < uint64_t{b.count} * 10 ||
-        b.string_bytes > record_bytes + uint64_t{b.count} * 65535)
+        b.string_bytes > record_bytes + uint64_t{b.count} * kMaxPathBytes)
       return Status::Error(at + ": counts do not match its length");
     b.records = bytes.substr(pos, record_bytes);
     pos += record_bytes;

@@ -104,7 +104,9 @@ Status PartitionReader::CheckRecords() {
     auto bad = [&](const char* why) { return Status::Error(Where(i) + ": " + why); };
     if (r.path_offset > strings_.size() || r.path_length > strings_.size() - r.path_offset)
       return bad("path outside the string table");
-    if (r.path_length > kMaxPathBytes) return bad("path longer than 65535 bytes");
+    if (r.path_length > kMaxPathBytes)
+      return Status::Error(Where(i) + ": path longer than " + std::to_string(kMaxPathBytes) +
+                           " bytes");
     const std::string_view path(strings_.data() + r.path_offset, r.path_length);
     if (!IsValidMemberPath(path)) return bad("malformed path");
     if (i > 0 && path <= prev) return bad("index not in path order");

@@ -62,9 +62,9 @@ struct Walker {
     for (const std::string& n : names) {
       const std::string child = rel.empty() ? n : rel + "/" + n;
       if (child.size() > kMaxPathBytes) {
-        result =
-            Status::Error(ShownPath(Show(child)) +
-                          ": path longer than 65535 bytes inside the dataset (the format's limit)");
+        result = Status::Error(ShownPath(Show(child)) + ": path longer than " +
+                               std::to_string(kMaxPathBytes) +
+                               " bytes inside the dataset (the format's limit)");
         break;
       }
       struct stat st;
