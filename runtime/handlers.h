@@ -26,6 +26,9 @@ long OpenVirtual(uint32_t entry, int flags);
 // mmap of compressed members); returns 0 or -errno.
 long UpgradeToMemfd(long fd);
 long MemfdOf(uint32_t entry, bool cloexec);
+// The application's memory at `src`, copied as the kernel would: false (EFAULT) for a bad
+// pointer, where a plain access would crash.
+bool CopyIn(void* dst, long src, size_t len);
 // Runs a syscall with a path argument replaced (for kRewritten resolutions).
 long WithPath(long nr, const long a[6], int path_arg, const char* path);
 
@@ -40,6 +43,7 @@ HookResult OnGetcwd(const long a[6]);
 HookResult OnStatfs(long nr, const long a[6]);
 HookResult OnXattrPath(long nr, const long a[6]);
 HookResult OnMutationPath(long nr, const long a[6]);
+HookResult OnUtimensat(long nr, const long a[6]);
 HookResult OnExec(long nr, const long a[6]);
 
 // Fd calls.

@@ -5,6 +5,7 @@
 #include <sys/time.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -427,7 +428,26 @@ HookResult OnFdMisc(long nr, const long a[6]) {
     case SYS_readahead:
     case SYS_fsync:
     case SYS_fdatasync:
+    case SYS_syncfs:
       return Handled(0);
+    case SYS_flock: {
+      // Granted at once, shared or exclusive: the data never changes, so a lock has nothing
+      // to protect (HDF5 takes one on every file it opens). LOCK_MAND is accepted and
+      // ignored, as Linux does since 5.15.
+      const long op = a[1];
+      if (op & 32 /* LOCK_MAND */) return Handled(0);
+      const long type = op & ~long{LOCK_NB};
+      return Handled(type == LOCK_SH || type == LOCK_EX || type == LOCK_UN ? 0 : -EINVAL);
+    }
+    case SYS_sync_file_range: {  // (fd, offset, nbytes, flags): nothing is ever dirty
+      const unsigned long valid =
+          SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER;
+      const long off = a[1], end = static_cast<long>(static_cast<unsigned long>(a[1]) +
+                                                     static_cast<unsigned long>(a[2]));
+      if ((static_cast<unsigned long>(a[3]) & ~valid) || off < 0 || end < 0 || end < off)
+        return Err(EINVAL);
+      return Handled(0);
+    }
     case SYS_fgetxattr:
       return Err(ENODATA);
     case SYS_flistxattr:

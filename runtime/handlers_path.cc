@@ -1,13 +1,14 @@
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <linux/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -107,15 +108,18 @@ long OpenVirtual(uint32_t entry, int flags) {
   return fd;
 }
 
-HookResult OnOpenat(long nr, const long a[6]) {
-  const bool at = nr == SYS_openat;
-  const long dirfd = at ? a[0] : AT_FDCWD;
-  const char* path = Str(at ? a[1] : a[0]);
-  const int flags = static_cast<int>(at ? a[2] : a[1]);
+namespace {
+
+// open, openat, creat and openat2 once their arguments are decoded: the call `nr` itself
+// goes to the kernel for a native path, and with the path rewritten (argument `path_arg`)
+// for one that leaves the dataset.
+HookResult OpenPath(long nr, const long a[6], int path_arg, long dirfd, const char* path,
+                    int flags) {
   const bool nofollow = flags & (O_NOFOLLOW | O_PATH);
   const Resolved r = Resolve(dirfd, path, nofollow ? 0 : kFollow);
   if (r.kind == Resolved::kNative) return kPassToKernel;
-  if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, at ? 1 : 0, r.path.c_str()));
+  if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, path_arg, r.path.c_str()));
+  if ((flags & O_TMPFILE) == O_TMPFILE && (flags & O_ACCMODE) == O_RDONLY) return Err(EINVAL);
   if (r.kind == Resolved::kError) {
     if (r.err == ENOENT && (flags & O_CREAT)) {
       const Resolved parent = ResolveParent(dirfd, path);
@@ -128,12 +132,114 @@ HookResult OnOpenat(long nr, const long a[6]) {
   if (IsSymlink(e) && (flags & O_NOFOLLOW) && !(flags & O_PATH)) return Err(ELOOP);
   const int acc = flags & O_ACCMODE;
   if (IsDirEntry(e)) {
+    if ((flags & O_TMPFILE) == O_TMPFILE) return Err(EROFS);  // a file made in the directory
     if (acc != O_RDONLY || (flags & O_TRUNC)) return Err(EISDIR);
   } else {
     if (flags & O_DIRECTORY) return Err(ENOTDIR);
     if (acc != O_RDONLY || (flags & O_TRUNC)) return Err(EROFS);
   }
   return Handled(OpenVirtual(e, flags));
+}
+
+// openat2's struct open_how (linux/openat2.h), checked as the kernel checks it before it
+// resolves anything: 0, or the errno.
+int CheckOpenHow(const long a[6], open_how* how) {
+  const size_t size = static_cast<size_t>(a[3]);
+  if (size < sizeof(open_how)) return EINVAL;
+  if (size > 4096) return E2BIG;
+  if (!CopyIn(how, a[2], sizeof *how)) return EFAULT;
+  char extra[256];  // a larger struct than this kernel's: its tail must be zero
+  for (size_t off = sizeof *how; off < size; off += sizeof extra) {
+    const size_t n = std::min(sizeof extra, size - off);
+    if (!CopyIn(extra, a[2] + static_cast<long>(off), n)) return EFAULT;
+    for (size_t i = 0; i < n; ++i)
+      if (extra[i]) return E2BIG;
+  }
+  constexpr uint64_t kValidFlags = O_ACCMODE | O_CREAT | O_EXCL | O_NOCTTY | O_TRUNC | O_APPEND |
+                                   O_NONBLOCK | O_DSYNC | O_ASYNC | O_DIRECT | O_LARGEFILE |
+                                   O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_PATH |
+                                   O_TMPFILE | O_SYNC;
+  constexpr uint64_t kValidResolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS |
+                                     RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT |
+                                     RESOLVE_CACHED;
+  if ((how->flags & ~kValidFlags) || (how->resolve & ~kValidResolve)) return EINVAL;
+  if ((how->flags & O_CREAT) || (how->flags & O_TMPFILE) == O_TMPFILE) {
+    if (how->mode & ~uint64_t{07777}) return EINVAL;
+  } else if (how->mode != 0) {
+    return EINVAL;
+  }
+  if ((how->flags & O_PATH) && (how->flags & ~uint64_t{O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC}))
+    return EINVAL;
+  if ((how->flags & O_TMPFILE) == O_TMPFILE && (how->flags & O_ACCMODE) == O_RDONLY) return EINVAL;
+  if ((how->resolve & RESOLVE_BENEATH) && (how->resolve & RESOLVE_IN_ROOT)) return EINVAL;
+  if ((how->resolve & RESOLVE_CACHED) && (how->flags & (O_TRUNC | O_CREAT | __O_TMPFILE)))
+    return EAGAIN;
+  return 0;
+}
+
+// Whether resolving `path` from dirfd inside the dataset meets a symlink (what
+// RESOLVE_NO_SYMLINKS forbids; a final one only counts when it would be followed): each
+// prefix is resolved without following its last component, so the first symlink on the
+// way is the one a prefix ends at.
+bool MeetsSymlink(long dirfd, const char* path, bool follow_last) {
+  const std::string p(path);
+  for (size_t end = 0; end != std::string::npos;) {
+    end = p.find('/', end + 1);
+    const bool last = end == std::string::npos || p.find_first_not_of('/', end) == std::string::npos;
+    const std::string prefix = last ? p : p.substr(0, end);
+    const Resolved r = Resolve(dirfd, prefix.c_str(), 0);
+    if (r.kind != Resolved::kVirtual) return false;  // an error or a native part: not ours to say
+    if (IsSymlink(r.entry) && (!last || follow_last)) return true;
+    if (last) break;
+  }
+  return false;
+}
+
+}  // namespace
+
+HookResult OnOpenat(long nr, const long a[6]) {
+  if (nr == SYS_creat)  // creat(path, mode): open(path, O_CREAT | O_WRONLY | O_TRUNC, mode)
+    return OpenPath(nr, a, 0, AT_FDCWD, Str(a[0]), O_CREAT | O_WRONLY | O_TRUNC);
+  if (nr == SYS_openat2) {  // openat2(dirfd, path, how, size)
+    open_how how{};
+    if (const int err = CheckOpenHow(a, &how)) {
+      // (a bad how with a native path is the kernel's to refuse, the same way)
+      const Resolved r = Resolve(a[0], Str(a[1]), 0);
+      if (r.kind == Resolved::kNative) return kPassToKernel;
+      return Err(err);
+    }
+    const int flags = static_cast<int>(how.flags);
+    const char* path = Str(a[1]);
+    if (how.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) {
+      // Resolution scoped to dirfd is not implemented inside the dataset; ENOSYS is what a
+      // kernel without openat2 answers, and callers then fall back to openat.
+      const Resolved r = Resolve(a[0], path, 0);
+      if (r.kind != Resolved::kNative) return Err(ENOSYS);
+      return kPassToKernel;
+    }
+    std::string_view after_link;
+    if ((how.resolve & (RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS)) && path &&
+        FdLink(path, &after_link) >= 0 && (!after_link.empty() || !(flags & (O_NOFOLLOW | O_PATH))))
+      return Err(ELOOP);  // a /proc/self/fd/N link of a virtual fd is a magic link
+    if ((how.resolve & RESOLVE_NO_SYMLINKS) &&
+        MeetsSymlink(a[0], path, !(flags & (O_NOFOLLOW | O_PATH))))
+      return Err(ELOOP);
+    if (how.resolve & RESOLVE_NO_XDEV) {
+      // The dataset is its own file system: a path that enters it from outside (an
+      // absolute one, or one from a native directory) or leaves it crosses a mount.
+      const Resolved r = Resolve(a[0], path, (flags & (O_NOFOLLOW | O_PATH)) ? 0 : kFollow);
+      if (r.kind == Resolved::kNative) return kPassToKernel;
+      uint32_t cwd;
+      const bool from_inside = path && path[0] != '/' &&
+                               (static_cast<int>(a[0]) == AT_FDCWD ? CwdIsVirtual(&cwd)
+                                                                   : Fds().Lookup(a[0]) != nullptr);
+      if (r.kind == Resolved::kRewritten || !from_inside) return Err(EXDEV);
+    }
+    return OpenPath(nr, a, 1, a[0], path, flags);
+  }
+  const bool at = nr == SYS_openat;
+  return OpenPath(nr, a, at ? 1 : 0, at ? a[0] : AT_FDCWD, Str(at ? a[1] : a[0]),
+                  static_cast<int>(at ? a[2] : a[1]));
 }
 
 HookResult OnStatPath(long nr, const long a[6]) {
@@ -205,9 +311,9 @@ HookResult OnReadlink(long nr, const long a[6]) {
   char* buf = reinterpret_cast<char*>(at ? a[2] : a[1]);
   const long size = at ? a[3] : a[2];
   if (size <= 0) return kPassToKernel;
-  // /proc/self/fd/N of a virtual fd names the member under the mount point.
-  int fd = -1;
-  if (path && std::sscanf(path, "/proc/self/fd/%d", &fd) == 1 && Fds().Lookup(fd)) {
+  // /proc/self/fd/N (or /dev/fd/N, ...) of a virtual fd names the member under the mount point.
+  std::string_view rest;
+  if (const int fd = path ? FdLink(path, &rest) : -1; fd >= 0 && rest.empty()) {
     const std::string p = MountPath(Fds().Lookup(fd)->entry);
     const size_t n = std::min<size_t>(p.size(), static_cast<size_t>(size));
     std::memcpy(buf, p.data(), n);
@@ -351,7 +457,6 @@ HookResult OnMutationPath(long nr, const long a[6]) {
       // utimensat(dirfd, path, times, flags); fchmodat and futimesat always follow.
       nofollow = (a[nr == SYS_fchownat ? 4 : 3] & AT_SYMLINK_NOFOLLOW) != 0;
       if (nr == SYS_fchmodat || nr == SYS_futimesat) nofollow = false;
-      if (nr == SYS_utimensat && !path) return kPassToKernel;  // futimens(fd): fd form
       break;
     case SYS_rename:
     case SYS_link:
@@ -410,6 +515,29 @@ HookResult OnMutationPath(long nr, const long a[6]) {
 }  // namespace fanstore::runtime
 
 namespace fanstore::runtime {
+
+HookResult OnUtimensat(long nr, const long a[6]) {
+  // utimensat(dirfd, path, times, flags); a null path is futimens(dirfd), the fd form.
+  // The kernel's order: both times UTIME_OMIT succeed without looking at anything, then
+  // flags, then the path, then the times' nanoseconds, then the read-only mount.
+  timespec t[2];
+  const bool have_times = a[2] != 0;
+  if (have_times && !CopyIn(t, a[2], sizeof t)) return Err(EFAULT);
+  if (have_times && t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT) return Handled(0);
+  auto nsec_ok = [](long ns) { return ns == UTIME_NOW || ns == UTIME_OMIT || (ns >= 0 && ns < 1000000000); };
+  const bool bad_times = have_times && (!nsec_ok(t[0].tv_nsec) || !nsec_ok(t[1].tv_nsec));
+  if (!a[1] && static_cast<int>(a[0]) != AT_FDCWD) {
+    if (!Fds().Lookup(a[0])) return kPassToKernel;
+    return Err(a[3] || bad_times ? EINVAL : EROFS);
+  }
+  if (a[3] & ~long{AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH}) return kPassToKernel;  // EINVAL
+  const char* path = Str(a[1]);
+  if (path && !path[0] && (a[3] & AT_EMPTY_PATH) && Fds().Lookup(a[0]))
+    return Err(bad_times ? EINVAL : EROFS);  // the fd itself
+  const HookResult r = OnMutationPath(nr, a);
+  if (bad_times && r.handled && r.value == -EROFS) return Err(EINVAL);  // an existing member
+  return r;
+}
 
 HookResult OnExec(long nr, const long a[6]) {
   // execve(path, argv, envp)  execveat(dirfd, path, argv, envp, flags)

@@ -68,6 +68,8 @@ constexpr bool kShared = true, kSafe = false;
 constexpr Served kServed[] = {
     {SYS_open, OpenCounted, kShared},
     {SYS_openat, OpenCounted, kShared},
+    {SYS_openat2, OpenCounted, kShared},
+    {SYS_creat, OpenCounted, kShared},
     {SYS_stat, StatPathCounted, kSafe},
     {SYS_lstat, StatPathCounted, kSafe},
     {SYS_newfstatat, StatPathCounted, kSafe},
@@ -120,6 +122,9 @@ constexpr Served kServed[] = {
     {SYS_readahead, OnFdMisc, kSafe},
     {SYS_fsync, OnFdMisc, kSafe},
     {SYS_fdatasync, OnFdMisc, kSafe},
+    {SYS_syncfs, OnFdMisc, kSafe},
+    {SYS_sync_file_range, OnFdMisc, kSafe},
+    {SYS_flock, OnFdMisc, kSafe},
     {SYS_ftruncate, OnFdMisc, kSafe},
     {SYS_fchmod, OnFdMisc, kSafe},
     {SYS_fchown, OnFdMisc, kSafe},
@@ -154,7 +159,7 @@ constexpr Served kServed[] = {
     {SYS_truncate, OnMutationPath, kSafe},
     {SYS_utime, OnMutationPath, kSafe},
     {SYS_utimes, OnMutationPath, kSafe},
-    {SYS_utimensat, OnMutationPath, kSafe},
+    {SYS_utimensat, OnUtimensat, kSafe},
     {SYS_futimesat, OnMutationPath, kSafe},
     {SYS_exit_group, ExitGroup, kSafe},
 };

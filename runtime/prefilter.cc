@@ -28,6 +28,15 @@ bool Reserved(long fd) {
 }
 
 // Could (dirfd, path) name something under the mount point?
+// "/proc/..." or "/dev/..." while a virtual fd is open: maybe a link to it (/proc/self/fd/N,
+// /dev/fd/N, /dev/stdin, ...; runtime/resolve.h FdLink), which the kernel would follow to
+// its placeholder.
+bool MaybeFdLink(const char* s) {
+  if (g_prefilter.fd_count->load(std::memory_order_relaxed) == 0 || s[0] != '/') return false;
+  return (s[1] == 'p' && s[2] == 'r' && s[3] == 'o' && s[4] == 'c' && s[5] == '/') ||
+         (s[1] == 'd' && s[2] == 'e' && s[3] == 'v' && s[4] == '/');
+}
+
 bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
@@ -37,8 +46,8 @@ bool MaybeOurs(long dirfd, long p) {
     const unsigned n = g_prefilter.mount_len;
     unsigned i = 0;
     for (; i < n; ++i)
-      if (s[i] != m[i]) return false;
-    return s[i] == '/' || s[i] == 0 || n == 1;
+      if (s[i] != m[i]) return MaybeFdLink(s);
+    return s[i] == '/' || s[i] == 0 || n == 1 || MaybeFdLink(s);
   }
   if (static_cast<int>(dirfd) == AT_FDCWD)
     return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
@@ -290,6 +299,9 @@ int Wants(long nr, const long a[6]) noexcept {
     case SYS_readahead:
     case SYS_fsync:
     case SYS_fdatasync:
+    case SYS_syncfs:
+    case SYS_sync_file_range:
+    case SYS_flock:
     case SYS_ftruncate:
     case SYS_fchmod:
     case SYS_fchown:
@@ -342,6 +354,7 @@ int Wants(long nr, const long a[6]) noexcept {
     case SYS_readlinkat:
       return MaybeOurs(a[0], a[1]) || IsProc(a[1]);
     case SYS_open:
+    case SYS_creat:
     case SYS_stat:
     case SYS_lstat:
     case SYS_access:
@@ -371,6 +384,7 @@ int Wants(long nr, const long a[6]) noexcept {
     case SYS_symlink:
       return MaybeOurs(AT_FDCWD, a[1]);
     case SYS_openat:
+    case SYS_openat2:
     case SYS_newfstatat:
     case SYS_statx:
     case SYS_faccessat:
@@ -383,7 +397,8 @@ int Wants(long nr, const long a[6]) noexcept {
     case SYS_utimensat:
     case SYS_futimesat:
       return MaybeOurs(a[0], a[1]) ||
-             (a[1] && *reinterpret_cast<const char*>(a[1]) == 0 && VirtualFd(a[0]));
+             (a[1] && *reinterpret_cast<const char*>(a[1]) == 0 && VirtualFd(a[0])) ||
+             (nr == SYS_utimensat && !a[1] && VirtualFd(a[0]));  // futimens
     case SYS_renameat:
     case SYS_renameat2:
     case SYS_linkat:

@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <deque>
 #include <string_view>
@@ -225,6 +226,41 @@ Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool fo
 
 }  // namespace
 
+int FdLink(std::string_view p, std::string_view* rest) {
+  auto eat = [&](std::string_view prefix) {
+    if (p.substr(0, prefix.size()) != prefix) return false;
+    p.remove_prefix(prefix.size());
+    return true;
+  };
+  // A run of digits at the front of p, as a number below 2^31; -1 if none.
+  auto number = [&]() -> long {
+    long v = 0;
+    size_t i = 0;
+    for (; i < p.size() && p[i] >= '0' && p[i] <= '9' && i < 10; ++i) v = v * 10 + (p[i] - '0');
+    if (i == 0 || v > INT32_MAX || (i < p.size() && p[i] >= '0' && p[i] <= '9')) return -1;
+    p.remove_prefix(i);
+    return v;
+  };
+  long fd = -1;
+  if (eat("/dev/")) {
+    if (eat("stdin")) fd = 0;
+    else if (eat("stdout")) fd = 1;
+    else if (eat("stderr")) fd = 2;
+    else if (eat("fd/")) fd = number();
+  } else if (eat("/proc/")) {
+    const State* s = Get();
+    bool own = eat("self/") || eat("thread-self/");
+    if (!own && s) {
+      const long pid = number();
+      own = pid > 0 && pid == s->pid.load(std::memory_order_relaxed) && eat("/");
+    }
+    if (own && eat("fd/")) fd = number();
+  }
+  if (fd < 0 || (!p.empty() && p[0] != '/') || !Fds().Lookup(static_cast<int>(fd))) return -1;
+  *rest = p;
+  return static_cast<int>(fd);
+}
+
 bool CwdIsVirtual(uint32_t* entry) {
   const State* s = Get();
   int64_t c = g_cwd.load(std::memory_order_relaxed);
@@ -275,8 +311,21 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   }
   if (p[0] == '/') {
     std::string_view rest;
-    if (!UnderMount(*s, p, &rest)) return Resolved{};
-    return WalkFrom(*s, 0, rest, follow);
+    if (UnderMount(*s, p, &rest)) return WalkFrom(*s, 0, rest, follow);
+    // A virtual fd's link in /proc or /dev: the kernel would follow it to the placeholder
+    // (/dev/null), so it is followed here, to the fd's entry. The link itself (the last
+    // component, not followed: lstat, O_NOFOLLOW) is the kernel's.
+    const int fd = FdLink(p, &rest);
+    if (fd < 0 || (rest.empty() && !follow)) return Resolved{};
+    const uint32_t entry = Fds().Lookup(fd)->entry;
+    if (rest.empty()) {
+      Resolved r;
+      r.kind = Resolved::kVirtual;
+      r.entry = entry;
+      return r;
+    }
+    if (!IsDir(s->ns.entry(entry))) return Error(ENOTDIR);
+    return Walk(*s, entry, rest, follow);
   }
   if (dirfd == AT_FDCWD) {
     uint32_t cwd;

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace fanstore::runtime {
 
@@ -23,6 +24,10 @@ inline constexpr int kFollow = 1;   // follow a final symlink
 inline constexpr int kEmptyOk = 2;  // AT_EMPTY_PATH: "" names dirfd itself
 
 Resolved Resolve(long dirfd, const char* path, int flags);
+// If `path` is a link to one of this process's virtual fds (/proc/self/fd/N,
+// /proc/thread-self/fd/N, /proc/<pid>/fd/N, /dev/fd/N, /dev/stdin, /dev/stdout,
+// /dev/stderr), its fd, with what follows the link in *rest ("" or "/..."); else -1.
+int FdLink(std::string_view path, std::string_view* rest);
 // The absolute path of an entry under the mount point.
 std::string MountPath(uint32_t entry);
 // The cached current directory: an entry when it is inside the dataset.

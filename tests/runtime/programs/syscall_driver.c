@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +50,104 @@ static void Stat(const char* label, int rc, const struct stat* st) {
   else printf("%-34s mode=%o size=%lld nlink=%lu mtime=%lld.%09ld uid=%u\n", label, st->st_mode,
               (long long)st->st_size, (unsigned long)st->st_nlink, (long long)st->st_mtim.tv_sec,
               st->st_mtim.tv_nsec, st->st_uid);
+}
+
+/* Calls on an open read-only file that are not reads: locks (HDF5 flocks every file it
+ * opens), syncs, time changes, and the /proc and /dev links to the fd. */
+static void FdCalls(int fd, const char* dir) {
+  int d = open("meta", O_RDONLY | O_DIRECTORY);
+  SHOW("flock LOCK_SH|LOCK_NB", flock(fd, LOCK_SH | LOCK_NB));
+  SHOW("flock LOCK_EX", flock(fd, LOCK_EX));
+  SHOW("flock LOCK_UN", flock(fd, LOCK_UN));
+  SHOW("flock on a directory", flock(d, LOCK_SH));
+  SHOW("flock bad operation", flock(fd, 0));
+  SHOW("syncfs", syncfs(fd));
+  SHOW("sync_file_range", sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE));
+  SHOW("sync_file_range bad flags", sync_file_range(fd, 0, 0, 0x40));
+  SHOW("sync_file_range negative", sync_file_range(fd, -1, 0, 0));
+  SHOW("fallocate", fallocate(fd, 0, 0, 10));
+  struct timespec omit[2] = {{0, UTIME_OMIT}, {0, UTIME_OMIT}}, bad[2] = {{0, 5000000000L}, {0, 0}};
+  SHOW("futimens", futimens(fd, NULL));
+  SHOW("futimens UTIME_OMIT", futimens(fd, omit));
+  SHOW("futimens bad nanoseconds", futimens(fd, bad));
+  SHOW("futimens with flags", syscall(SYS_utimensat, fd, NULL, NULL, AT_SYMLINK_NOFOLLOW));
+  SHOW("utimensat UTIME_OMIT", utimensat(AT_FDCWD, "meta/one", omit, 0));
+  SHOW("utimensat bad nanoseconds", utimensat(AT_FDCWD, "meta/one", bad, 0));
+  SHOW("utimensat AT_EMPTY_PATH", utimensat(fd, "", NULL, AT_EMPTY_PATH));
+  SHOW("utimensat bad flags", utimensat(AT_FDCWD, "meta/one", NULL, 0x8000000));
+  /* the links to an open fd lead to its file (the kernel's would lead to a placeholder) */
+  char p[128], got[16] = {0}, target[4096] = {0}, want[4096];
+  struct stat st;
+  snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+  int r = open(p, O_RDONLY);
+  SHOW("read via /proc/self/fd/N", r < 0 ? -1 : read(r, got, sizeof got));
+  printf("%-34s %s\n", "bytes via /proc/self/fd/N", got);
+  if (r >= 0) close(r);
+  snprintf(p, sizeof p, "/dev/fd/%d", fd);
+  SHOW("stat -L /dev/fd/N: size", stat(p, &st) == 0 ? st.st_size : -1);
+  SHOW("lstat /dev/fd/N: a link", lstat(p, &st) == 0 ? S_ISLNK(st.st_mode) : -1);
+  snprintf(want, sizeof want, "%s/meta/one", dir);
+  SHOW("readlink /dev/fd/N: the file", readlink(p, target, sizeof target - 1) > 0 ? !strcmp(target, want) : -1);
+  snprintf(p, sizeof p, "/proc/%d/fd/%d/x", getpid(), fd);
+  SHOW("open /proc/PID/fd/FILE/x", open(p, O_RDONLY));
+  snprintf(p, sizeof p, "/proc/self/fd/%d/one", d);
+  r = open(p, O_RDONLY);
+  SHOW("read via /proc/self/fd/DIR/one", r < 0 ? -1 : read(r, got, sizeof got));
+  if (r >= 0) close(r);
+  int saved = dup(0);
+  dup2(fd, 0);
+  r = open("/dev/stdin", O_RDONLY);
+  SHOW("read via /dev/stdin", r < 0 ? -1 : read(r, got, sizeof got));
+  if (r >= 0) close(r);
+  dup2(saved, 0);
+  close(saved);
+  close(d);
+}
+
+static long Openat2Call(int dirfd, const char* path, unsigned long long flags,
+                        unsigned long long mode, unsigned long long resolve, size_t size) {
+  char how[64] = {0};
+  struct open_how h = {.flags = flags, .mode = mode, .resolve = resolve};
+  memcpy(how, &h, sizeof h);
+  if (size == 65) { size = 64; how[40] = 1; }  /* a larger struct with a non-zero tail */
+  long fd = syscall(SYS_openat2, dirfd, path, how, size);
+  if (fd >= 0) close((int)fd);
+  return fd >= 0 ? 0 : -1;  /* (not the fd number) */
+}
+
+/* openat2: the open_how checks, then the resolve flags inside the dataset. */
+static void Openat2(const char* dir) {
+  int d = open("meta", O_RDONLY | O_DIRECTORY);
+  char abs[4096];
+  snprintf(abs, sizeof abs, "%s/meta/one", dir);
+  SHOW("openat2", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, 0, 24));
+  SHOW("openat2 missing", Openat2Call(AT_FDCWD, "meta/nope", O_RDONLY, 0, 0, 24));
+  SHOW("openat2 for writing", Openat2Call(AT_FDCWD, "meta/one", O_WRONLY, 0, 0, 24));
+  SHOW("openat2 O_CREAT new", Openat2Call(AT_FDCWD, "meta/new", O_CREAT | O_WRONLY, 0644, 0, 24));
+  SHOW("openat2 size too small", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, 0, 8));
+  SHOW("openat2 size over a page", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, 0, 8192));
+  SHOW("openat2 larger, zero tail", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, 0, 64));
+  SHOW("openat2 larger, non-zero tail", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, 0, 65));
+  SHOW("openat2 mode without O_CREAT", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0644, 0, 24));
+  SHOW("openat2 unknown flag", Openat2Call(AT_FDCWD, "meta/one", 1ull << 40, 0, 0, 24));
+  SHOW("openat2 unknown resolve", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, 1 << 20, 24));
+  SHOW("openat2 O_PATH with O_RDWR", Openat2Call(AT_FDCWD, "meta/one", O_PATH | O_RDWR, 0, 0, 24));
+  SHOW("openat2 BENEATH and IN_ROOT", Openat2Call(d, "one", O_RDONLY, 0, RESOLVE_BENEATH | RESOLVE_IN_ROOT, 24));
+  SHOW("openat2 CACHED with O_CREAT", Openat2Call(AT_FDCWD, "meta/one", O_CREAT, 0, RESOLVE_CACHED, 24));
+  SHOW("openat2 CACHED", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, RESOLVE_CACHED, 24));
+  SHOW("openat2 NO_SYMLINKS final link", Openat2Call(AT_FDCWD, "meta/link", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
+  SHOW("openat2 NO_SYMLINKS dir link", Openat2Call(AT_FDCWD, "meta/dirlink/b/c/leaf.txt", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
+  SHOW("openat2 NO_SYMLINKS O_PATH link", Openat2Call(AT_FDCWD, "meta/link", O_PATH | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS, 24));
+  SHOW("openat2 NO_SYMLINKS plain", Openat2Call(AT_FDCWD, "deep/a/b/c/leaf.txt", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
+  SHOW("openat2 NO_XDEV inside", Openat2Call(d, "one", O_RDONLY, 0, RESOLVE_NO_XDEV, 24));
+  SHOW("openat2 NO_XDEV absolute", Openat2Call(d, abs, O_RDONLY, 0, RESOLVE_NO_XDEV, 24));
+  SHOW("openat2 NO_XDEV leaving", Openat2Call(d, "../..", O_RDONLY, 0, RESOLVE_NO_XDEV, 24));
+  int fd = open("meta/one", O_RDONLY);
+  char p[64];
+  snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
+  SHOW("openat2 NO_MAGICLINKS fd link", Openat2Call(AT_FDCWD, p, O_RDONLY, 0, RESOLVE_NO_MAGICLINKS, 24));
+  close(fd);
+  close(d);
 }
 
 int main(int argc, char** argv) {
@@ -221,7 +321,14 @@ int main(int argc, char** argv) {
   fd = open("meta/one", O_RDONLY);
   SHOW("ftruncate", ftruncate(fd, 0));
   SHOW("fchmod", fchmod(fd, 0600));
+  FdCalls(fd, argv[1]);
   close(fd);
+  SHOW("creat existing", creat("meta/one", 0644));
+  SHOW("creat new", creat("meta/new", 0644));
+  SHOW("creat in missing dir", creat("meta/nope/new", 0644));
+  SHOW("open O_TMPFILE", open("meta", O_TMPFILE | O_RDWR, 0600));
+  SHOW("open O_TMPFILE read-only", open("meta", O_TMPFILE | O_RDONLY, 0600));
+  Openat2(argv[1]);
   /* readiness: a regular file or directory is always readable and writable; epoll
    * refuses it. Mixed with a pipe that has data and one that has none. */
   {
