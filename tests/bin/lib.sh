@@ -3,6 +3,7 @@
 set -u
 PASS=0
 FAIL=0
+SKIPPED=0
 SCRATCH=$(mktemp -d /tmp/fanstore-shtest-XXXXXX)
 trap '[ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$SCRATCH"' EXIT
 # Preloaded programs cache their libc patch plan: keep that inside the scratch directory.
@@ -11,6 +12,7 @@ mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 
 ok() { PASS=$((PASS + 1)); }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP: $*"; }  # a check not run, and why
 # expect_rc RC DESCRIPTION -- CMD...
 expect_rc() {
   local want=$1 what=$2; shift 3
@@ -28,7 +30,7 @@ expect_same() {  # expect_same FILE_A FILE_B DESCRIPTION
   if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; fi
 }
 finish() {
-  echo "$PASS passed, $FAIL failed"
+  echo "$PASS passed, $FAIL failed$([ "$SKIPPED" -eq 0 ] || echo ", $SKIPPED skipped (above: why)")"
   [ "$FAIL" -eq 0 ]
 }
 # skip_without_mpi WHAT: where the build cannot run MPI ranks (FANSTORE_TEST_SKIP_MPI holds

@@ -29,6 +29,9 @@ printf '#!/bin/sh\necho "script args: $*"; cat meta/one; echo\n' >"$T/bin/hello.
 chmod 755 "$T/bin/hello.sh"
 cp /usr/bin/basename "$T/bin/prog"
 printf 'not executable' >"$T/bin/noexec"
+# Container formats training data comes in (tar shards, zip, SQLite, a raw array, LMDB,
+# HDF5), written by their own libraries.
+formats=$($PY "$SRCDIR/tests/runtime/formats_probe.py" make "$T") || bad "formats_probe.py make: $formats"
 
 $FANSTORE pack -q --compress none "$T" "$S/raw" || bad "pack raw"
 $FANSTORE pack -q --compress 3 "$T" "$S/z" || bad "pack compressed"
@@ -64,6 +67,13 @@ same "PIL Image.open().load()" "$PY $SRCDIR/tests/runtime/py_probe.py pil train"
 same "python subprocess.run" "$PY $SRCDIR/tests/runtime/py_probe.py subprocess meta/numbers.txt"
 same "open fds across exec (subprocess, posix_spawn)" "$PY $SRCDIR/tests/runtime/py_probe.py inherit meta/numbers.txt deep/a"
 same "shell redirections into exec'd programs" "wc -c < meta/numbers.txt; (head -c 5 >/dev/null; head -c 12) < meta/numbers.txt; exec 3< meta/one; cat <&3; ls /proc/self/fd/ >/dev/null; sh -c 'cat <&3'; echo"
+same "links to open fds: /dev/stdin, /dev/fd/N, /proc/self/fd/N" "cat /dev/stdin < meta/numbers.txt | md5sum; exec 7< meta/one; cat /dev/fd/7 /proc/self/fd/7; stat -L -c '%s %F' /dev/fd/7; $PY -c \"print(len(open('/dev/fd/7').read()))\""
+for f in tar zip sqlite memmap lmdb hdf5; do
+  case " ${formats#made: } " in
+    *" $f "*) same "formats: $f" "$PY $SRCDIR/tests/runtime/formats_probe.py read . $f" ;;
+    *) skip "formats: $f ($(printf '%s\n' "$formats" | grep "^$f:" || echo "not made"))" ;;
+  esac
+done
 same "a forked child's close" "$PY $SRCDIR/tests/runtime/py_probe.py fork-close meta/numbers.txt meta/with\\ space.txt"
 # Relative paths from a directory above the mount point (a script run from the parent
 # of its data directory): $D is the dataset's directory name there (src natively, mnt under
