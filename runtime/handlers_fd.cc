@@ -13,6 +13,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -346,6 +347,48 @@ long UpgradeToMemfd(long fd) {
   return 0;
 }
 
+namespace {
+
+constexpr uint64_t kPage = 4096;
+
+// A member mapped from its blob would show, past its end, the blob's next bytes (another
+// member's, or the index) where the kernel shows a file's last page zero-filled and
+// raises SIGBUS on the pages after it. So, in the mapping at `addr` made for mmap
+// arguments `a`: the member's last partial page is replaced by an anonymous page holding
+// its bytes and zeros, and whole pages past its end by a mapping of an empty memfd (SIGBUS
+// on access, as for a file). 0, or -errno.
+long MaskPastEnd(long addr, const long a[6], uint32_t entry, uint64_t size) {
+  const uint64_t off = static_cast<uint64_t>(a[5]);
+  const uint64_t map_end = off + (static_cast<uint64_t>(a[1]) + kPage - 1) / kPage * kPage;
+  const uint64_t last = size / kPage * kPage;  // the start of the partial last page
+  const uint64_t past = (size + kPage - 1) / kPage * kPage;
+  if (size % kPage != 0 && last >= off && last < map_end) {
+    alignas(16) char page[kPage] = {};
+    const size_t n = static_cast<size_t>(size - last);
+    if (ReadMember(entry, last, page, n) != static_cast<ssize_t>(n)) return -EIO;
+    const long at = addr + static_cast<long>(last - off);
+    const long m = RawSyscall6(SYS_mmap, at, kPage, PROT_READ | PROT_WRITE,
+                               MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0);
+    if (m != at) return m < 0 ? m : -ENOMEM;
+    std::memcpy(reinterpret_cast<void*>(at), page, kPage);
+    if (const long rc = RawSyscall6(SYS_mprotect, at, kPage, a[2]); rc < 0) return rc;
+  }
+  const uint64_t from = std::max(past, off);
+  if (from < map_end) {
+    const long empty = RawSyscall6(SYS_memfd_create, reinterpret_cast<long>("fanstore-past-end"),
+                                   MFD_CLOEXEC);
+    if (empty < 0) return empty;
+    const long at = addr + static_cast<long>(from - off);
+    const long m = RawSyscall6(SYS_mmap, at, static_cast<long>(map_end - from), a[2],
+                               MAP_PRIVATE | MAP_FIXED, empty, 0);
+    RawSyscall6(SYS_close, empty);
+    if (m != at) return m < 0 ? m : -ENOMEM;
+  }
+  return 0;
+}
+
+}  // namespace
+
 HookResult OnMmap(const long a[6]) {
   // mmap(addr, len, prot, flags, fd, off)
   if (a[3] & MAP_ANONYMOUS) return kPassToKernel;
@@ -365,6 +408,11 @@ HookResult OnMmap(const long a[6]) {
     const long rc = RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, src.fd,
                                 static_cast<long>(src.base) + a[5]);
     CloseSource(src);
+    if (static_cast<unsigned long>(rc) >= static_cast<unsigned long>(-4095)) return Handled(rc);
+    if (const long err = MaskPastEnd(rc, a, f->entry, e.size); err < 0) {
+      RawSyscall6(SYS_munmap, rc, a[1]);
+      return Handled(err);
+    }
     return Handled(rc);
   }
   if (const long rc = UpgradeToMemfd(a[4])) return Handled(rc);

@@ -12,6 +12,9 @@ S=$SCRATCH
 T=$S/src
 mkdir -p "$T/meta/empty dir" "$T/deep/a/b/c"
 seq 1 3000 >"$T/meta/numbers.txt"
+seq 3001 6000 >"$T/meta/numbers2.txt"  # packed raw, its first page follows numbers.txt's last
+yes pages | head -c 5000 >"$T/meta/pages.bin"  # and a small member packed right after it:
+printf 'the next member' >"$T/meta/pages.bin.next"  # the rest of pages.bin's last page
 printf 'x' >"$T/meta/one"
 echo leaf >"$T/deep/a/b/c/leaf.txt"
 ln -s numbers.txt "$T/meta/link"

@@ -6,6 +6,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <linux/openat2.h>
 #include <sys/file.h>
 #include <stdio.h>
@@ -102,6 +104,44 @@ static void FdCalls(int fd, const char* dir) {
   dup2(saved, 0);
   close(saved);
   close(d);
+}
+
+static sigjmp_buf g_fault;
+static void OnFault(int sig) { siglongjmp(g_fault, sig); }
+
+/* What a read of `p` gives: "readable", "SIGBUS" or "SIGSEGV". */
+static const char* Probe(const volatile unsigned char* p) {
+  struct sigaction sa = {.sa_handler = OnFault}, old_bus, old_segv;
+  sigaction(SIGBUS, &sa, &old_bus);
+  sigaction(SIGSEGV, &sa, &old_segv);
+  const char* what = "readable";
+  int sig = sigsetjmp(g_fault, 1);
+  if (sig == 0) (void)*p;
+  else what = sig == SIGBUS ? "SIGBUS" : "SIGSEGV";
+  sigaction(SIGBUS, &old_bus, NULL);
+  sigaction(SIGSEGV, &old_segv, NULL);
+  return what;
+}
+
+/* A mapping that runs past the end of a file: its last page is zero after the end, the
+ * pages after it raise SIGBUS; from an offset, and with write access of a private copy. */
+static void MapPastEnd(const char* path) {
+  int fd = open(path, O_RDONLY);
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0) { printf("%-34s -1 %s\n", "map past end: open", E()); return; }
+  long page = 4096, size = st.st_size, end = (size + page - 1) / page * page;
+  for (long off = 0; off < end; off += page) {
+    long len = end - off + 2 * page;
+    unsigned char* m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, off);
+    if (m == MAP_FAILED) { printf("%-34s -1 %s\n", "map past end", E()); continue; }
+    long zeros = 0;
+    for (long k = size - off; k < end - off; ++k) zeros += m[k] == 0;
+    printf("map past end at %ld: sum %lx, %ld of %ld zero, next page %s\n", off,
+           Sum(m, size - off), zeros, end - size, Probe(m + end - off));
+    m[size - off] = 1;  /* a private copy: writable past the end within the page */
+    munmap(m, len);
+  }
+  close(fd);
 }
 
 static long Openat2Call(int dirfd, const char* path, unsigned long long flags,
@@ -229,6 +269,8 @@ int main(int argc, char** argv) {
   void* w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   SHOW("mmap shared writable", w == MAP_FAILED ? -1 : 0);
   close(fd);
+  MapPastEnd("meta/numbers.txt");
+  MapPastEnd("meta/pages.bin");
   /* a 1-byte file: packed tight, off a page boundary in the blob */
   fd = open("meta/one", O_RDONLY);
   m = mmap(NULL, 1, PROT_READ, MAP_PRIVATE, fd, 0);
