@@ -141,6 +141,10 @@ static void MapPastEnd(const char* path) {
     m[size - off] = 1;  /* a private copy: writable past the end within the page */
     munmap(m, len);
   }
+  unsigned char* m = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, end);  /* wholly past it */
+  if (m == MAP_FAILED) printf("%-34s -1 %s\n", "map past end: beyond", E());
+  else printf("map past end beyond the last page: %s\n", Probe(m));
+  if (m != MAP_FAILED) munmap(m, page);
   close(fd);
 }
 
