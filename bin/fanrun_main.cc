@@ -19,6 +19,8 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -103,6 +105,14 @@ Status Preload(const std::string& image, const std::string& mount, const std::st
   ::setenv("LD_PRELOAD", ld.c_str(), 1);
   ::setenv("FANSTORE_IMAGE", image.c_str(), 1);
   ::setenv("FANSTORE_MOUNT", mount.c_str(), 1);
+  // A mount point below a symlink (/scratch -> /lustre/scratch) has a second spelling, the
+  // one getcwd and realpath give: the runtime serves both. (The mount point exists by now:
+  // fanrun made it if it had to.)
+  char real[PATH_MAX];
+  if (::realpath(mount.c_str(), real) && mount != real)
+    ::setenv("FANSTORE_MOUNT_REAL", real, 1);
+  else
+    ::unsetenv("FANSTORE_MOUNT_REAL");
   ::setenv("FANSTORE_STAGED", staged ? "1" : "0", 1);
   if (!agent.empty()) {
     ::setenv("FANSTORE_AGENT", agent.c_str(), 1);

@@ -227,6 +227,9 @@ HookSpec PreloadHookSpec() {
   g_prefilter.mount_len =
       static_cast<unsigned>(std::min<size_t>(s->mount.size(), sizeof g_prefilter.mount - 1));
   std::memcpy(g_prefilter.mount, s->mount.data(), g_prefilter.mount_len);
+  g_prefilter.mount_real_len =
+      static_cast<unsigned>(std::min<size_t>(s->mount_real.size(), sizeof g_prefilter.mount_real - 1));
+  std::memcpy(g_prefilter.mount_real, s->mount_real.data(), g_prefilter.mount_real_len);
   g_prefilter.reserved_lo = s->reserved_lo;
   g_prefilter.fd_bits = Fds().bits();
   g_prefilter.fd_count = Fds().bound();

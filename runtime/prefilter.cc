@@ -37,17 +37,23 @@ bool MaybeFdLink(const char* s) {
          (s[1] == 'd' && s[2] == 'e' && s[3] == 'v' && s[4] == '/');
 }
 
+// Whether absolute path s is mount point m (n bytes) or below it. Byte by byte: reading
+// ahead in words could run past the application's NUL.
+bool UnderPrefix(const char* s, const char* m, unsigned n) {
+  unsigned i = 0;
+  for (; i < n; ++i)
+    if (s[i] != m[i]) return false;
+  return s[i] == '/' || s[i] == 0 || n == 1;
+}
+
 bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
   if (s[0] == '/') {
-    // Byte by byte: reading ahead in words could run past the application's NUL.
-    const char* m = g_prefilter.mount;
-    const unsigned n = g_prefilter.mount_len;
-    unsigned i = 0;
-    for (; i < n; ++i)
-      if (s[i] != m[i]) return MaybeFdLink(s);
-    return s[i] == '/' || s[i] == 0 || n == 1 || MaybeFdLink(s);
+    return UnderPrefix(s, g_prefilter.mount, g_prefilter.mount_len) ||
+           (g_prefilter.mount_real_len > 0 &&
+            UnderPrefix(s, g_prefilter.mount_real, g_prefilter.mount_real_len)) ||
+           MaybeFdLink(s);
   }
   if (static_cast<int>(dirfd) == AT_FDCWD)
     return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
@@ -131,9 +137,13 @@ inline bool CleanRelative(const char* r, size_t len) {
 // The entry of an absolute, clean path under the mount point (no ".", "..", "//" or
 // trailing '/'), by one probe; false for anything else (the hook resolves it).
 bool FastEntry(const char* p, bool follow, uint32_t* out) {
-  const unsigned n = g_prefilter.mount_len;
+  unsigned n = g_prefilter.mount_len;
   const size_t total = WordStrlen(p);
-  if (total < n || total > n + 4096 || !EqualBytes(p, g_prefilter.mount, n)) return false;
+  if (total < n || total > n + 4096 || !EqualBytes(p, g_prefilter.mount, n)) {
+    n = g_prefilter.mount_real_len;  // the other spelling, if any
+    if (n == 0 || total < n || total > n + 4096 || !EqualBytes(p, g_prefilter.mount_real, n))
+      return false;
+  }
   size_t i = n;
   if (n > 1) {
     if (total == n) {

@@ -19,6 +19,8 @@ struct PrefilterState {
   bool active = false;
   char mount[4096] = {};
   unsigned mount_len = 0;
+  char mount_real[4096] = {};  // State::mount_real: the other spelling, if any
+  unsigned mount_real_len = 0;
   int reserved_lo = 0;
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
   const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()

@@ -27,13 +27,15 @@ constexpr int kMaxHops = 40;
 // The current directory: an entry when it is inside the dataset; kCwdUnknown after a
 // native chdir (recomputed on the next relative path); kCwdNative when outside the mount and
 // not above it; kCwdAbove when it is a native directory above the mount point (then
-// g_cwd_to_mount holds the way down, e.g. "data/imagenet" for cwd /scratch and mount
-// /scratch/data/imagenet, so that a script's relative dataset paths reach the dataset).
+// g_cwd_to_mount holds the way down for each spelling of the mount point, e.g.
+// "data/imagenet" for cwd /scratch and mount /scratch/data/imagenet, so that a script's
+// relative dataset paths reach the dataset).
 constexpr int64_t kCwdUnknown = -2, kCwdNative = -1, kCwdAbove = -3;
 std::atomic<int64_t> g_cwd{kCwdUnknown};
 // Published once per distinct value and never freed (a reader may hold the old one); a
 // program that moves between directories above the mount only adds a few short strings.
-std::atomic<const std::string*> g_cwd_to_mount{nullptr};
+std::atomic<const std::string*> g_cwd_to_mount[2] = {nullptr, nullptr};  // mount, mount_real
+
 
 bool IsDir(const ImageEntry& e) {
   return e.kind == static_cast<uint8_t>(Kind::kDir);
@@ -57,11 +59,17 @@ uint32_t Child(const State& s, uint32_t dir, std::string_view name) {
 }
 
 // If `path` is the mount point or below it, the part after it (no leading '/').
-bool UnderMount(const State& s, std::string_view path, std::string_view* rest) {
-  if (path.size() < s.mount.size() || path.compare(0, s.mount.size(), s.mount) != 0) return false;
-  if (path.size() > s.mount.size() && path[s.mount.size()] != '/' && s.mount != "/") return false;
-  *rest = path.substr(s.mount.size());
+bool UnderOne(std::string_view mount, std::string_view path, std::string_view* rest) {
+  if (path.size() < mount.size() || path.compare(0, mount.size(), mount) != 0) return false;
+  if (path.size() > mount.size() && path[mount.size()] != '/' && mount != "/") return false;
+  *rest = path.substr(mount.size());
   return true;
+}
+
+// Either spelling of the mount point: as given, or with its symlinks resolved (what
+// getcwd and realpath return when a parent directory is a symlink).
+bool UnderMount(const State& s, std::string_view path, std::string_view* rest) {
+  return UnderOne(s.mount, path, rest) || (!s.mount_real.empty() && UnderOne(s.mount_real, path, rest));
 }
 
 Resolved Error(int e) {
@@ -94,8 +102,10 @@ Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow
         // Leaving the dataset: the rest is native, below the mount point's parent.
         Resolved r;
         r.kind = Resolved::kRewritten;
-        const size_t slash = s.mount.rfind('/');
-        r.path = slash == 0 ? "/" : s.mount.substr(0, slash);
+        // (the kernel takes ".." of the real directory: its physical parent)
+        const std::string& m = s.physical_mount();
+        const size_t slash = m.rfind('/');
+        r.path = slash == 0 ? "/" : m.substr(0, slash);
         for (auto it = todo.rbegin(); it != todo.rend(); ++it) {
           if (r.path.back() != '/') r.path += '/';
           r.path += *it;
@@ -153,14 +163,20 @@ void RefreshCwd(const State& s) {
       return;
     }
   }
-  // Above the mount point: "/" (any mount) or a proper prefix followed by '/'.
+  // Above the mount point: "/" (any mount) or a proper prefix followed by '/'; the way
+  // down is kept for each spelling of the mount point the cwd is above.
   const std::string_view cwd(buf, n > 0 ? static_cast<size_t>(n - 1) : 0);
-  const std::string_view m(s.mount);
-  if (n > 0 && cwd.size() < m.size() && m.compare(0, cwd.size(), cwd) == 0 &&
-      (cwd == "/" || m[cwd.size()] == '/')) {
-    const std::string_view down = m.substr(cwd == "/" ? 1 : cwd.size() + 1);
-    const std::string* cur = g_cwd_to_mount.load();
-    if (!cur || *cur != down) g_cwd_to_mount.store(new std::string(down));
+  bool above = false;
+  for (int k = 0; k < 2; ++k) {
+    const std::string_view m(k == 0 ? s.mount : s.mount_real);
+    const bool here = n > 0 && !m.empty() && cwd.size() < m.size() &&
+                      m.compare(0, cwd.size(), cwd) == 0 && (cwd == "/" || m[cwd.size()] == '/');
+    const std::string_view down = here ? m.substr(cwd == "/" ? 1 : cwd.size() + 1) : std::string_view();
+    const std::string* cur = g_cwd_to_mount[k].load();
+    if (!cur || *cur != down) g_cwd_to_mount[k].store(new std::string(down));
+    above |= here;
+  }
+  if (above) {
     g_cwd.store(kCwdAbove);
     g_prefilter.cwd_virtual.store(1);  // relative paths may lead into the dataset
     return;
@@ -285,8 +301,9 @@ void SetCwdNative() {
 std::string MountPath(uint32_t entry) {
   const State& s = *Get();
   const std::string_view p = s.ns.path(s.ns.entry(entry));
-  if (p.empty()) return s.mount;
-  return (s.mount == "/" ? "" : s.mount) + "/" + std::string(p);
+  const std::string& m = s.physical_mount();
+  if (p.empty()) return m;
+  return (m == "/" ? "" : m) + "/" + std::string(p);
 }
 
 Resolved Resolve(long dirfd_arg, const char* path, int flags) {
@@ -330,12 +347,14 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   if (dirfd == AT_FDCWD) {
     uint32_t cwd;
     if (!CwdIsVirtual(&cwd)) {
+      if (g_cwd.load(std::memory_order_relaxed) != kCwdAbove) return Resolved{};
       std::string_view rest;
-      const std::string* down = g_cwd_to_mount.load();
-      if (g_cwd.load(std::memory_order_relaxed) != kCwdAbove || !down ||
-          !BelowMountFromAbove(p, *down, &rest))
-        return Resolved{};
-      return WalkFrom(*s, 0, rest, follow);
+      for (const auto& way : g_cwd_to_mount) {
+        const std::string* down = way.load();
+        if (down && !down->empty() && BelowMountFromAbove(p, *down, &rest))
+          return WalkFrom(*s, 0, rest, follow);
+      }
+      return Resolved{};
     }
     if (cwd != 0) {
       // Relative to a directory below the root: prefix its path for the fast probe.

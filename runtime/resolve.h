@@ -29,7 +29,7 @@ Resolved Resolve(long dirfd, const char* path, int flags);
 // /dev/stderr), its fd, with what follows the link in *rest ("" or "/..."); else -1.
 int FdLink(std::string_view path, std::string_view* rest);
 // The absolute path of an entry under the mount point.
-std::string MountPath(uint32_t entry);
+std::string MountPath(uint32_t entry);  // (spelled as the kernel does: State::physical_mount)
 // The cached current directory: an entry when it is inside the dataset.
 bool CwdIsVirtual(uint32_t* entry);
 void SetCwdVirtual(uint32_t entry);

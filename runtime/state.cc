@@ -124,6 +124,11 @@ Status Init() {
   if (!mount || mount[0] != '/') return Status::Error("FANSTORE_MOUNT must be an absolute path");
   s->mount = mount;
   while (s->mount.size() > 1 && s->mount.back() == '/') s->mount.pop_back();
+  if (const char* real = std::getenv("FANSTORE_MOUNT_REAL"); real && real[0] == '/') {
+    s->mount_real = real;
+    while (s->mount_real.size() > 1 && s->mount_real.back() == '/') s->mount_real.pop_back();
+    if (s->mount_real == s->mount) s->mount_real.clear();
+  }
   for (uint32_t p = 0; p < s->ns.partition_count(); ++p)
     s->parts.emplace_back(s->ns.partition_path(p));
   s->blob_fds.reset(new std::atomic<int>[s->parts.size() + 1]);

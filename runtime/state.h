@@ -3,6 +3,8 @@
 // the process identity used to recognise vfork children.
 //   FANSTORE_IMAGE   path of the namespace image fanrun published (required)
 //   FANSTORE_MOUNT   absolute mount point (default: the image's recorded source path)
+//   FANSTORE_MOUNT_REAL  the mount point with its symlinks resolved, when that differs
+//                    (fanrun sets it: getcwd and realpath give this spelling)
 //   FANSTORE_VERIFY  all | compressed (default): which members' CRC32C is checked on read
 //   FANSTORE_STATS   1 (stderr) or a path: per-process statistics written at exit
 //   FANSTORE_READAHEAD  bytes prefetched around a member read from the device, or auto
@@ -34,6 +36,9 @@ namespace fanstore::runtime {
 struct State {
   meta::NamespaceView ns;
   std::string mount;               // absolute, no trailing '/'
+  std::string mount_real;          // its symlinks resolved, if that differs; else ""
+  // The mount point as the kernel spells it (getcwd, /proc/self/fd links, "..").
+  const std::string& physical_mount() const { return mount_real.empty() ? mount : mount_real; }
   std::vector<std::string> parts;  // partition blob paths; "" = held by other nodes only
   std::string agent;               // the node agent's socket ("" = none)
   std::string node_cache;          // the agent's cache directory (FANSTORE_NODE_CACHE)

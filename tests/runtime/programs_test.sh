@@ -93,6 +93,28 @@ same_above "relative paths from above the mount point" \
    stat -c "%s %F" "$D/deep/a/b/c/leaf.txt" "$D"
    $PY -c "import os,sys; print(sorted(os.listdir(sys.argv[1])), open(sys.argv[1] + \"/one\").read())" "$D/meta"
    (cd "$D/deep" && cat a/b/c/leaf.txt); (cd / && md5sum < "${S#/}/$D/meta/array.npy"); ls "${D}x" 2>&1 | sed "s/.*: //"'
+# A mount point below a symlink (/scratch -> /lustre/scratch on a cluster): both spellings
+# reach the dataset, and what the kernel spells physically (getcwd, realpath, pwd -P) is
+# the real one. $B is base/link/mnt natively (a copy of the tree) and under fanrun (the
+# mount point), with base/link -> base/real; the outputs name paths relative to base.
+mkdir -p "$S/nat/real" "$S/fan/real"
+ln -s real "$S/nat/link" && ln -s real "$S/fan/link"
+cp -a "$T" "$S/nat/real/mnt"
+links_cmd='cat "$B/link/mnt/meta/one" "$B/real/mnt/meta/one"; echo
+  cd "$B/link/mnt" && md5sum meta/numbers.txt && pwd -P | sed "s|^$B||"
+  $PY -c "import os, pathlib, sys; p = pathlib.Path(\"meta/numbers.txt\").resolve(); b = sys.argv[1]
+print(str(p).replace(b, \"\"), p.stat().st_size, len(open(p).read()), os.getcwd().replace(b, \"\"))
+print(sorted(os.listdir(os.path.realpath(\"deep\"))), os.path.realpath(\"meta/link\").replace(b, \"\"))" "$B"
+  cd "$B" && md5sum link/mnt/meta/one real/mnt/meta/one && ls link/mnt/meta/../deep
+  cd real/mnt/meta && cat ../meta/one ./one && ls ../.. | grep -c mnt'
+(B=$S/nat PY=$PY bash -c "$links_cmd") >"$S/native.out" 2>&1
+for packed in raw z; do
+  B=$S/fan PY=$PY "$FANRUN" --data "$S/$packed" --mount "$S/fan/link/mnt" -- bash -c "$links_cmd" >"$S/fan.out" 2>&1
+  if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
+    bad "mount point below a symlink ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
+  fi
+done
+[ ! -e "$S/fan/real/mnt" ] && ok || bad "mount point below a symlink: fanrun left $S/fan/real/mnt behind"
 mkdir -p "$S/copies-native" "$S/copies-fan"
 same "shutil.copyfile" "rm -rf $S/copies; mkdir -p $S/copies; $PY $SRCDIR/tests/runtime/py_probe.py copyfile $S/copies"
 
