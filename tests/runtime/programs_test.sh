@@ -115,6 +115,10 @@ for packed in raw z; do
   fi
 done
 [ ! -e "$S/fan/real/mnt" ] && ok || bad "mount point below a symlink: fanrun left $S/fan/real/mnt behind"
+# statfs sizes the dataset like a read-only image: its members' blocks, all used (df).
+want_blocks=$(find "$T" -type f -printf '%s\n' | awk '{b += int(($1 + 4095) / 4096)} END {print b}')
+got=$("$FANRUN" --data "$S/raw" --mount "$MNT" -- $PY -c "import os; v = os.statvfs('$MNT'); print(v.f_blocks, v.f_bfree, v.f_bavail, v.f_bsize, v.f_files > 0, v.f_flag & os.ST_RDONLY)")
+[ "$got" = "$want_blocks 0 0 4096 True 1" ] && ok || bad "statvfs of the mount: '$got', expected '$want_blocks 0 0 4096 True 1'"
 mkdir -p "$S/copies-native" "$S/copies-fan"
 same "shutil.copyfile" "rm -rf $S/copies; mkdir -p $S/copies; $PY $SRCDIR/tests/runtime/py_probe.py copyfile $S/copies"
 
