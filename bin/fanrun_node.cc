@@ -69,8 +69,18 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
   std::vector<std::string> parents;
   for (fs::path p = mount; !p.empty() && !fs::exists(p, ec); p = p.parent_path())
     parents.push_back(p.string());
-  for (auto it = parents.rbegin(); it != parents.rend(); ++it)
-    if (::mkdir(it->c_str(), 0755) == 0) made.push_back(*it);
+  for (auto it = parents.rbegin(); it != parents.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0755) == 0) {
+      made.push_back(*it);
+    } else if (errno != EEXIST) {
+      // The dataset is served all the same; only a program started from a directory inside
+      // it finds no such directory as its working directory.
+      spdlog::warn("cannot create the mount point's directory {} ({}): programs started with "
+                   "their working directory inside the dataset will not find it",
+                   *it, std::strerror(errno));
+      return made;
+    }
+  }
   // Parents before children: a walk down from the root.
   std::vector<uint32_t> todo = {0};
   while (!todo.empty()) {
@@ -86,6 +96,20 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
     }
   }
   return made;
+}
+
+// A mount point can be a directory (shadowed while the job runs) or nothing yet (made, with
+// its missing parents), not a file: the dataset's root would be a directory where the
+// kernel and every child process see a file.
+Status CheckMountPoint(const std::string& mount) {
+  struct stat st;
+  if (::stat(mount.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status::Ok();
+    return Status::Error("--mount " + mount + ": exists and is not a directory");
+  }
+  if (errno == ENOTDIR)
+    return Status::Error("--mount " + mount + ": a component of the path is not a directory");
+  return Status::Ok();
 }
 
 // Says why this rank failed (st), once for the job when every rank failed with the same
@@ -429,6 +453,7 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
   if (st.ok() && (mount.empty() || mount[0] != '/'))
     st = Status::Error("--mount: must be an absolute path, got '" + mount + "'");
+  if (st.ok()) st = CheckMountPoint(mount);
   mount_ = mount;
   if (st.ok()) st = WriteFile(rank_dir_ + "/mount", mount_);
   if (st.ok()) st = WriteFile(rank_dir_ + "/cache-dir", cache_dir());

@@ -376,4 +376,26 @@ expect_rc 125 "fanrun with a bad --cache-size" -- "$FANRUN" --cache-size lots --
 expect_err_line "fanrun: --cache-size: 'lots': not a size" "bad --cache-size error"
 expect_rc 2 "fanrun with a zero --timeout" -- "$FANRUN" --timeout 0 --data "$S/raw" -- true
 expect_err_line "fanrun: --timeout: must be a number greater than 0, got '0'" "bad --timeout error"
+# A mount point that cannot be a directory is one clear line before CMD starts; the file
+# there is left as it was.
+echo keep >"$S/afile"
+expect_rc 125 "fanrun with a file as mount point" -- "$FANRUN" --data "$S/raw" --mount "$S/afile" -- touch "$S/ran"
+expect_err_line "fanrun: --mount $S/afile: exists and is not a directory" "file as mount point error"
+expect_rc 125 "fanrun with a mount point below a file" -- "$FANRUN" --data "$S/raw" --mount "$S/afile/x" -- touch "$S/ran"
+expect_err_line "fanrun: --mount $S/afile/x: a component of the path is not a directory" "mount point below a file error"
+[ "$(cat "$S/afile")" = keep ] && [ ! -e "$S/ran" ] && ok || bad "bad mount point: the file changed or CMD ran"
+# One that cannot be made (a read-only parent) is served all the same, with a warning that
+# a program started from inside it would not find its working directory.
+mkdir -p "$S/ro"
+if mount -t tmpfs -o ro,size=1m tmpfs "$S/ro" 2>/dev/null; then
+  "$FANRUN" --data "$S/raw" --mount "$S/ro/a/b" -- cat "$S/ro/a/b/meta/numbers.txt" >"$S/ro.out" 2>"$S/ro.err"
+  rc=$?
+  umount "$S/ro"
+  if [ $rc -eq 0 ] && cmp -s "$S/ro.out" "$T/meta/numbers.txt" &&
+    grep -qF "cannot create the mount point's directory $S/ro/a (Read-only file system)" "$S/ro.err"; then ok; else
+    bad "mount point that cannot be made: exit $rc, stderr: $(cat "$S/ro.err")"
+  fi
+else
+  skip "mount point that cannot be made: mounting a read-only tmpfs failed (not root, or no mount permission)"
+fi
 finish
