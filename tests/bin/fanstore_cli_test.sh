@@ -129,4 +129,17 @@ expect_err_line "$S/unreadable/d/secret: Permission denied" "unreadable file nam
 [ ! -e "$S/unreadable.out" ] && ok || bad "no output left after a failed pack"
 ls "$S" | grep -q partial && bad "partial output left behind" || ok
 
+# A full disk (a 20 KiB tmpfs): one line naming the file and the reason, nothing left.
+mkdir -p "$S/full"
+if mount -t tmpfs -o size=20k tmpfs "$S/full" 2>/dev/null; then
+  expect_rc 1 "pack onto a full disk" -- "$FANSTORE" pack -q "$S/src" "$S/full/out"
+  # (the source tree's fifo adds its "skipped" warning; the error is the one other line)
+  [ "$(grep -v 'fifo: skipped' "$S/err")" = "fanstore: pack: $S/full/out.fanstore-partial-$(grep -o 'partial-[0-9]*' "$S/err" | cut -d- -f2)/part-00000.fsb: No space left on device" ] &&
+    ok || bad "full disk: stderr was: $(cat "$S/err")"
+  [ -z "$(ls -A "$S/full")" ] && ok || bad "pack onto a full disk left: $(ls -A "$S/full")"
+  umount "$S/full"
+else
+  skip "pack onto a full disk: mounting a small tmpfs failed (not root, or no mount permission)"
+fi
+
 finish
