@@ -57,6 +57,21 @@ int Fail(const std::string& msg) {
   return kExitFanrun;
 }
 
+// A fanrun started by a program that already runs on a dataset would hand its CMD a second
+// one in place of the first: the first's files would vanish from under the mount point
+// (only fanrun's empty directories stay visible there). One dataset per job, said before
+// anything starts. `image`: the namespace image CMD would get, when it is known (attach:
+// the same job again is fine).
+Status CheckNotNested(const std::string& image = "") {
+  const char* outer = std::getenv("FANSTORE_IMAGE");
+  if (!outer || !*outer || (!image.empty() && image == outer)) return Status::Ok();
+  const char* mount = std::getenv("FANSTORE_MOUNT");
+  return Status::Error(std::string("already running on a dataset (at ") +
+                       (mount && *mount ? mount : "?") +
+                       "): one dataset per job; pack the trees together (fanstore pack their "
+                       "common parent) or run fanrun outside the first one");
+}
+
 bool UnderMpiexec() {
   for (const char* v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE"})
     if (std::getenv(v)) return true;
@@ -299,6 +314,7 @@ int Attach(const std::string& job_arg, std::vector<std::string>& cmd) {
   std::getline(std::ifstream(dir + "/mount"), mount);
   std::getline(std::ifstream(dir + "/cache-dir"), cache);
   std::getline(std::ifstream(dir + "/staged"), staged);
+  if (Status s = CheckNotNested(dir + "/namespace.img"); !s.ok()) return Fail(s.message());
   if (Status s = Preload(dir + "/namespace.img", mount, dir + "/agent.sock", cache, staged == "1"); !s.ok())
     return Fail(s.message());
   std::vector<char*> args;
@@ -400,12 +416,14 @@ int main(int argc, char** argv) {
   }
 
   if (app.got_subcommand(serve)) {
+    if (Status s = CheckNotNested(); !s.ok()) return Fail(s.message());
     if (Status s = FinishOptions(&serve_opt, serve_sizes); !s.ok()) return Fail(s.message());
     return Serve(serve_opt);
   }
   if (app.got_subcommand(attach)) return Attach(job, attach_cmd);
   if (app.got_subcommand(stop)) return Stop(job);
 
+  if (Status s = CheckNotNested(); !s.ok()) return Fail(s.message());
   if (Status s = FinishOptions(&opt, sizes); !s.ok()) return Fail(s.message());
   const bool mpi = UnderMpiexec();
   fanrun::Node node;

@@ -376,6 +376,14 @@ expect_rc 125 "fanrun with a bad --cache-size" -- "$FANRUN" --cache-size lots --
 expect_err_line "fanrun: --cache-size: 'lots': not a size" "bad --cache-size error"
 expect_rc 2 "fanrun with a zero --timeout" -- "$FANRUN" --timeout 0 --data "$S/raw" -- true
 expect_err_line "fanrun: --timeout: must be a number greater than 0, got '0'" "bad --timeout error"
+# fanrun inside a fanrun job: one dataset per job, said before the inner CMD runs (it
+# would have hidden the outer dataset's files).
+"$FANRUN" --data "$S/raw" --mount "$MNT" -- "$FANRUN" --data "$S/z" --mount "$S/mnt2" -- touch "$S/ran" 2>"$S/nest.err"
+rc=$?
+if [ $rc -eq 125 ] && [ ! -e "$S/ran" ] && [ "$(wc -l <"$S/nest.err")" -eq 1 ] &&
+  grep -qF "fanrun: already running on a dataset (at $MNT): one dataset per job" "$S/nest.err"; then ok; else
+  bad "nested fanrun: exit $rc, stderr: $(cat "$S/nest.err")"
+fi
 # A mount point that cannot be a directory is one clear line before CMD starts; the file
 # there is left as it was.
 echo keep >"$S/afile"
