@@ -73,10 +73,12 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
     if (::mkdir(it->c_str(), 0755) == 0) {
       made.push_back(*it);
     } else if (errno != EEXIST) {
-      // The dataset is served all the same; only a program started from a directory inside
-      // it finds no such directory as its working directory.
-      spdlog::warn("cannot create the mount point's directory {} ({}): programs started with "
-                   "their working directory inside the dataset will not find it",
+      // The dataset is served all the same, and the runtime passes a working directory
+      // inside it across exec (runtime/inherit.h); a program without the runtime finds no
+      // such directory as its working directory.
+      spdlog::warn("cannot create the mount point's directory {} ({}): served all the same; "
+                   "a program without the runtime (a static binary) started inside the "
+                   "dataset will not find its working directory",
                    *it, std::strerror(errno));
       return made;
     }

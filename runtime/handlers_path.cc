@@ -329,6 +329,8 @@ HookResult OnReadlink(long nr, const long a[6]) {
 }
 
 HookResult OnChdir(long nr, const long a[6]) {
+  if (Get()->InVforkChild())
+    return Handled(nr == SYS_chdir ? ChdirInVforkChild(Str(a[0])) : RawSyscall6(nr, a[0]));
   Resolved r;
   if (nr == SYS_fchdir) {
     OpenFile* f = Fds().Lookup(a[0]);
@@ -561,11 +563,13 @@ HookResult OnExec(long nr, const long a[6]) {
   char* out[4096];
   char scratch[8192];
   char fds[4096];
+  char cwd[80];
   const bool vfork_child = Get()->InVforkChild();
   const bool passing = EncodeForExec(fds, sizeof fds, vfork_child);
+  const bool cwd_passed = EncodeCwdForExec(cwd, sizeof cwd);
   char* const* env = intercept::FixExecEnv(reinterpret_cast<char* const*>(a[env_arg]), out, 4096,
                                            scratch, sizeof scratch);
-  env = WithFdsVar(env, out, 4096, passing ? fds : nullptr);
+  env = WithInheritVars(env, out, 4096, passing ? fds : nullptr, cwd_passed ? cwd : nullptr);
   long b[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
   b[env_arg] = reinterpret_cast<long>(env);
   // A vfork child cannot resolve (that may allocate): a virtual program is not found there.

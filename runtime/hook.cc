@@ -80,8 +80,8 @@ constexpr Served kServed[] = {
     {SYS_faccessat2, OnAccess, kSafe},
     {SYS_readlink, OnReadlink, kSafe},
     {SYS_readlinkat, OnReadlink, kSafe},
-    {SYS_chdir, OnChdir, kShared},
-    {SYS_fchdir, OnChdir, kShared},
+    {SYS_chdir, OnChdir, kSafe},  // checks for itself (a vfork child's chdir is its own)
+    {SYS_fchdir, OnChdir, kSafe},
     {SYS_getcwd, ArgsOnly<OnGetcwd>, kSafe},
     {SYS_execve, OnExec, kSafe},
     {SYS_execveat, OnExec, kSafe},
@@ -224,6 +224,7 @@ HookSpec PreloadHookSpec() {
   if (!s) return spec;  // no dataset configured: nothing to serve
   Fds();
   AdoptInherited();
+  AdoptInheritedCwd();
   g_prefilter.mount_len =
       static_cast<unsigned>(std::min<size_t>(s->mount.size(), sizeof g_prefilter.mount - 1));
   std::memcpy(g_prefilter.mount, s->mount.data(), g_prefilter.mount_len);

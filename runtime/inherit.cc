@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
 #include "intercept/raw_syscall.h"
 #include "runtime/fd_table.h"
+#include "runtime/resolve.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -20,6 +22,8 @@ using intercept::RawSyscall6;
 
 constexpr char kVar[] = "FANSTORE_FDS=";
 constexpr size_t kVarLen = sizeof kVar - 1;
+constexpr char kCwdVar[] = "FANSTORE_CWD=";
+constexpr size_t kCwdVarLen = sizeof kCwdVar - 1;
 
 // Appends text and numbers to a fixed buffer; remembers running out of room.
 struct Writer {
@@ -37,7 +41,7 @@ struct Writer {
   void Put(const char* s) {
     while (*s) Put(*s++);
   }
-  void Put(long v) {
+  void PutNum(uint64_t v) {
     char digits[24];
     int n = 0;
     do {
@@ -101,19 +105,50 @@ void AdoptInherited() {
   ::unsetenv("FANSTORE_FDS");
 }
 
+void AdoptInheritedCwd() {
+  const char* v = std::getenv("FANSTORE_CWD");
+  if (!v) return;
+  char* end;
+  const unsigned long long entry = std::strtoull(v, &end, 10);
+  const bool e_ok = end != v && *end == '.';
+  const char* p = end + 1;
+  const unsigned long long dev = e_ok ? std::strtoull(p, &end, 10) : 0;
+  const bool d_ok = e_ok && end != p && *end == '.';
+  p = end + 1;
+  const unsigned long long ino = d_ok ? std::strtoull(p, &end, 10) : 0;
+  if (d_ok && end != p && *end == '\0' && entry < (1ULL << 32))
+    AdoptCwd(static_cast<uint32_t>(entry), dev, ino);
+  ::unsetenv("FANSTORE_CWD");
+}
+
+bool EncodeCwdForExec(char* buf, size_t cap) {
+  uint32_t entry;
+  uint64_t dev, ino;
+  if (cap < 80 || !CwdForExec(&entry, &dev, &ino)) return false;
+  Writer w{buf, cap};
+  w.Put(kCwdVar);
+  w.PutNum(entry);
+  w.Put('.');
+  w.PutNum(dev);
+  w.Put('.');
+  w.PutNum(ino);
+  w.Finish();
+  return !w.full;
+}
+
 bool EncodeForExec(char* buf, size_t cap, bool vfork_child) {
   FdTable& t = Fds();
   if (t.slab_fd() < 0 || cap < 64) return false;
   Writer w{buf, cap};
   w.Put(kVar);
-  w.Put(static_cast<long>(t.slab_fd()));
+  w.PutNum(static_cast<uint64_t>(t.slab_fd()));
   int passed = 0;
   auto pass = [&](char kind, int fd, int d) {
     w.Put(' ');
     w.Put(kind);
-    w.Put(static_cast<long>(fd));
+    w.PutNum(static_cast<uint64_t>(fd));
     w.Put('.');
-    w.Put(static_cast<long>(d));
+    w.PutNum(static_cast<uint64_t>(d));
     ++passed;
   };
   if (!vfork_child) {
@@ -126,7 +161,7 @@ bool EncodeForExec(char* buf, size_t cap, bool vfork_child) {
     t.ForEach([&](int fd, int d) {
       if (passed == 0 || w.full || w.room() < 16 || SurvivesExec(fd)) return;
       w.Put(" r");
-      w.Put(static_cast<long>(d));
+      w.PutNum(static_cast<uint64_t>(d));
     });
   } else {
     const long self = RawSyscall6(SYS_getpid);
@@ -153,17 +188,22 @@ bool EncodeForExec(char* buf, size_t cap, bool vfork_child) {
   return passed > 0 && !w.full;
 }
 
-char* const* WithFdsVar(char* const* env, char** out, size_t cap, const char* var) {
+char* const* WithInheritVars(char* const* env, char** out, size_t cap, const char* fds_var,
+                             const char* cwd_var) {
   if (!env) return env;
+  auto ours = [](const char* e) {
+    return std::strncmp(e, kVar, kVarLen) == 0 || std::strncmp(e, kCwdVar, kCwdVarLen) == 0;
+  };
   size_t n = 0;
   bool present = false;
-  for (; env[n]; ++n) present |= std::strncmp(env[n], kVar, kVarLen) == 0;
-  if (!var && !present) return env;
-  if (n + 2 > cap) return env;
+  for (; env[n]; ++n) present |= ours(env[n]);
+  if (!fds_var && !cwd_var && !present) return env;
+  if (n + 3 > cap) return env;
   size_t k = 0;
   for (size_t i = 0; i < n; ++i)  // in place when env == out: k never passes i
-    if (std::strncmp(env[i], kVar, kVarLen) != 0) out[k++] = env[i];
-  if (var) out[k++] = const_cast<char*>(var);
+    if (!ours(env[i])) out[k++] = env[i];
+  if (fds_var) out[k++] = const_cast<char*>(fds_var);
+  if (cwd_var) out[k++] = const_cast<char*>(cwd_var);
   out[k] = nullptr;
   return out;
 }

@@ -12,6 +12,11 @@
 // own copy, changed by dup2/close_range the runtime did not record; so there each
 // candidate (the parent's virtual fds, and stdin/stdout/stderr) is checked with
 // kcmp(KCMP_FILE) against the parent's fds.
+// The virtual cwd goes the same way, in FANSTORE_CWD=<entry>.<st_dev>.<st_ino>: a process
+// whose cwd is in the dataset has the kernel cwd fanrun's skeleton directory, or, where
+// fanrun could not make it (a read-only parent of the mount point), whatever directory it
+// was in before. The new program takes the entry as its cwd when its kernel cwd is the one
+// recorded, so `cd /mnt/train && python3 x.py` works in both cases.
 // Not covered: a program without the runtime (static, FANSTORE_INTERCEPT=0) sees
 // placeholders that fail with EBADF.
 // Thread-safety: EncodeForExec allocates nothing (vfork children); AdoptInherited runs once
@@ -27,12 +32,20 @@ int InheritedSlabFd();
 // Binds the fds FANSTORE_FDS names (each checked: an O_PATH placeholder, a live
 // description of an existing entry) and removes the variable from the environment.
 void AdoptInherited();
+// Takes the cwd FANSTORE_CWD names (checked: a directory, and the kernel cwd recorded with
+// it) and removes the variable from the environment.
+void AdoptInheritedCwd();
+// Writes "FANSTORE_CWD=..." into buf for an exec about to happen; false when the cwd is not
+// virtual or the kernel cwd is no longer the one it was set with. Allocates nothing.
+bool EncodeCwdForExec(char* buf, size_t cap);
 // Writes "FANSTORE_FDS=..." into buf (capacity cap) for an exec about to happen; false
 // when no virtual fd would survive it.
 bool EncodeForExec(char* buf, size_t cap, bool vfork_child);
-// `env` without any FANSTORE_FDS entry, plus `var` if not null, in `out` (which `env` may
-// already be); `env` itself when out's capacity is too small.
-char* const* WithFdsVar(char* const* env, char** out, size_t cap, const char* var);
+// `env` without any FANSTORE_FDS or FANSTORE_CWD entry, plus those of fds_var and cwd_var
+// that are not null, in `out` (which `env` may already be); `env` itself when out's
+// capacity is too small.
+char* const* WithInheritVars(char* const* env, char** out, size_t cap, const char* fds_var,
+                             const char* cwd_var);
 // execve/execveat with the slab's memfd inheritable for exactly this call when `passing`.
 long ExecPassingFds(long nr, const long b[6], bool passing);
 

@@ -1,6 +1,7 @@
 #include "runtime/resolve.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <cerrno>
@@ -35,6 +36,21 @@ std::atomic<int64_t> g_cwd{kCwdUnknown};
 // Published once per distinct value and never freed (a reader may hold the old one); a
 // program that moves between directories above the mount only adds a few short strings.
 std::atomic<const std::string*> g_cwd_to_mount[2] = {nullptr, nullptr};  // mount, mount_real
+// The kernel's own cwd (st_dev, st_ino) when the virtual one was set. It is the dataset's
+// skeleton directory when fanrun could make it, otherwise wherever the process was: a
+// program exec'd from here inherits that kernel cwd, and is told the virtual one as long
+// as the two still go together (runtime/inherit.h).
+std::atomic<uint64_t> g_cwd_kdev{0}, g_cwd_kino{0};
+// A vfork child's chdir into the dataset (posix_spawn's chdir action, Python's
+// subprocess(cwd=...)), kept for its exec. The child shares its parent's memory, so the
+// record is tagged with the child's pid, and the parent never takes one that is not its own.
+struct VforkCwd {
+  pid_t pid;
+  uint32_t entry;
+  uint64_t dev, ino;
+};
+constexpr uint32_t kNativeCwd = ~0u;  // the child chdir'ed natively
+thread_local VforkCwd t_vfork_cwd __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0};
 
 
 bool IsDir(const ImageEntry& e) {
@@ -158,8 +174,7 @@ void RefreshCwd(const State& s) {
   if (n > 0 && UnderMount(s, std::string_view(buf, static_cast<size_t>(n - 1)), &rest)) {
     const Resolved r = Walk(s, 0, rest, true);
     if (r.kind == Resolved::kVirtual && IsDir(s.ns.entry(r.entry))) {
-      g_cwd.store(r.entry);
-      g_prefilter.cwd_virtual.store(1);
+      SetCwdVirtual(r.entry);
       return;
     }
   }
@@ -289,7 +304,145 @@ bool CwdIsVirtual(uint32_t* entry) {
   return true;
 }
 
+bool KernelCwdId(uint64_t* dev, uint64_t* ino) {
+  struct stat st;
+  if (intercept::RawSyscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(""),
+                             reinterpret_cast<long>(&st), AT_EMPTY_PATH) != 0)
+    return false;
+  *dev = st.st_dev;
+  *ino = st.st_ino;
+  return true;
+}
+
+bool CwdForExec(uint32_t* entry, uint64_t* dev, uint64_t* ino) {
+  const VforkCwd& v = t_vfork_cwd;
+  const bool own = v.pid != 0 && v.pid == static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid));
+  const int64_t c = !own ? g_cwd.load(std::memory_order_relaxed) : v.entry == kNativeCwd ? -1 : v.entry;
+  if (c < 0 || !KernelCwdId(dev, ino)) return false;
+  *entry = static_cast<uint32_t>(c);
+  return own ? *dev == v.dev && *ino == v.ino
+             : *dev == g_cwd_kdev.load(std::memory_order_relaxed) &&
+                   *ino == g_cwd_kino.load(std::memory_order_relaxed);
+}
+
+long ChdirInVforkChild(const char* path) {
+  // Nothing here may allocate or touch the parent's tables: the walk runs on the stack, one
+  // probe of the image per component, with the kernel's rules ("." and "..", a symlink's
+  // target taken in place of its name, 40 hops). A path that leaves the dataset goes to
+  // the kernel, as does one that never entered it.
+  const pid_t self = static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid));
+  const State* s = Get();
+  const std::string& m = s->physical_mount();
+  auto native = [&](const char* p) {
+    t_vfork_cwd = {self, kNativeCwd, 0, 0};  // the exec passes no virtual cwd
+    return intercept::RawSyscall6(SYS_chdir, reinterpret_cast<long>(p));
+  };
+  const size_t len = path ? std::strlen(path) : 0;
+  std::string_view in;  // what is left to walk
+  char norm[4096];      // the dataset path walked so far: every component a directory
+  size_t n = 0;
+  if (len > 0 && path[0] == '/') {
+    if (!UnderMount(*s, std::string_view(path, len), &in)) return native(path);
+  } else {
+    const int64_t c = g_cwd.load(std::memory_order_relaxed);
+    if (len == 0 || c < 0) return native(path);
+    const std::string_view b = s->ns.path(s->ns.entry(static_cast<uint32_t>(c)));
+    if (b.size() >= sizeof norm) return native(path);
+    std::memcpy(norm, b.data(), b.size());
+    n = b.size();
+    in = std::string_view(path, len);
+  }
+  char buf[2][4096];  // a symlink's target followed by what was left after it
+  int which = 0, hops = 0;
+  char out[4096];     // a path that leaves the dataset, for the kernel
+  auto leave = [&](std::string_view head, std::string_view mid, std::string_view tail) {
+    size_t k = 0;
+    for (const std::string_view part : {head, mid, std::string_view("/"), tail}) {
+      if (k + part.size() >= sizeof out) return static_cast<long>(-ENAMETOOLONG);
+      std::memcpy(out + k, part.data(), part.size());
+      k += part.size();
+    }
+    out[k] = '\0';
+    return native(out);
+  };
+  uint32_t e = 0;  // the root
+  if (n > 0 && (e = s->ns.Lookup(std::string_view(norm, n))) == meta::kNoEntry) return native(path);
+  while (!in.empty()) {
+    const size_t slash = in.find('/');
+    const std::string_view comp = in.substr(0, slash);
+    in = slash == std::string_view::npos ? std::string_view() : in.substr(slash + 1);
+    if (comp.empty() || comp == ".") continue;
+    if (comp == "..") {
+      if (n == 0) return leave(m, "/..", in);  // the kernel takes it from the mount point
+      while (n > 0 && norm[n - 1] != '/') --n;
+      if (n > 0) --n;
+      e = n > 0 ? s->ns.Lookup(std::string_view(norm, n)) : 0;
+      continue;
+    }
+    const size_t at = n;
+    if (n + 1 + comp.size() >= sizeof norm) return -ENAMETOOLONG;
+    if (n > 0) norm[n++] = '/';
+    std::memcpy(norm + n, comp.data(), comp.size());
+    n += comp.size();
+    e = s->ns.Lookup(std::string_view(norm, n));
+    if (e == meta::kNoEntry) return -ENOENT;
+    const ImageEntry& x = s->ns.entry(e);
+    if (x.kind == static_cast<uint8_t>(Kind::kSymlink)) {
+      if (++hops > kMaxHops) return -ELOOP;
+      const std::string_view t = s->ns.target(x);
+      n = at;
+      if (t.empty()) return -ENOENT;
+      std::string_view under;
+      if (t[0] == '/') {
+        if (!UnderMount(*s, t, &under)) return leave(t, "", in);
+        n = 0;
+      } else {
+        under = t;
+      }
+      char* nb = buf[which ^= 1];
+      if (under.size() + 1 + in.size() >= sizeof buf[0]) return -ENAMETOOLONG;
+      std::memcpy(nb, under.data(), under.size());
+      nb[under.size()] = '/';
+      std::memcpy(nb + under.size() + 1, in.data(), in.size());
+      in = std::string_view(nb, under.size() + 1 + in.size());
+      e = n > 0 ? s->ns.Lookup(std::string_view(norm, n)) : 0;
+      continue;
+    }
+    if (!IsDir(x)) return -ENOTDIR;
+  }
+  // Follow natively too where fanrun made the directory; record it either way.
+  char dir[4096];
+  if (m.size() + 1 + n < sizeof dir) {
+    std::memcpy(dir, m.data(), m.size());
+    size_t k = m.size();
+    if (n > 0) {
+      dir[k++] = '/';
+      std::memcpy(dir + k, norm, n);
+      k += n;
+    }
+    dir[k] = '\0';
+    intercept::RawSyscall6(SYS_chdir, reinterpret_cast<long>(dir));
+  }
+  VforkCwd v{self, e, 0, 0};
+  t_vfork_cwd = KernelCwdId(&v.dev, &v.ino) ? v : VforkCwd{self, kNativeCwd, 0, 0};
+  return 0;
+}
+
+bool AdoptCwd(uint32_t entry, uint64_t dev, uint64_t ino) {
+  const State* s = Get();
+  uint64_t kdev, kino;
+  if (!s || entry >= s->ns.size() || !IsDir(s->ns.entry(entry)) || !KernelCwdId(&kdev, &kino) ||
+      kdev != dev || kino != ino)
+    return false;
+  SetCwdVirtual(entry);
+  return true;
+}
+
 void SetCwdVirtual(uint32_t entry) {
+  uint64_t dev = 0, ino = 0;
+  KernelCwdId(&dev, &ino);
+  g_cwd_kdev.store(dev, std::memory_order_relaxed);
+  g_cwd_kino.store(ino, std::memory_order_relaxed);
   g_cwd.store(entry);
   g_prefilter.cwd_virtual.store(1);
 }

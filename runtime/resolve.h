@@ -32,7 +32,18 @@ int FdLink(std::string_view path, std::string_view* rest);
 std::string MountPath(uint32_t entry);  // (spelled as the kernel does: State::physical_mount)
 // The cached current directory: an entry when it is inside the dataset.
 bool CwdIsVirtual(uint32_t* entry);
-void SetCwdVirtual(uint32_t entry);
+void SetCwdVirtual(uint32_t entry);  // also records the kernel's cwd at that moment
 void SetCwdNative();
+// The kernel's cwd (st_dev, st_ino); false if it cannot be stat'ed.
+bool KernelCwdId(uint64_t* dev, uint64_t* ino);
+// For an exec: the virtual cwd and the kernel cwd the new program will start in, when the
+// cwd is virtual and the kernel cwd is still the one it was set with (a vfork child that
+// chdir'ed natively, or a process whose kernel cwd moved, passes nothing). No allocation.
+bool CwdForExec(uint32_t* entry, uint64_t* dev, uint64_t* ino);
+// chdir in a vfork child, which must not change the parent's cwd: a directory of the
+// dataset is recorded for the child's exec (CwdForExec); anything else goes to the kernel.
+long ChdirInVforkChild(const char* path);
+// At start-up: takes `entry` as the cwd if it is a directory and the kernel cwd is (dev, ino).
+bool AdoptCwd(uint32_t entry, uint64_t dev, uint64_t ino);
 
 }  // namespace fanstore::runtime

@@ -398,15 +398,37 @@ expect_err_line "fanrun: --mount $S/afile/x: a component of the path is not a di
 [ "$(cat "$S/afile")" = keep ] && [ ! -e "$S/ran" ] && ok || bad "bad mount point: the file changed or CMD ran"
 # One that cannot be made (a read-only parent) is served all the same, with a warning that
 # a program started from inside it would not find its working directory.
+# There the kernel cannot follow a chdir into the dataset, so the virtual cwd goes across
+# exec (FANSTORE_CWD) and into a vfork child's chdir (subprocess(cwd=...)): programs
+# started from inside the dataset list, read and report the directory they are in.
+cat >"$S/incwd.sh" <<'EOF2'
+cd "$1/meta" && ls && cat one && echo && /bin/pwd
+bash -c 'cd ../deep/a && ls -R && pwd'
+/usr/bin/python3 -c '
+import os, subprocess
+print(os.getcwd(), sorted(os.listdir()))
+for c in ["../train", "../deep/a/b/.", "..", "dirlink", os.getcwd() + "/empty dir", "one", "nope", "/"]:
+    try:
+        r = subprocess.run(["sh", "-c", "pwd; ls | head -3"], cwd=c, capture_output=True, text=True)
+        print(c, r.stdout.split())
+    except OSError as e:
+        print(c, type(e).__name__)
+'
+EOF2
 mkdir -p "$S/ro"
 if mount -t tmpfs -o ro,size=1m tmpfs "$S/ro" 2>/dev/null; then
   "$FANRUN" --data "$S/raw" --mount "$S/ro/a/b" -- cat "$S/ro/a/b/meta/numbers.txt" >"$S/ro.out" 2>"$S/ro.err"
   rc=$?
+  "$FANRUN" --data "$S/z" --mount "$S/ro/a/b" -- bash "$S/incwd.sh" "$S/ro/a/b" 2>/dev/null |
+    sed "s|$S/ro/a/b|@|g" >"$S/incwd.fan"
   umount "$S/ro"
+  bash "$S/incwd.sh" "$T" 2>/dev/null | sed "s|$T|@|g" >"$S/incwd.native"
   if [ $rc -eq 0 ] && cmp -s "$S/ro.out" "$T/meta/numbers.txt" &&
     grep -qF "cannot create the mount point's directory $S/ro/a (Read-only file system)" "$S/ro.err"; then ok; else
     bad "mount point that cannot be made: exit $rc, stderr: $(cat "$S/ro.err")"
   fi
+  grep -q "^@/meta \[.*'numbers.txt'" "$S/incwd.native" && cmp -s "$S/incwd.native" "$S/incwd.fan" && ok ||
+    bad "programs started inside a mount that cannot be made: $(diff "$S/incwd.native" "$S/incwd.fan")"
 else
   skip "mount point that cannot be made: mounting a read-only tmpfs failed (not root, or no mount permission)"
 fi
