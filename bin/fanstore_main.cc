@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
                    "Glob of members every node keeps, e.g. 'val/**' (repeatable)");
   pack->add_option("--compress,-c", compress,
                    "none | auto | 0..3 (ISA-L level); auto keeps a member deflated (level 1) "
-                   "only if that saves >= 12.5%, and never tries JPEG/PNG/MP4/zip...")
+                   "only if that saves >= 12.5%, never tries JPEG/PNG/MP4/zip..., and keeps members "
+                   "over 8 MiB raw (a deflated member is inflated whole when read)")
       ->capture_default_str();
   pack->add_option("--threads,-t", po.threads, "Worker threads (default: all cores)")
       ->check(CLI::Range(1u, 1024u));

@@ -100,6 +100,7 @@ class Encoder {
     if (mode_.kind == CompressMode::kAuto && LooksCompressed(p, n)) return false;
     return true;
   }
+  bool WantDeflateLarge() const { return mode_.kind == CompressMode::kLevel; }
   bool Keep(uint64_t packed, uint64_t raw) const {
     if (mode_.kind == CompressMode::kAuto) return packed <= raw - raw / kAutoMinSavingDivisor;
     return packed < raw;
@@ -139,10 +140,13 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
   } closer{fd};
   std::vector<uint8_t> chunk(kStreamThreshold), packed;
 
-  // Peek at the first chunk to decide (auto: magic bytes and a trial compression).
+  // Peek at the first chunk to decide (auto: magic bytes and a trial compression). A
+  // deflated member is inflated whole when read, by every process that reads part of it
+  // (np.load(mmap_mode='r'), h5py, LMDB): so auto keeps members this large raw, and only
+  // an explicit level deflates them.
   auto got = enc.ReadSome(fd, m, chunk.data(), chunk.size());
   if (!got.ok()) return got.status();
-  bool deflate = enc.WantDeflate(chunk.data(), *got);
+  bool deflate = enc.WantDeflateLarge() && enc.WantDeflate(chunk.data(), *got);
   if (deflate) {
     enc.deflater().Compress({chunk.data(), *got}, packed);
     deflate = enc.Keep(packed.size(), *got);

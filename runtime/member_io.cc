@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <mutex>  // std::lock_guard
 #include <vector>
 
@@ -35,6 +36,9 @@ using meta::ImageEntry;
 
 constexpr uint64_t kCacheMax = 8ull << 20;  // members up to this size may be cached whole
 constexpr int kCacheSlots = 16;
+// The cache's bytes at most (beyond the member just put): a large compressed member is
+// held whole for its partial reads, and 16 of them must not take the node's memory.
+constexpr uint64_t kCacheBytes = 256ull << 20;
 
 ShardedCounter s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors, s_remote, s_device,
     s_mapped, s_arena;
@@ -339,16 +343,30 @@ struct Cache {
     return nullptr;
   }
   void Put(uint32_t entry, std::shared_ptr<std::vector<uint8_t>> d) {
-    std::shared_ptr<std::vector<uint8_t>> evicted;  // released after the lock
+    std::shared_ptr<std::vector<uint8_t>> evicted[kCacheSlots];  // released after the lock
+    int n_evicted = 0;
     std::lock_guard<SpinLock> lk(mu);
     Slot* victim = &slots[0];
     for (auto& sl : slots)
       if (sl.tick < victim->tick) victim = &sl;
+    bytes -= victim->data ? victim->data->size() : 0;
+    bytes += d->size();
     victim->entry = entry;
     victim->tick = ++tick;
-    evicted = std::move(victim->data);
+    evicted[n_evicted++] = std::move(victim->data);
     victim->data = std::move(d);
+    // Then the least recently used others, while over the byte bound.
+    while (bytes > victim->data->size() + kCacheBytes) {
+      Slot* old = nullptr;
+      for (auto& sl : slots)
+        if (sl.data && &sl != victim && (!old || sl.tick < old->tick)) old = &sl;
+      if (!old) break;
+      bytes -= old->data->size();
+      old->entry = meta::kNoEntry;
+      evicted[n_evicted++] = std::move(old->data);
+    }
   }
+  uint64_t bytes = 0;  // held in the slots
 };
 Cache& TheCache() {
   static Cache* c = new Cache();
@@ -404,7 +422,11 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   if (data) {
     s_hits.Add(1);
   } else {
-    data = std::make_shared<std::vector<uint8_t>>(e.size);
+    try {  // the hook runs inside the application: no exception may leave it
+      data = std::make_shared<std::vector<uint8_t>>(e.size);
+    } catch (const std::bad_alloc&) {
+      return -ENOMEM;
+    }
     const long r = LoadWhole(s, entry, data->data());
     if (r < 0) return r;
     TheCache().Put(entry, data);

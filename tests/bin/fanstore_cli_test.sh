@@ -95,8 +95,17 @@ expect_rc 1 "cat of a missing member" -- "$FANSTORE" cat "$S/data" nope.txt
 expect_err_line "fanstore: cat: nope.txt: no such file" "missing member error"
 expect_rc 1 "cat of a directory" -- "$FANSTORE" cat "$S/data" train
 expect_err_line "is a directory" "cat of a directory error"
+expect_rc 0 "stat" -- "$FANSTORE" stat "$S/data" val/v10.txt
+grep -q "Stored: .*(deflate)" "$S/out" && ok || bad "stat shows val/v10.txt deflated: $(cat "$S/out")"
+# auto keeps members over 8 MiB raw (a deflated member is inflated whole by every process
+# that reads part of it); an explicit level deflates them, streamed.
 expect_rc 0 "stat" -- "$FANSTORE" stat "$S/data" big.txt
-grep -q "Stored: .*(deflate)" "$S/out" && ok || bad "stat shows big.txt deflated: $(cat "$S/out")"
+grep -q "Stored: 14888896 (raw)" "$S/out" && ok || bad "stat shows big.txt raw under auto: $(cat "$S/out")"
+expect_rc 0 "pack -c 1" -- "$FANSTORE" pack -q -c 1 "$S/src" "$S/level1"
+expect_rc 0 "stat" -- "$FANSTORE" stat "$S/level1" big.txt
+grep -q "Stored: .*(deflate)" "$S/out" && ok || bad "stat shows big.txt deflated with -c 1: $(cat "$S/out")"
+"$FANSTORE" cat "$S/level1" big.txt | cmp -s - "$S/src/big.txt" && ok || bad "cat of big.txt deflated with -c 1"
+expect_rc 0 "verify of the -c 1 dataset" -- "$FANSTORE" verify "$S/level1"
 expect_rc 1 "ls of a non-dataset" -- "$FANSTORE" ls "$S/src"
 expect_err_line "$S/src/manifest: No such file or directory" "non-dataset error names the manifest"
 

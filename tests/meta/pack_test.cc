@@ -195,7 +195,22 @@ TEST(Pack, AutoKeepsJpegAndRandomRawAndDeflatesText) {
   EXPECT_EQ(codec("r4096.bin"), Codec::kRaw);  // does not compress
   EXPECT_EQ(codec("multi/mb_random_big.bin"), Codec::kRaw);
   EXPECT_EQ(codec("text4097.txt"), Codec::kDeflate);
-  EXPECT_EQ(codec("multi/mb_text.txt"), Codec::kDeflate);
+  // Over 8 MiB: kept raw (a deflated member is inflated whole by every reader of any part).
+  EXPECT_EQ(codec("multi/mb_text.txt"), Codec::kRaw);
+}
+
+TEST(Pack, AnExplicitLevelDeflatesLargeMembersToo) {
+  TempDir t;
+  MakeEdgeTree(t / "src");
+  PackOptions o = Options(t / "src", t / "out");
+  o.compress = *CompressMode::Parse("1");
+  ASSERT_TRUE(Pack(o).ok());
+  auto ds = Dataset::Open(t / "out");
+  ASSERT_TRUE(ds.ok());
+  const MemberView v = (*ds)->View(*(*ds)->Lookup("multi/mb_text.txt"));
+  EXPECT_EQ(v.codec(), Codec::kDeflate);
+  EXPECT_LT(v.rec.stored_size, v.rec.size / 2);
+  ExpectSameAsSource(t / "src", **ds);
 }
 
 TEST(Pack, BroadcastMembersAreInTheBroadcastPartitionOnly) {

@@ -388,6 +388,26 @@ if [ $rc -eq 125 ] && [ ! -e "$S/ran" ] && [ "$(wc -l <"$S/nest.err")" -eq 1 ] &
   grep -qF "fanrun: already running on a dataset (at $MNT): one dataset per job" "$S/nest.err"; then ok; else
   bad "nested fanrun: exit $rc, stderr: $(cat "$S/nest.err")"
 fi
+# Large deflated members are held whole for their partial reads, but the per-process cache
+# keeps at most 256 MiB beyond the member in use: five 120 MiB members read in turn leave
+# two or three of them, not five (600 MiB), in the reader's memory.
+mkdir -p "$S/bigz"
+for i in 1 2 3 4 5; do
+  truncate -s 120M "$S/bigz/f$i"
+  printf 'marker-%d' "$i" | dd of="$S/bigz/f$i" bs=1 seek=100000000 conv=notrunc status=none
+done
+$FANSTORE pack -q -c 1 "$S/bigz" "$S/bigz.packed" || bad "pack of the large members"
+got=$("$FANRUN" --data "$S/bigz.packed" --mount "$S/bigm" -- $PY -c "
+import os
+out = []
+for i in range(1, 6):
+    with open('$S/bigm/f%d' % i, 'rb') as f:
+        f.seek(100000000)
+        out.append(f.read(8).decode())
+rss = [int(l.split()[1]) for l in open('/proc/self/status') if l.startswith('VmRSS:')][0] // 1024
+print(' '.join(out), rss < 480 or rss)")
+[ "$got" = "marker-1 marker-2 marker-3 marker-4 marker-5 True" ] && ok ||
+  bad "partial reads of five 120 MiB deflated members: '$got' (the last field: RSS in MiB if over 480)"
 # A mount point that cannot be a directory is one clear line before CMD starts; the file
 # there is left as it was.
 echo keep >"$S/afile"
