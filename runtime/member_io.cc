@@ -51,13 +51,28 @@ bool SourceStill(const MemberSource& src) {
   return !src.bytes || RemoteStill(src.entry, src.word);
 }
 
+constexpr uint64_t kWindowTag = 1;  // user_data of window reads; member reads carry 0
+
 struct Ring {
   io_uring ring;
   pid_t owner = 0;
   bool ok = false;
+  bool window_in_flight = false;  // a readahead window read (kWindowTag) not reaped yet
+  void* scratch = nullptr;        // where window reads land (never read back)
   ~Ring() {
-    if (ok && Get() && owner == Get()->pid.load(std::memory_order_relaxed)) io_uring_queue_exit(&ring);
+    if (!Get() || owner != Get()->pid.load(std::memory_order_relaxed)) return;
+    // A window read still writing into the scratch is waited for (closing the ring does
+    // not wait for it); with a failed ring it is left mapped rather than unmapped under it.
+    io_uring_cqe* cqe = nullptr;
+    while (ok && window_in_flight && io_uring_wait_cqe(&ring, &cqe) == 0) {
+      window_in_flight = io_uring_cqe_get_data64(cqe) != kWindowTag;
+      io_uring_cqe_seen(&ring, cqe);
+    }
+    if (ok) io_uring_queue_exit(&ring);
+    if (scratch && !window_in_flight)
+      intercept::RawSyscall6(SYS_munmap, reinterpret_cast<long>(scratch), kScratchBytes);
   }
+  static constexpr long kScratchBytes = 4l << 20;  // the largest readahead window taken this way
 };
 thread_local Ring t_ring;
 
@@ -73,8 +88,8 @@ thread_local Ring t_ring;
 // from a closed fd only makes the next file at that number use plain pread: still right).
 std::atomic<uint64_t> s_no_nowait[1 << 10];
 
-// Cold reads: the aligned window around a member that is not cached is handed to the
-// kernel's readahead (fadvise WILLNEED, asynchronous) before the member itself is read, so
+// Cold reads: the aligned window around a member that is not cached is read ahead
+// (asynchronously: StartWindowRead, else fadvise WILLNEED) with the member's own read, so
 // the members packed next to it are cached when the random order reaches them: 2-thread
 // cold reads went from ~11 k to ~14 k files/s with 1 MiB (docs/design.md). It costs device
 // bandwidth for neighbours read later, which pays only if they stay cached until then:
@@ -105,6 +120,35 @@ uint64_t ReadaheadBytes(const State& s) {
   return static_cast<uint64_t>(v);
 }
 
+// The readahead window as a real read into a scratch buffer, handed to this thread's
+// io_uring without waiting: the kernel's on-demand readahead brings the pages in as large
+// folios, which later kernel copies (the first pass of a new process) take ~15% faster
+// than the 4 KiB folios of fadvise(WILLNEED); the cold epoch itself runs the same
+// (measured, docs/design.md). One window in flight per thread: false (use fadvise) while
+// one is, or without a ring or scratch memory. Its completion is reaped by a later read.
+bool StartWindowRead(int fd, uint64_t off, uint64_t len) {
+  if (!t_ring.ok || len > static_cast<uint64_t>(Ring::kScratchBytes)) return false;
+  if (t_ring.window_in_flight) {
+    io_uring_cqe* cqe = nullptr;
+    if (io_uring_peek_cqe(&t_ring.ring, &cqe) != 0) return false;
+    // Only window reads can be pending here: member reads are waited for.
+    io_uring_cqe_seen(&t_ring.ring, cqe);
+    t_ring.window_in_flight = false;
+  }
+  if (!t_ring.scratch) {
+    const long m = intercept::RawSyscall6(SYS_mmap, 0, Ring::kScratchBytes, PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m < 0) return false;
+    t_ring.scratch = reinterpret_cast<void*>(m);
+  }
+  io_uring_sqe* sqe = io_uring_get_sqe(&t_ring.ring);
+  if (!sqe) return false;
+  io_uring_prep_read(sqe, fd, t_ring.scratch, static_cast<unsigned>(len), off);
+  io_uring_sqe_set_data64(sqe, kWindowTag);
+  t_ring.window_in_flight = true;
+  return true;  // submitted together with the member's read
+}
+
 long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
   const bool known = fd >= 0 && fd < (1 << 16);
   std::atomic<uint64_t>* word = known ? &s_no_nowait[fd / 64] : nullptr;
@@ -124,24 +168,42 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
                                  static_cast<long>(want), static_cast<long>(off + done));
     } else if (n == -EAGAIN) {  // not in the page cache: the device read goes through io_uring
       s_device.Add(1);
-      if (const uint64_t w = ReadaheadBytes(*Get())) {  // bring in the members around it too
-        const uint64_t at_off = (off + done) / w * w;
-        intercept::RawSyscall6(SYS_fadvise64, fd, static_cast<long>(at_off), static_cast<long>(w),
-                               POSIX_FADV_WILLNEED);
-      }
       const pid_t me = Get()->pid.load(std::memory_order_relaxed);
-      if (t_ring.owner != me) {
+      if (t_ring.owner != me) {  // a new thread, or a fork child (the parent's ring is not its own)
         t_ring.ok = io_uring_queue_init(8, &t_ring.ring, 0) == 0;
         t_ring.owner = me;
+        t_ring.window_in_flight = false;
+        t_ring.scratch = nullptr;
+      }
+      if (const uint64_t w = ReadaheadBytes(*Get())) {  // bring in the members around it too
+        const uint64_t at_off = (off + done) / w * w;
+        if (!StartWindowRead(fd, at_off, w))
+          intercept::RawSyscall6(SYS_fadvise64, fd, static_cast<long>(at_off), static_cast<long>(w),
+                                 POSIX_FADV_WILLNEED);
       }
       if (t_ring.ok) {
         io_uring_sqe* sqe = io_uring_get_sqe(&t_ring.ring);
         io_uring_prep_read(sqe, fd, at, static_cast<unsigned>(want), off + done);
+        io_uring_sqe_set_data64(sqe, 0);
         io_uring_cqe* cqe = nullptr;
-        const int rc = io_uring_submit_and_wait(&t_ring.ring, 1);
-        if (rc < 0 || io_uring_peek_cqe(&t_ring.ring, &cqe) != 0) return rc < 0 ? rc : -EIO;
-        n = cqe->res;
-        io_uring_cqe_seen(&t_ring.ring, cqe);
+        int rc = io_uring_submit(&t_ring.ring);
+        for (;;) {  // the member's completion; a window read's may come first
+          if (rc >= 0) rc = io_uring_wait_cqe(&t_ring.ring, &cqe);
+          if (rc == -EINTR) {
+            rc = 0;
+            continue;
+          }
+          if (rc < 0) {
+            // The ring is left alone from here on: what it still holds never runs again.
+            t_ring.ok = false;
+            return rc;
+          }
+          const bool window = io_uring_cqe_get_data64(cqe) == kWindowTag;
+          if (!window) n = cqe->res;
+          io_uring_cqe_seen(&t_ring.ring, cqe);
+          if (!window) break;
+          t_ring.window_in_flight = false;
+        }
       } else {
         n = intercept::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at),
                                    static_cast<long>(want), static_cast<long>(off + done));
