@@ -7,13 +7,10 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <deque>
 #include <string_view>
-#include <vector>
 
 #include "intercept/raw_syscall.h"
 #include "meta/format.h"
-#include "meta/member.h"
 #include "runtime/fd_table.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/state.h"
@@ -96,74 +93,117 @@ Resolved Error(int e) {
 }
 
 // Walks `rest` from entry `start`. `follow` applies to the last component.
-Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow) {
-  std::vector<std::string_view> todo;  // remaining components, last first
-  std::deque<std::string> owned;       // symlink targets (stable addresses: todo views them)
-  auto push = [&](std::string_view p) {
-    const std::vector<std::string_view> comps = meta::SplitPath(p);
-    for (auto it = comps.rbegin(); it != comps.rend(); ++it) todo.push_back(*it);
+// The walk itself, allocating nothing (a vfork child's chdir uses it too): what is left
+// to walk is a stack of path remainders, the path itself at the bottom and each symlink
+// target taken on top of the remainder it interrupted. Every remainder is a view of the
+// caller's path or of the image, so no target is copied.
+struct WalkResult {
+  Resolved::Kind kind = Resolved::kVirtual;
+  uint32_t entry = 0;
+  int err = 0;
+  // kRewritten: the path leaves the dataset. It goes on natively from `head`, with the
+  // remainders joined innermost first (rest[count - 1] first, rest[0] last).
+  std::string_view head;
+  std::string_view rest[kMaxHops + 1];
+  int count = 0;
+  bool trailing_slash = false;
+};
+
+// The next component of *p (leading slashes skipped), taken off it; "" when none is left.
+std::string_view NextComponent(std::string_view* p) {
+  while (!p->empty() && p->front() == '/') p->remove_prefix(1);
+  const size_t slash = p->find('/');
+  const std::string_view c = p->substr(0, slash);
+  p->remove_prefix(c.size());
+  return c;
+}
+
+WalkResult WalkCore(const State& s, uint32_t start, std::string_view path, bool follow) {
+  WalkResult w;
+  std::string_view* const stack = w.rest;
+  int depth = 1;
+  stack[0] = path;
+  w.trailing_slash = !path.empty() && path.back() == '/';
+  auto pending = [&] {  // drops finished remainders; false when nothing is left
+    while (depth > 0 && stack[depth - 1].find_first_not_of('/') == std::string_view::npos) --depth;
+    return depth > 0;
   };
-  const bool trailing_slash = !rest.empty() && rest.back() == '/';
-  push(rest);
+  auto leave = [&](std::string_view head) {
+    w.kind = Resolved::kRewritten;
+    w.head = head;
+    w.count = depth;
+    return w;
+  };
+  auto error = [&](int e) {
+    w.kind = Resolved::kError;
+    w.err = e;
+    return w;
+  };
   uint32_t cur = start;
   int hops = 0;
-  while (!todo.empty()) {
-    const std::string_view c = todo.back();
-    todo.pop_back();
+  while (pending()) {
+    const std::string_view c = NextComponent(&stack[depth - 1]);
     const ImageEntry& ce = s.ns.entry(cur);
-    if (!IsDir(ce)) return Error(ENOTDIR);
+    if (!IsDir(ce)) return error(ENOTDIR);
     if (c == ".") continue;
     if (c == "..") {
       if (cur == 0) {
-        // Leaving the dataset: the rest is native, below the mount point's parent.
-        Resolved r;
-        r.kind = Resolved::kRewritten;
-        // (the kernel takes ".." of the real directory: its physical parent)
-        const std::string& m = s.physical_mount();
+        // Leaving the dataset: the rest is native, below the mount point's parent (the
+        // kernel takes ".." of the real directory: its physical parent).
+        const std::string_view m = s.physical_mount();
         const size_t slash = m.rfind('/');
-        r.path = slash == 0 ? "/" : m.substr(0, slash);
-        for (auto it = todo.rbegin(); it != todo.rend(); ++it) {
-          if (r.path.back() != '/') r.path += '/';
-          r.path += *it;
-        }
-        if (trailing_slash) r.path += '/';
-        return r;
+        pending();
+        return leave(slash == 0 ? std::string_view("/") : m.substr(0, slash));
       }
       cur = ce.parent;
       continue;
     }
     const uint32_t next = Child(s, cur, c);
-    if (next == meta::kNoEntry) return Error(ENOENT);
+    if (next == meta::kNoEntry) return error(ENOENT);
     const ImageEntry& ne = s.ns.entry(next);
-    const bool last = todo.empty();
-    if (ne.kind == static_cast<uint8_t>(Kind::kSymlink) && (!last || follow || trailing_slash)) {
-      if (++hops > kMaxHops) return Error(ELOOP);
-      const std::string_view t = s.ns.target(ne);
+    const bool last = !pending();
+    if (ne.kind == static_cast<uint8_t>(Kind::kSymlink) && (!last || follow || w.trailing_slash)) {
+      if (++hops > kMaxHops) return error(ELOOP);
+      std::string_view t = s.ns.target(ne);
       if (!t.empty() && t[0] == '/') {
         std::string_view inside;
-        if (!UnderMount(s, t, &inside)) {
-          Resolved r;
-          r.kind = Resolved::kRewritten;
-          r.path = std::string(t);
-          for (auto it = todo.rbegin(); it != todo.rend(); ++it) r.path += "/" + std::string(*it);
-          if (trailing_slash) r.path += '/';
-          return r;
-        }
-        owned.emplace_back(inside);
-        push(owned.back());
+        if (!UnderMount(s, t, &inside)) return leave(t);
+        t = inside;
         cur = 0;
-      } else {
-        owned.emplace_back(t);
-        push(owned.back());
       }
+      stack[depth++] = t;  // at most kMaxHops + 1 deep: every push is a hop
       continue;
     }
     cur = next;
   }
-  if (trailing_slash && !IsDir(s.ns.entry(cur))) return Error(ENOTDIR);
+  if (w.trailing_slash && !IsDir(s.ns.entry(cur))) return error(ENOTDIR);
+  w.entry = cur;
+  return w;
+}
+
+// The native path a kRewritten walk names, given piece by piece to `put`.
+template <class Put>
+void JoinRewritten(const WalkResult& w, Put put) {
+  put(w.head);
+  bool slash = !w.head.empty() && w.head.back() == '/';
+  for (int i = w.count - 1; i >= 0; --i) {
+    std::string_view r = w.rest[i];
+    while (!r.empty() && r.front() == '/') r.remove_prefix(1);
+    if (r.empty()) continue;
+    if (!slash) put("/");
+    put(r);
+    slash = r.back() == '/';
+  }
+  if (w.trailing_slash && !slash) put("/");
+}
+
+Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow) {
+  const WalkResult w = WalkCore(s, start, rest, follow);
   Resolved r;
-  r.kind = Resolved::kVirtual;
-  r.entry = cur;
+  r.kind = w.kind;
+  r.entry = w.entry;
+  r.err = w.err;
+  if (w.kind == Resolved::kRewritten) JoinRewritten(w, [&](std::string_view p) { r.path += p; });
   return r;
 }
 
@@ -326,104 +366,56 @@ bool CwdForExec(uint32_t* entry, uint64_t* dev, uint64_t* ino) {
 }
 
 long ChdirInVforkChild(const char* path) {
-  // Nothing here may allocate or touch the parent's tables: the walk runs on the stack, one
-  // probe of the image per component, with the kernel's rules ("." and "..", a symlink's
-  // target taken in place of its name, 40 hops). A path that leaves the dataset goes to
-  // the kernel, as does one that never entered it.
+  // Nothing here may allocate or touch the parent's tables: the walk is WalkCore's, and a
+  // path that leaves the dataset is put together on the stack for the kernel.
   const pid_t self = static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid));
   const State* s = Get();
-  const std::string& m = s->physical_mount();
   auto native = [&](const char* p) {
     t_vfork_cwd = {self, kNativeCwd, 0, 0};  // the exec passes no virtual cwd
     return intercept::RawSyscall6(SYS_chdir, reinterpret_cast<long>(p));
   };
   const size_t len = path ? std::strlen(path) : 0;
-  std::string_view in;  // what is left to walk
-  char norm[4096];      // the dataset path walked so far: every component a directory
-  size_t n = 0;
+  std::string_view rest;
+  uint32_t start = 0;
   if (len > 0 && path[0] == '/') {
-    if (!UnderMount(*s, std::string_view(path, len), &in)) return native(path);
+    if (!UnderMount(*s, std::string_view(path, len), &rest)) return native(path);
   } else {
     const int64_t c = g_cwd.load(std::memory_order_relaxed);
     if (len == 0 || c < 0) return native(path);
-    const std::string_view b = s->ns.path(s->ns.entry(static_cast<uint32_t>(c)));
-    if (b.size() >= sizeof norm) return native(path);
-    std::memcpy(norm, b.data(), b.size());
-    n = b.size();
-    in = std::string_view(path, len);
+    start = static_cast<uint32_t>(c);
+    rest = std::string_view(path, len);
   }
-  char buf[2][4096];  // a symlink's target followed by what was left after it
-  int which = 0, hops = 0;
-  char out[4096];     // a path that leaves the dataset, for the kernel
-  auto leave = [&](std::string_view head, std::string_view mid, std::string_view tail) {
+  const WalkResult w = WalkCore(*s, start, rest, true);
+  if (w.kind == Resolved::kError) return -w.err;
+  char buf[4096];
+  if (w.kind == Resolved::kRewritten) {
     size_t k = 0;
-    for (const std::string_view part : {head, mid, std::string_view("/"), tail}) {
-      if (k + part.size() >= sizeof out) return static_cast<long>(-ENAMETOOLONG);
-      std::memcpy(out + k, part.data(), part.size());
-      k += part.size();
-    }
-    out[k] = '\0';
-    return native(out);
-  };
-  uint32_t e = 0;  // the root
-  if (n > 0 && (e = s->ns.Lookup(std::string_view(norm, n))) == meta::kNoEntry) return native(path);
-  while (!in.empty()) {
-    const size_t slash = in.find('/');
-    const std::string_view comp = in.substr(0, slash);
-    in = slash == std::string_view::npos ? std::string_view() : in.substr(slash + 1);
-    if (comp.empty() || comp == ".") continue;
-    if (comp == "..") {
-      if (n == 0) return leave(m, "/..", in);  // the kernel takes it from the mount point
-      while (n > 0 && norm[n - 1] != '/') --n;
-      if (n > 0) --n;
-      e = n > 0 ? s->ns.Lookup(std::string_view(norm, n)) : 0;
-      continue;
-    }
-    const size_t at = n;
-    if (n + 1 + comp.size() >= sizeof norm) return -ENAMETOOLONG;
-    if (n > 0) norm[n++] = '/';
-    std::memcpy(norm + n, comp.data(), comp.size());
-    n += comp.size();
-    e = s->ns.Lookup(std::string_view(norm, n));
-    if (e == meta::kNoEntry) return -ENOENT;
-    const ImageEntry& x = s->ns.entry(e);
-    if (x.kind == static_cast<uint8_t>(Kind::kSymlink)) {
-      if (++hops > kMaxHops) return -ELOOP;
-      const std::string_view t = s->ns.target(x);
-      n = at;
-      if (t.empty()) return -ENOENT;
-      std::string_view under;
-      if (t[0] == '/') {
-        if (!UnderMount(*s, t, &under)) return leave(t, "", in);
-        n = 0;
-      } else {
-        under = t;
-      }
-      char* nb = buf[which ^= 1];
-      if (under.size() + 1 + in.size() >= sizeof buf[0]) return -ENAMETOOLONG;
-      std::memcpy(nb, under.data(), under.size());
-      nb[under.size()] = '/';
-      std::memcpy(nb + under.size() + 1, in.data(), in.size());
-      in = std::string_view(nb, under.size() + 1 + in.size());
-      e = n > 0 ? s->ns.Lookup(std::string_view(norm, n)) : 0;
-      continue;
-    }
-    if (!IsDir(x)) return -ENOTDIR;
+    bool fits = true;
+    JoinRewritten(w, [&](std::string_view p) {
+      fits = fits && k + p.size() < sizeof buf;
+      if (fits) std::memcpy(buf + k, p.data(), p.size());
+      k += p.size();
+    });
+    if (!fits) return -ENAMETOOLONG;
+    buf[k] = '\0';
+    return native(buf);
   }
+  if (!IsDir(s->ns.entry(w.entry))) return -ENOTDIR;
   // Follow natively too where fanrun made the directory; record it either way.
-  char dir[4096];
-  if (m.size() + 1 + n < sizeof dir) {
-    std::memcpy(dir, m.data(), m.size());
+  const std::string& m = s->physical_mount();
+  const std::string_view dir = s->ns.path(s->ns.entry(w.entry));
+  if (m.size() + 1 + dir.size() < sizeof buf) {
+    std::memcpy(buf, m.data(), m.size());
     size_t k = m.size();
-    if (n > 0) {
-      dir[k++] = '/';
-      std::memcpy(dir + k, norm, n);
-      k += n;
+    if (!dir.empty()) {
+      buf[k++] = '/';
+      std::memcpy(buf + k, dir.data(), dir.size());
+      k += dir.size();
     }
-    dir[k] = '\0';
-    intercept::RawSyscall6(SYS_chdir, reinterpret_cast<long>(dir));
+    buf[k] = '\0';
+    intercept::RawSyscall6(SYS_chdir, reinterpret_cast<long>(buf));
   }
-  VforkCwd v{self, e, 0, 0};
+  VforkCwd v{self, w.entry, 0, 0};
   t_vfork_cwd = KernelCwdId(&v.dev, &v.ino) ? v : VforkCwd{self, kNativeCwd, 0, 0};
   return 0;
 }
