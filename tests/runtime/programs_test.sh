@@ -37,9 +37,18 @@ $FANSTORE pack -q --compress none "$T" "$S/raw" || bad "pack raw"
 $FANSTORE pack -q --compress 3 "$T" "$S/z" || bad "pack compressed"
 MNT=$S/mnt
 
+# A comparison proves nothing when the native run itself failed (fanrun would fail the same
+# way) or printed nothing: that is the check's own fault, and is reported as such.
+native_ran() {  # native_ran DESCRIPTION: $S/native.out is a real result
+  if [ ! -s "$S/native.out" ] || grep -qE "Traceback \(most recent call last\)|command not found" "$S/native.out"; then
+    bad "$1: the native run gave no usable output, so the comparison could not fail: $(head -c 300 "$S/native.out")"
+    return 1
+  fi
+}
 same() {  # same DESCRIPTION CMD-STRING: run in $T natively and in $MNT under fanrun
   local what=$1 cmd=$2 packed
   (cd "$T" && bash -c "$cmd") >"$S/native.out" 2>&1
+  native_ran "$what" || return
   for packed in raw z; do
     "$FANRUN" --data "$S/$packed" --mount "$MNT" -- bash -c "cd '$MNT' && $cmd" >"$S/fan.out" 2>&1
     if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
@@ -81,6 +90,7 @@ same "a forked child's close" "$PY $SRCDIR/tests/runtime/py_probe.py fork-close 
 same_above() {  # same_above DESCRIPTION CMD-STRING (uses $D)
   local what=$1 cmd=$2 packed
   (cd "$S" && D=src PY=$PY S=$S bash -c "$cmd") >"$S/native.out" 2>&1
+  native_ran "$what" || return
   for packed in raw z; do
     (cd "$S" && D=mnt PY=$PY S=$S "$FANRUN" --data "$S/$packed" --mount "$MNT" -- bash -c "$cmd") >"$S/fan.out" 2>&1
     if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
