@@ -30,6 +30,8 @@ const char* CodecName(Codec c) {
       return "raw";
     case Codec::kDeflate:
       return "deflate";
+    case Codec::kDeflateBlocks:
+      return "deflate-blocks";
   }
   return "unknown";
 }

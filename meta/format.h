@@ -14,9 +14,10 @@
 
 namespace fanstore::meta {
 
-// Version 2 packs raw members under kBlockAlign bytes tight; version 1 (still read)
-// aligned every raw member, so a 3-byte file took 4 KiB.
-inline constexpr uint32_t kFormatVersion = 2;
+// Version 3 adds block-deflated members (Codec::kDeflateBlocks, meta/blocks.h); version 2
+// packs raw members under kBlockAlign bytes tight; version 1 aligned every raw member, so a
+// 3-byte file took 4 KiB. All three are read.
+inline constexpr uint32_t kFormatVersion = 3;
 inline constexpr uint32_t kMinFormatVersion = 1;
 inline constexpr uint64_t kBlockAlign = 4096;
 // A raw member of at least a block starts on a block boundary, so that it can be mapped
@@ -30,7 +31,9 @@ inline constexpr std::string_view kPartitionMagic = "FANSTPRT";
 inline constexpr std::string_view kFooterMagic = "FANSTFTR";
 
 enum class Kind : uint8_t { kFile = 1, kDir = 2, kSymlink = 3 };
-enum class Codec : uint8_t { kRaw = 0, kDeflate = 1 };
+// kDeflate: one raw deflate stream; kDeflateBlocks: independent streams of 1 MiB blocks
+// with a table (meta/blocks.h), for members over kStreamThreshold.
+enum class Codec : uint8_t { kRaw = 0, kDeflate = 1, kDeflateBlocks = 2 };
 inline constexpr uint32_t kFlagBroadcast = 1u << 0;
 // At most this many sharded partitions (--partitions), plus one broadcast partition.
 inline constexpr uint32_t kMaxShardedPartitions = 65536;

@@ -14,6 +14,7 @@
 
 #include "compress/crc32c.h"
 #include "compress/deflate.h"
+#include "meta/blocks.h"
 #include "meta/manifest.h"
 #include "meta/pack_plan.h"
 #include "meta/partition_writer.h"
@@ -129,7 +130,9 @@ class Encoder {
   compress::Deflater deflater_;
 };
 
-// Writes a large member in chunks; decides raw vs deflate as Encoder::Keep does.
+// Writes a large member in chunks; decides raw vs deflate as Encoder::Keep does. Deflated,
+// it is cut into independent 1 MiB blocks with a table (Codec::kDeflateBlocks,
+// meta/blocks.h), so that a read of part of it inflates only the blocks it touches.
 Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& rec) {
   auto fd_or = enc.OpenChecked(m);
   if (!fd_or.ok()) return fd_or.status();
@@ -138,27 +141,31 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
     int fd;
     ~Closer() { ::close(fd); }
   } closer{fd};
+  static_assert(kStreamThreshold % kDeflateBlockBytes == 0, "chunks hold whole blocks");
+  if (BlockCount(m.size) > UINT32_MAX)
+    return Status::Error(enc.Show(m) + ": too large to pack (over 4 PiB)");
   std::vector<uint8_t> chunk(kStreamThreshold), packed;
 
   // Peek at the first chunk to decide (auto: magic bytes and a trial compression). A
-  // deflated member is inflated whole when read, by every process that reads part of it
-  // (np.load(mmap_mode='r'), h5py, LMDB): so auto keeps members this large raw, and only
-  // an explicit level deflates them.
+  // mapped compressed member is inflated whole into memory by every process that maps it
+  // (np.load(mmap_mode='r'), LMDB): so auto keeps members this large raw, and only an
+  // explicit level deflates them.
   auto got = enc.ReadSome(fd, m, chunk.data(), chunk.size());
   if (!got.ok()) return got.status();
   bool deflate = enc.WantDeflateLarge() && enc.WantDeflate(chunk.data(), *got);
   if (deflate) {
-    enc.deflater().Compress({chunk.data(), *got}, packed);
-    deflate = enc.Keep(packed.size(), *got);
+    enc.deflater().Compress({chunk.data(), std::min<size_t>(*got, kDeflateBlockBytes)}, packed);
+    deflate = enc.Keep(packed.size(), std::min<size_t>(*got, kDeflateBlockBytes));
   }
+  std::vector<uint8_t> table;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const Codec codec = deflate ? Codec::kDeflate : Codec::kRaw;
+    const Codec codec = deflate ? Codec::kDeflateBlocks : Codec::kRaw;
     auto start = w.BeginData(codec, deflate ? 0 : m.size);
     if (!start.ok()) return start.status();
     if (::lseek(fd, 0, SEEK_SET) != 0) return Status::FromErrno(enc.Show(m), errno);
     uint32_t crc = 0;
     uint64_t total = 0;
-    if (deflate) enc.deflater().Begin();
+    table.clear();
     for (;;) {
       auto n = enc.ReadSome(fd, m, chunk.data(), chunk.size());
       if (!n.ok()) return n.status();
@@ -168,10 +175,17 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
       crc = compress::Crc32c(crc, chunk.data(), *n);
       const bool last = *n < chunk.size() || total == m.size;
       if (deflate) {
-        packed.clear();
-        if (enc.deflater().Update({chunk.data(), *n}, last, packed) != 0)
-          return Status::Error(enc.Show(m) + ": deflate failed");
-        FANSTORE_RETURN_IF_ERROR(w.Write(packed));
+        for (size_t at = 0; at < *n; at += kDeflateBlockBytes) {
+          const std::span<const uint8_t> block(chunk.data() + at,
+                                               std::min<size_t>(*n - at, kDeflateBlockBytes));
+          if (enc.deflater().Compress(block, packed) != 0)
+            return Status::Error(enc.Show(m) + ": deflate failed");
+          const BlockEntry be{w.offset() - *start, static_cast<uint32_t>(packed.size()),
+                              compress::Crc32c(0, block.data(), block.size())};
+          table.resize(table.size() + kBlockEntryBytes);
+          EncodeBlockEntry(be, table.data() + table.size() - kBlockEntryBytes);
+          FANSTORE_RETURN_IF_ERROR(w.Write(packed));
+        }
       } else {
         FANSTORE_RETURN_IF_ERROR(w.Write({chunk.data(), *n}));
       }
@@ -180,6 +194,12 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
     if (total != m.size)
       return Status::Error(enc.Show(m) + ": file changed while packing (it shrank)");
     FANSTORE_RETURN_IF_ERROR(enc.CheckAtEnd(fd, m));
+    if (deflate) {
+      const size_t entries = table.size();
+      table.resize(entries + kBlockTrailerBytes);
+      EncodeBlockTrailer(static_cast<uint32_t>(entries / kBlockEntryBytes), table.data() + entries);
+      FANSTORE_RETURN_IF_ERROR(w.Write(table));
+    }
     const uint64_t stored = w.offset() - *start;
     if (deflate && !enc.Keep(stored, m.size)) {  // the rest did not compress: store raw
       FANSTORE_RETURN_IF_ERROR(w.Rewind(*start));
@@ -418,7 +438,7 @@ Result<PackStats> Pack(const PackOptions& o) {
         if (st.ok() && rec.kind == Kind::kFile) {
           ++prog.files_done;
           prog.bytes_done += rec.size;
-          if (rec.codec == Codec::kDeflate) ++stats.compressed_members;
+          if (rec.codec != Codec::kRaw) ++stats.compressed_members;
           if (o.progress) o.progress(prog);
         }
       }

@@ -9,6 +9,7 @@
 
 #include "compress/crc32c.h"
 #include "compress/inflate.h"
+#include "meta/blocks.h"
 
 namespace fanstore::meta {
 
@@ -115,7 +116,10 @@ Status PartitionReader::CheckRecords() {
     if (r.mode > 0xFFFF) return bad("mode beyond st_mode's 16 bits");  // (the image keeps 16)
     const auto kind = static_cast<Kind>(r.kind);
     const auto codec = static_cast<Codec>(r.codec);
-    if (codec != Codec::kRaw && codec != Codec::kDeflate) return bad("unknown codec");
+    if (codec != Codec::kRaw && codec != Codec::kDeflate && codec != Codec::kDeflateBlocks)
+      return bad("unknown codec");
+    if (codec == Codec::kDeflateBlocks && header_.version < 3)
+      return bad("block-deflated member in a partition of format 1 or 2");
     switch (kind) {
       case Kind::kDir:
         if (!S_ISDIR(r.mode) || r.stored_size != 0) return bad("inconsistent directory record");
@@ -133,8 +137,11 @@ Status PartitionReader::CheckRecords() {
         if (codec == Codec::kRaw &&
             (r.stored_size != r.size || (AlignedRaw(r.size) && r.data_offset % kBlockAlign != 0)))
           return bad("inconsistent raw member");
-        if (codec == Codec::kDeflate && (r.stored_size == 0 || r.size == 0))
+        if (codec != Codec::kRaw && (r.stored_size == 0 || r.size == 0))
           return bad("inconsistent compressed member");
+        if (codec == Codec::kDeflateBlocks &&
+            (r.stored_size < BlockTableBytes(BlockCount(r.size)) || BlockCount(r.size) > UINT32_MAX))
+          return bad("inconsistent block-deflated member");
         break;
       default:
         return bad("unknown member kind");
@@ -165,6 +172,7 @@ Status PartitionReader::ReadMember(size_t i,
     return Status::Ok();
   }
   auto mismatch = [&] { return Status::Error(Where(i) + ": checksum mismatch (damaged data)"); };
+  if (m.codec() == Codec::kDeflateBlocks) return ReadBlocks(i, sink, chunk);
 
   if (r.size <= chunk && r.stored_size <= chunk) {
     std::vector<uint8_t> stored(r.stored_size);
@@ -220,6 +228,46 @@ Status PartitionReader::ReadMember(size_t i,
   }
   if (out_total != r.size) return Status::Error(Where(i) + ": damaged compressed data (size)");
   return crc == r.crc32c ? Status::Ok() : mismatch();
+}
+
+// A block-deflated member (meta/blocks.h), block by block: the table must cover the streams
+// exactly, in order, and every block's checksum and then the member's must match.
+Status PartitionReader::ReadBlocks(size_t i,
+                                   const std::function<bool(std::span<const uint8_t>)>& sink,
+                                   size_t chunk) const {
+  const IndexRecord r = member(i).rec;
+  if (chunk == 0) chunk = kDeflateBlockBytes;
+  auto damaged = [&](const std::string& why) {
+    return Status::Error(Where(i) + ": damaged compressed data (" + why + ")");
+  };
+  uint8_t tail[kBlockTrailerBytes];
+  FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset + r.stored_size - sizeof tail, tail, sizeof tail));
+  BlockTrailer t;
+  if (!DecodeBlockTrailer(tail, r.size, r.stored_size, &t)) return damaged("block trailer");
+  std::vector<uint8_t> table(t.count * kBlockEntryBytes);
+  FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset + t.table_offset, table.data(), table.size()));
+  std::vector<uint8_t> stored, plain(kDeflateBlockBytes);
+  uint64_t expect = 0;
+  uint32_t crc = 0;
+  for (uint32_t b = 0; b < t.count; ++b) {
+    const std::string block = "block " + std::to_string(b);
+    BlockEntry e;
+    if (!DecodeBlockEntry(table.data() + b * kBlockEntryBytes, t, &e) || e.offset != expect)
+      return damaged(block + ": table entry");
+    expect = e.offset + e.length;
+    if (b + 1 == t.count && expect != t.table_offset) return damaged("table does not end the streams");
+    stored.resize(e.length);
+    FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset + e.offset, stored.data(), stored.size()));
+    const std::span<uint8_t> out(plain.data(), BlockPlainBytes(r.size, b));
+    if (compress::InflateExact(stored, out) != 0) return damaged(block);
+    if (compress::Crc32c(0, out.data(), out.size()) != e.crc32c)
+      return Status::Error(Where(i) + ": checksum mismatch in " + block + " (damaged data)");
+    crc = compress::Crc32c(crc, out.data(), out.size());
+    for (size_t at = 0; at < out.size(); at += chunk)
+      if (!sink(out.subspan(at, std::min(chunk, out.size() - at)))) return Status::Ok();
+  }
+  if (crc != r.crc32c) return Status::Error(Where(i) + ": checksum mismatch (damaged data)");
+  return Status::Ok();
 }
 
 Result<std::vector<uint8_t>> PartitionReader::ReadAll(size_t i, uint64_t limit) const {

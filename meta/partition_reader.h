@@ -58,6 +58,8 @@ class PartitionReader {
  private:
   Status Pread(uint64_t off, void* buf, size_t n) const;
   Status CheckRecords();
+  Status ReadBlocks(size_t i, const std::function<bool(std::span<const uint8_t>)>& sink,
+                    size_t chunk) const;
   std::string Where(size_t i) const;
 
   int fd_ = -1;

@@ -23,6 +23,7 @@
 #include "intercept/preload_log.h"
 #include "intercept/raw_syscall.h"
 #include "io/resident.h"
+#include "meta/blocks.h"
 #include "meta/format.h"
 #include "runtime/counter.h"
 #include "runtime/remote.h"
@@ -285,11 +286,16 @@ const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t l
   return view;
 }
 
-long Damaged(const State& s, const ImageEntry& e, const char* why) {
+constexpr uint64_t kNoBlock = ~uint64_t{0};
+
+long Damaged(const State& s, const ImageEntry& e, const char* why, uint64_t block = kNoBlock) {
   s_errors.Add(1);
   const std::string& where = s.parts[e.partition];
-  intercept::Logger().error("{}: member '{}': {}", where.empty() ? "fetched from another node" : where,
-                            s.ns.path(e), why);
+  const char* from = where.empty() ? "fetched from another node" : where.c_str();
+  if (block == kNoBlock)
+    intercept::Logger().error("{}: member '{}': {}", from, s.ns.path(e), why);
+  else
+    intercept::Logger().error("{}: member '{}': {} in block {}", from, s.ns.path(e), why, block);
   return -EIO;
 }
 
@@ -298,6 +304,64 @@ struct Closer {
   ~Closer() { CloseSource(s); }
 };
 
+// Stored bytes [off, off + len) of the member behind `src`: a view of the node cache or of
+// the blob's mapping when they are there, else read into `buf` (len bytes). nullptr with
+// *err set when the read fails.
+const uint8_t* StoredBytes(State& s, const MemberSource& src, const ImageEntry& e, uint64_t off,
+                           size_t len, uint8_t* buf, long* err) {
+  if (src.bytes) return src.bytes + off;
+  if (!src.owned)
+    if (const uint8_t* v = ResidentView(s, e.partition, src.base + off, len, meta::kNoEntry)) return v;
+  const long n = PreadBlob(src.fd, buf, len, src.base + off);
+  if (n < 0) {
+    *err = n;
+    return nullptr;
+  }
+  return buf;
+}
+
+long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = compress::InflateExact(in, out);
+  s_inflates.Add(1);
+  s_inflate_ns.Add(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count()));
+  return rc;
+}
+
+// Block b of a block-deflated member (meta/blocks.h), inflated and checked, into `out`
+// (BlockPlainBytes long). Reads the trailer and b's table entry, then b's stream only.
+long LoadBlock(State& s, const MemberSource& src, const ImageEntry& e, uint64_t b, uint8_t* out) {
+  long err = 0;
+  uint8_t tail_buf[meta::kBlockTrailerBytes], entry_buf[meta::kBlockEntryBytes];
+  const uint8_t* tail = StoredBytes(s, src, e, e.stored_size - sizeof tail_buf, sizeof tail_buf,
+                                    tail_buf, &err);
+  if (!tail) return err;
+  meta::BlockTrailer t;
+  if (!meta::DecodeBlockTrailer(tail, e.size, e.stored_size, &t) || b >= t.count)
+    return Damaged(s, e, "damaged compressed data (block trailer)");
+  const uint8_t* at = StoredBytes(s, src, e, t.table_offset + b * meta::kBlockEntryBytes,
+                                  sizeof entry_buf, entry_buf, &err);
+  if (!at) return err;
+  meta::BlockEntry be;
+  if (!meta::DecodeBlockEntry(at, t, &be)) return Damaged(s, e, "damaged block table entry", b);
+  std::unique_ptr<uint8_t[]> copy;
+  const uint8_t* stored = src.bytes ? src.bytes + be.offset : nullptr;
+  if (!stored) {
+    copy.reset(new (std::nothrow) uint8_t[be.length]);
+    if (!copy) return -ENOMEM;
+    stored = StoredBytes(s, src, e, be.offset, be.length, copy.get(), &err);
+    if (!stored) return err;
+  }
+  const size_t n = static_cast<size_t>(meta::BlockPlainBytes(e.size, b));
+  if (InflateTimed({stored, be.length}, {out, n}) != 0)
+    return Damaged(s, e, "damaged compressed data", b);
+  if (compress::Crc32c(0, out, n) != be.crc32c)
+    return Damaged(s, e, "checksum mismatch (damaged data)", b);
+  return static_cast<long>(n);
+}
+
 // The whole (uncompressed, verified) bytes of a member into `out`; kStale when node-cache
 // bytes were evicted while in use.
 long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
@@ -305,6 +369,15 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
   MemberSource src;
   if (const long rc = OpenSource(entry, &src, want_fd); rc < 0) return rc;
   Closer closer{src};
+  if (e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
+    for (uint64_t b = 0; b < meta::BlockCount(e.size); ++b)
+      if (const long rc = LoadBlock(s, src, e, b, out + b * meta::kDeflateBlockBytes); rc < 0)
+        return SourceStill(src) ? rc : kStale;
+    if (!SourceStill(src)) return kStale;
+    if (compress::Crc32c(0, out, e.size) != e.crc32c)
+      return Damaged(s, e, "checksum mismatch (damaged data)");
+    return static_cast<long>(e.size);
+  }
   const int fd = src.fd;
   const uint8_t* view = src.bytes ? src.bytes
                         : src.owned ? nullptr
@@ -332,12 +405,7 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
     if (n < 0) return n;
     view = stored.get();
   }
-  const auto t0 = std::chrono::steady_clock::now();
-  const int rc = compress::InflateExact({view, e.stored_size}, {out, e.size});
-  s_inflates.Add(1);
-  s_inflate_ns.Add(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
-          .count()));
+  const long rc = InflateTimed({view, e.stored_size}, {out, e.size});
   if (!SourceStill(src)) return kStale;
   if (rc != 0) return Damaged(s, e, "damaged compressed data");
   if (compress::Crc32c(0, out, e.size) != e.crc32c)
@@ -386,25 +454,30 @@ class SpinLock {
   std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
 };
 
+// Keys: a whole member, or one block of a block-deflated member.
+constexpr uint64_t kWholeMember = 0xFFFFFFFF;
+constexpr uint64_t kNoKey = ~uint64_t{0};
+uint64_t CacheKey(uint32_t entry, uint64_t block) { return uint64_t{entry} << 32 | block; }
+
 struct Cache {
   SpinLock mu;
   struct Slot {
-    uint32_t entry = meta::kNoEntry;
+    uint64_t key = kNoKey;
     uint64_t tick = 0;
     std::shared_ptr<std::vector<uint8_t>> data;
   } slots[kCacheSlots];
   uint64_t tick = 0;
 
-  std::shared_ptr<std::vector<uint8_t>> Find(uint32_t entry) {
+  std::shared_ptr<std::vector<uint8_t>> Find(uint64_t key) {
     std::lock_guard<SpinLock> lk(mu);
     for (auto& sl : slots)
-      if (sl.entry == entry) {
+      if (sl.key == key) {
         sl.tick = ++tick;
         return sl.data;
       }
     return nullptr;
   }
-  void Put(uint32_t entry, std::shared_ptr<std::vector<uint8_t>> d) {
+  void Put(uint64_t key, std::shared_ptr<std::vector<uint8_t>> d) {
     std::shared_ptr<std::vector<uint8_t>> evicted[kCacheSlots];  // released after the lock
     int n_evicted = 0;
     std::lock_guard<SpinLock> lk(mu);
@@ -413,7 +486,7 @@ struct Cache {
       if (sl.tick < victim->tick) victim = &sl;
     bytes -= victim->data ? victim->data->size() : 0;
     bytes += d->size();
-    victim->entry = entry;
+    victim->key = key;
     victim->tick = ++tick;
     evicted[n_evicted++] = std::move(victim->data);
     victim->data = std::move(d);
@@ -424,7 +497,7 @@ struct Cache {
         if (sl.data && &sl != victim && (!old || sl.tick < old->tick)) old = &sl;
       if (!old) break;
       bytes -= old->data->size();
-      old->entry = meta::kNoEntry;
+      old->key = kNoKey;
       evicted[n_evicted++] = std::move(old->data);
     }
   }
@@ -433,6 +506,47 @@ struct Cache {
 Cache& TheCache() {
   static Cache* c = new Cache();
   return *c;
+}
+
+std::shared_ptr<std::vector<uint8_t>> NewBuffer(uint64_t n) {
+  try {  // the hook runs inside the application: no exception may leave it
+    return std::make_shared<std::vector<uint8_t>>(n);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
+// Bytes [off, off + n) of a block-deflated member: each block they touch is inflated once
+// into the cache (a reader going through the member in 128 KiB reads inflates each block
+// once), the others not at all.
+long ReadBlocks(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
+  const ImageEntry& e = s.ns.entry(entry);
+  size_t done = 0;
+  while (done < n) {
+    const uint64_t pos = off + done, b = pos / meta::kDeflateBlockBytes;
+    auto data = TheCache().Find(CacheKey(entry, b));
+    if (data) {
+      s_hits.Add(1);
+    } else {
+      data = NewBuffer(meta::BlockPlainBytes(e.size, b));
+      if (!data) return -ENOMEM;
+      long r = kStale;
+      for (int i = 0; r == kStale && i < kAttempts; ++i) {
+        MemberSource src;
+        if (const long rc = OpenSource(entry, &src, i == kAttempts - 1); rc < 0) return rc;
+        Closer closer{src};
+        r = LoadBlock(s, src, e, b, data->data());
+        if (!SourceStill(src)) r = kStale;
+      }
+      if (r < 0) return r == kStale ? -EIO : r;
+      TheCache().Put(CacheKey(entry, b), data);
+    }
+    const uint64_t in = pos - b * meta::kDeflateBlockBytes;
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(n - done, data->size() - in));
+    std::memcpy(static_cast<uint8_t*>(dst) + done, data->data() + in, take);
+    done += take;
+  }
+  return static_cast<long>(n);
 }
 
 }  // namespace
@@ -475,23 +589,21 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
     if (r > 0) s_bytes.Add(static_cast<uint64_t>(r));
     return r;
   }
-  if (raw && e.size > kCacheMax) {  // large raw member: read the range directly
-    const long r = ReadRange(s, entry, off, dst, n);
+  if ((raw && e.size > kCacheMax) || e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
+    // a large raw member: the range read directly; a block-deflated one: its blocks
+    const long r = raw ? ReadRange(s, entry, off, dst, n) : ReadBlocks(s, entry, off, dst, n);
     if (r > 0) s_bytes.Add(static_cast<uint64_t>(r));
     return r;
   }
-  auto data = TheCache().Find(entry);
+  auto data = TheCache().Find(CacheKey(entry, kWholeMember));
   if (data) {
     s_hits.Add(1);
   } else {
-    try {  // the hook runs inside the application: no exception may leave it
-      data = std::make_shared<std::vector<uint8_t>>(e.size);
-    } catch (const std::bad_alloc&) {
-      return -ENOMEM;
-    }
+    data = NewBuffer(e.size);
+    if (!data) return -ENOMEM;
     const long r = LoadWhole(s, entry, data->data());
     if (r < 0) return r;
-    TheCache().Put(entry, data);
+    TheCache().Put(CacheKey(entry, kWholeMember), data);
   }
   std::memcpy(dst, data->data() + off, n);
   s_bytes.Add(n);

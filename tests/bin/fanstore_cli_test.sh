@@ -97,13 +97,13 @@ expect_rc 1 "cat of a directory" -- "$FANSTORE" cat "$S/data" train
 expect_err_line "is a directory" "cat of a directory error"
 expect_rc 0 "stat" -- "$FANSTORE" stat "$S/data" val/v10.txt
 grep -q "Stored: .*(deflate)" "$S/out" && ok || bad "stat shows val/v10.txt deflated: $(cat "$S/out")"
-# auto keeps members over 8 MiB raw (a deflated member is inflated whole by every process
-# that reads part of it); an explicit level deflates them, streamed.
+# auto keeps members over 8 MiB raw (a mapped compressed member is inflated whole by every
+# process that maps it); an explicit level deflates them, streamed, in 1 MiB blocks.
 expect_rc 0 "stat" -- "$FANSTORE" stat "$S/data" big.txt
 grep -q "Stored: 14888896 (raw)" "$S/out" && ok || bad "stat shows big.txt raw under auto: $(cat "$S/out")"
 expect_rc 0 "pack -c 1" -- "$FANSTORE" pack -q -c 1 "$S/src" "$S/level1"
 expect_rc 0 "stat" -- "$FANSTORE" stat "$S/level1" big.txt
-grep -q "Stored: .*(deflate)" "$S/out" && ok || bad "stat shows big.txt deflated with -c 1: $(cat "$S/out")"
+grep -q "Stored: .*(deflate-blocks)" "$S/out" && ok || bad "stat shows big.txt block-deflated with -c 1: $(cat "$S/out")"
 "$FANSTORE" cat "$S/level1" big.txt | cmp -s - "$S/src/big.txt" && ok || bad "cat of big.txt deflated with -c 1"
 expect_rc 0 "verify of the -c 1 dataset" -- "$FANSTORE" verify "$S/level1"
 expect_rc 1 "ls of a non-dataset" -- "$FANSTORE" ls "$S/src"

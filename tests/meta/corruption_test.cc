@@ -117,13 +117,14 @@ TEST_F(Corruption, WrongVersionIsNamed) {
   ExpectOpenFailsNaming(part_ + ": unsupported format version 99");
 }
 
-// Format 1 aligned every raw member; this build writes format 2 (small raw members packed
-// tight) and still reads 1: the same partition relabelled 1 opens and reads.
+// Format 1 aligned every raw member; this build writes format 3 (small raw members packed
+// tight since 2, block-deflated members since 3) and still reads 1: the same partition
+// (which has no block-deflated member) relabelled 1 opens and reads.
 TEST_F(Corruption, AFormatOnePartitionIsStillRead) {
   std::string bytes = testing::ReadFile(part_);
   PartitionHeader h;
   ASSERT_TRUE(PartitionHeader::DecodeFrom(reinterpret_cast<uint8_t*>(bytes.data()), &h).ok());
-  ASSERT_EQ(h.version, 2u);
+  ASSERT_EQ(h.version, kFormatVersion);
   h.version = 1;
   uint8_t b[PartitionHeader::kSize];
   h.EncodeTo(b);

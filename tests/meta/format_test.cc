@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "meta/blocks.h"
+
 namespace fanstore::meta {
 namespace {
 
@@ -106,6 +108,55 @@ TEST(IndexRecord, RoundTripsEveryField) {
   r.EncodeTo(b);
   const IndexRecord d = IndexRecord::DecodeFrom(b);
   EXPECT_EQ(std::memcmp(&d, &r, sizeof r), 0);
+}
+
+TEST(DeflateBlocks, TrailerAndEntriesRoundTripLittleEndian) {
+  const uint64_t size = 3 * kDeflateBlockBytes + 5;  // 4 blocks, the last of 5 bytes
+  EXPECT_EQ(BlockCount(size), 4u);
+  EXPECT_EQ(BlockPlainBytes(size, 0), kDeflateBlockBytes);
+  EXPECT_EQ(BlockPlainBytes(size, 3), 5u);
+  uint8_t tail[kBlockTrailerBytes], ent[kBlockEntryBytes];
+  EncodeBlockTrailer(4, tail);
+  EXPECT_EQ(tail[0], 0);  // 1 MiB = 0x00100000, low byte first
+  EXPECT_EQ(tail[2], 0x10);
+  EXPECT_EQ(tail[4], 4);
+  const uint64_t stored = 1000 + BlockTableBytes(4);
+  BlockTrailer t;
+  ASSERT_TRUE(DecodeBlockTrailer(tail, size, stored, &t));
+  EXPECT_EQ(t.count, 4u);
+  EXPECT_EQ(t.table_offset, 1000u);
+  EncodeBlockEntry({700, 300, 0xdeadbeef}, ent);
+  EXPECT_EQ(ent[0], 700 & 0xff);
+  BlockEntry e;
+  ASSERT_TRUE(DecodeBlockEntry(ent, t, &e));
+  EXPECT_EQ(e.offset, 700u);
+  EXPECT_EQ(e.length, 300u);
+  EXPECT_EQ(e.crc32c, 0xdeadbeefu);
+}
+
+TEST(DeflateBlocks, WhatDoesNotFitTheMemberIsRefused) {
+  const uint64_t size = 3 * kDeflateBlockBytes + 5;
+  uint8_t tail[kBlockTrailerBytes], ent[kBlockEntryBytes];
+  BlockTrailer t;
+  EncodeBlockTrailer(3, tail);  // a block count that does not match the size
+  EXPECT_FALSE(DecodeBlockTrailer(tail, size, 1000 + BlockTableBytes(3), &t));
+  EncodeBlockTrailer(4, tail);
+  EXPECT_FALSE(DecodeBlockTrailer(tail, size, BlockTableBytes(4) + 3, &t));  // < 1 byte per stream
+  EXPECT_FALSE(DecodeBlockTrailer(tail, size, 10, &t));                      // no room for the table
+  EXPECT_FALSE(DecodeBlockTrailer(tail, 0, 1000, &t));
+  tail[2] = 0x20;  // another block size
+  EXPECT_FALSE(DecodeBlockTrailer(tail, size, 1000 + BlockTableBytes(4), &t));
+  EncodeBlockTrailer(4, tail);
+  ASSERT_TRUE(DecodeBlockTrailer(tail, size, 1000 + BlockTableBytes(4), &t));
+  BlockEntry e;
+  EncodeBlockEntry({900, 101, 0}, ent);  // runs into the table
+  EXPECT_FALSE(DecodeBlockEntry(ent, t, &e));
+  EncodeBlockEntry({~uint64_t{0} - 5, 100, 0}, ent);  // wraps around
+  EXPECT_FALSE(DecodeBlockEntry(ent, t, &e));
+  EncodeBlockEntry({10, 0, 0}, ent);  // empty stream
+  EXPECT_FALSE(DecodeBlockEntry(ent, t, &e));
+  EncodeBlockEntry({900, 100, 0}, ent);  // ends where the table starts: fits
+  EXPECT_TRUE(DecodeBlockEntry(ent, t, &e));
 }
 
 TEST(PartitionFileName, IsZeroPadded) {

@@ -33,6 +33,9 @@ for c in range(4):
             f.write(rnd.randbytes(rnd.choice([0, 1, 4095, 4096, 4097, 30000, 150000])))
         with open(os.path.join(d, "t%02d.txt" % i), "w") as f:
             f.write("line %d of class %d\n" % (i, c) * rnd.randint(1, 3000))
+# Over 8 MiB: packed with --compress 3 it is deflated in 1 MiB blocks, which travel compressed.
+with open(os.path.join(root, "train", "c1", "big.txt"), "w") as f:
+    f.write("".join("row %d: %s\n" % (i, rnd.choice(["cat", "dog", "emu"]) * rnd.randint(1, 20)) for i in range(250000)))
 os.makedirs(os.path.join(root, "val"))
 for i in range(8):
     with open(os.path.join(root, "val", "v%d.txt" % i), "w") as f:
