@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -133,7 +134,31 @@ class Encoder {
 // Writes a large member in chunks; decides raw vs deflate as Encoder::Keep does. Deflated,
 // it is cut into independent 1 MiB blocks with a table (Codec::kDeflateBlocks,
 // meta/blocks.h), so that a read of part of it inflates only the blocks it touches.
-Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& rec) {
+// Deflates the blocks of one chunk on up to `helpers.size() + 1` threads (the caller's
+// and helpers', each with its own deflater): blocks are independent streams, so the bytes
+// are the same whatever the thread count. Returns false if a block failed.
+bool DeflateBlocks(compress::Deflater& own, std::vector<std::unique_ptr<compress::Deflater>>& helpers,
+                   const uint8_t* data, size_t n, std::vector<std::vector<uint8_t>>& out) {
+  const size_t blocks = (n + kDeflateBlockBytes - 1) / kDeflateBlockBytes;
+  out.resize(blocks);
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto run = [&](compress::Deflater& d) {
+    for (size_t b; (b = next.fetch_add(1)) < blocks;) {
+      const size_t at = b * kDeflateBlockBytes;
+      if (d.Compress({data + at, std::min<size_t>(n - at, kDeflateBlockBytes)}, out[b]) != 0)
+        failed = true;
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < helpers.size() && t + 1 < blocks; ++t)
+    threads.emplace_back([&, t] { run(*helpers[t]); });
+  run(own);
+  for (std::thread& t : threads) t.join();
+  return !failed;
+}
+
+Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& rec, unsigned threads) {
   auto fd_or = enc.OpenChecked(m);
   if (!fd_or.ok()) return fd_or.status();
   const int fd = *fd_or;
@@ -144,7 +169,11 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
   static_assert(kStreamThreshold % kDeflateBlockBytes == 0, "chunks hold whole blocks");
   if (BlockCount(m.size) > UINT32_MAX)
     return Status::Error(enc.Show(m) + ": too large to pack (over 4 PiB)");
-  std::vector<uint8_t> chunk(kStreamThreshold), packed;
+  // A chunk holds at least a block per thread, so that all of them deflate at once.
+  const size_t chunk_bytes = kStreamThreshold * ((threads + 7) / 8);
+  std::vector<uint8_t> chunk(chunk_bytes), packed;
+  std::vector<std::vector<uint8_t>> blocks;
+  std::vector<std::unique_ptr<compress::Deflater>> helpers;
 
   // Peek at the first chunk to decide (auto: magic bytes and a trial compression). A
   // mapped compressed member is inflated whole into memory by every process that maps it
@@ -175,16 +204,18 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
       crc = compress::Crc32c(crc, chunk.data(), *n);
       const bool last = *n < chunk.size() || total == m.size;
       if (deflate) {
-        for (size_t at = 0; at < *n; at += kDeflateBlockBytes) {
-          const std::span<const uint8_t> block(chunk.data() + at,
-                                               std::min<size_t>(*n - at, kDeflateBlockBytes));
-          if (enc.deflater().Compress(block, packed) != 0)
-            return Status::Error(enc.Show(m) + ": deflate failed");
-          const BlockEntry be{w.offset() - *start, static_cast<uint32_t>(packed.size()),
-                              compress::Crc32c(0, block.data(), block.size())};
+        while (helpers.size() + 1 < threads)
+          helpers.push_back(std::make_unique<compress::Deflater>(enc.deflater().level()));
+        if (!DeflateBlocks(enc.deflater(), helpers, chunk.data(), *n, blocks))
+          return Status::Error(enc.Show(m) + ": deflate failed");
+        for (size_t b = 0; b < blocks.size(); ++b) {
+          const size_t at = b * kDeflateBlockBytes;
+          const BlockEntry be{w.offset() - *start, static_cast<uint32_t>(blocks[b].size()),
+                              compress::Crc32c(0, chunk.data() + at,
+                                               std::min<size_t>(*n - at, kDeflateBlockBytes))};
           table.resize(table.size() + kBlockEntryBytes);
           EncodeBlockEntry(be, table.data() + table.size() - kBlockEntryBytes);
-          FANSTORE_RETURN_IF_ERROR(w.Write(packed));
+          FANSTORE_RETURN_IF_ERROR(w.Write(blocks[b]));
         }
       } else {
         FANSTORE_RETURN_IF_ERROR(w.Write({chunk.data(), *n}));
@@ -432,7 +463,7 @@ Result<PackStats> Pack(const PackOptions& o) {
           rec.crc32c = e.crc;
           st = w.Write(e.bytes);
         } else if (rec.kind == Kind::kFile && rec.size > 0) {
-          st = StreamLarge(enc, members[plans[p].members[idx]], w, rec);
+          st = StreamLarge(enc, members[plans[p].members[idx]], w, rec, threads);
         }
         if (st.ok()) st = w.Add(rec);
         if (st.ok() && rec.kind == Kind::kFile) {
