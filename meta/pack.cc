@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -102,7 +103,10 @@ class Encoder {
     if (mode_.kind == CompressMode::kAuto && LooksCompressed(p, n)) return false;
     return true;
   }
-  bool WantDeflateLarge() const { return mode_.kind == CompressMode::kLevel; }
+  bool WantDeflateLarge(const Member& m) const {
+    return mode_.kind == CompressMode::kLevel ||
+           (mode_.kind == CompressMode::kAuto && LooksLikeText(m.path));
+  }
   bool Keep(uint64_t packed, uint64_t raw) const {
     if (mode_.kind == CompressMode::kAuto) return packed <= raw - raw / kAutoMinSavingDivisor;
     return packed < raw;
@@ -175,13 +179,13 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
   std::vector<std::vector<uint8_t>> blocks;
   std::vector<std::unique_ptr<compress::Deflater>> helpers;
 
-  // Peek at the first chunk to decide (auto: magic bytes and a trial compression). A
-  // mapped compressed member is inflated whole into memory by every process that maps it
-  // (np.load(mmap_mode='r'), LMDB): so auto keeps members this large raw, and only an
-  // explicit level deflates them.
+  // Peek at the first chunk to decide (auto: magic bytes and a trial compression of the
+  // first block). A mapped compressed member is inflated whole into memory by every
+  // process that maps it (np.load(mmap_mode='r'), LMDB): so auto keeps members this large
+  // raw unless their name says text, which programs read; an explicit level deflates all.
   auto got = enc.ReadSome(fd, m, chunk.data(), chunk.size());
   if (!got.ok()) return got.status();
-  bool deflate = enc.WantDeflateLarge() && enc.WantDeflate(chunk.data(), *got);
+  bool deflate = enc.WantDeflateLarge(m) && enc.WantDeflate(chunk.data(), *got);
   if (deflate) {
     enc.deflater().Compress({chunk.data(), std::min<size_t>(*got, kDeflateBlockBytes)}, packed);
     deflate = enc.Keep(packed.size(), std::min<size_t>(*got, kDeflateBlockBytes));
@@ -354,6 +358,17 @@ std::string CompressMode::ToString() const {
     default:
       return std::to_string(level);
   }
+}
+
+bool LooksLikeText(std::string_view path) {
+  const size_t dot = path.rfind('.');
+  if (dot == std::string_view::npos || path.find('/', dot) != std::string_view::npos) return false;
+  std::string ext(path.substr(dot + 1));
+  for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* t : {"txt", "csv", "tsv", "json", "jsonl", "ndjson", "xml", "html", "log",
+                        "yaml", "yml", "md"})
+    if (ext == t) return true;
+  return false;
 }
 
 bool LooksCompressed(const uint8_t* p, size_t n) {

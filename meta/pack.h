@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "meta/status.h"
@@ -62,5 +63,10 @@ Result<PackStats> Pack(const PackOptions& opts);
 // True if the first bytes look like an already-compressed format (JPEG, PNG, GIF, gzip,
 // zip, xz, zstd, bzip2, MP4/MOV, WebP...): `auto` stores those raw without trying.
 bool LooksCompressed(const uint8_t* p, size_t n);
+
+// True for names of text formats (.txt, .csv, .tsv, .json, .jsonl, .ndjson, .xml, .html,
+// .log, .yaml, .yml, .md), which programs read rather than map: `auto` deflates such a
+// member over kStreamThreshold in blocks, and keeps other members that large raw.
+bool LooksLikeText(std::string_view path);
 
 }  // namespace fanstore::meta

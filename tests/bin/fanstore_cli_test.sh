@@ -15,6 +15,7 @@ head -c 4096 /dev/urandom >"$S/src/r4096"
 head -c 4097 /dev/urandom >"$S/src/r4097"
 head -c 12000000 /dev/urandom >"$S/src/big.bin"
 seq 1 2000000 >"$S/src/big.txt"
+seq 1 2000000 >"$S/src/big.dat"
 for i in $(seq 1 40); do head -c $((i * 997)) /dev/urandom >"$S/src/train/c$((i % 2))/img$i.jpg"; done
 for i in $(seq 1 10); do seq 1 $((i * 300)) >"$S/src/val/v$i.txt"; done
 printf 'sp' >"$S/src/with space"
@@ -38,7 +39,7 @@ expect_err_line "fanstore: pack: $S/nope: No such file or directory" "missing SR
 
 expect_rc 0 "pack" -- "$FANSTORE" pack --partitions 3 --broadcast 'val/**' "$S/src" "$S/data"
 grep -q "fifo: skipped" "$S/err" && ok || bad "FIFO skipped with a warning"
-grep -qE '^packed 60 files, [0-9]+ dirs, 2 symlinks \(1 skipped\) into 4 partitions' "$S/out" && ok || bad "summary line: $(cat "$S/out")"
+grep -qE '^packed 61 files, [0-9]+ dirs, 2 symlinks \(1 skipped\) into 4 partitions' "$S/out" && ok || bad "summary line: $(cat "$S/out")"
 expect_rc 1 "pack onto existing OUT" -- "$FANSTORE" pack "$S/src" "$S/data"
 expect_err_line "already exists (use --force" "existing OUT error"
 expect_rc 0 "pack --force" -- "$FANSTORE" pack --force --partitions 3 --broadcast 'val/**' -q "$S/src" "$S/data"
@@ -98,9 +99,13 @@ expect_err_line "is a directory" "cat of a directory error"
 expect_rc 0 "stat" -- "$FANSTORE" stat "$S/data" val/v10.txt
 grep -q "Stored: .*(deflate)" "$S/out" && ok || bad "stat shows val/v10.txt deflated: $(cat "$S/out")"
 # auto keeps members over 8 MiB raw (a mapped compressed member is inflated whole by every
-# process that maps it); an explicit level deflates them, streamed, in 1 MiB blocks.
+# process that maps it) unless their name says text; an explicit level deflates them all,
+# streamed, in 1 MiB blocks.
+expect_rc 0 "stat" -- "$FANSTORE" stat "$S/data" big.dat
+grep -q "Stored: 14888896 (raw)" "$S/out" && ok || bad "stat shows big.dat raw under auto: $(cat "$S/out")"
 expect_rc 0 "stat" -- "$FANSTORE" stat "$S/data" big.txt
-grep -q "Stored: 14888896 (raw)" "$S/out" && ok || bad "stat shows big.txt raw under auto: $(cat "$S/out")"
+grep -q "Stored: .*(deflate-blocks)" "$S/out" && ok || bad "stat shows big.txt block-deflated under auto: $(cat "$S/out")"
+"$FANSTORE" cat "$S/data" big.txt | cmp -s - "$S/src/big.txt" && ok || bad "cat of big.txt deflated under auto"
 expect_rc 0 "pack -c 1" -- "$FANSTORE" pack -q -c 1 "$S/src" "$S/level1"
 expect_rc 0 "stat" -- "$FANSTORE" stat "$S/level1" big.txt
 grep -q "Stored: .*(deflate-blocks)" "$S/out" && ok || bad "stat shows big.txt block-deflated with -c 1: $(cat "$S/out")"

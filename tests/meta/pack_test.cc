@@ -188,6 +188,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, PackRoundTrip, ::testing::Values("none", "auto",
 TEST(Pack, AutoKeepsJpegAndRandomRawAndDeflatesText) {
   TempDir t;
   MakeEdgeTree(t / "src");
+  testing::WriteFile(t / "src/multi/mb_text.npy", testing::TextBytes(9 << 20));
   ASSERT_TRUE(Pack(Options(t / "src", t / "out")).ok());
   auto ds = Dataset::Open(t / "out");
   ASSERT_TRUE(ds.ok());
@@ -196,8 +197,17 @@ TEST(Pack, AutoKeepsJpegAndRandomRawAndDeflatesText) {
   EXPECT_EQ(codec("r4096.bin"), Codec::kRaw);  // does not compress
   EXPECT_EQ(codec("multi/mb_random_big.bin"), Codec::kRaw);
   EXPECT_EQ(codec("text4097.txt"), Codec::kDeflate);
-  // Over 8 MiB: kept raw (a deflated member is inflated whole by every reader of any part).
-  EXPECT_EQ(codec("multi/mb_text.txt"), Codec::kRaw);
+  // Over 8 MiB: deflated in blocks if the name says text (read, not mapped), else kept
+  // raw (a mapped compressed member is inflated whole in every process that maps it).
+  EXPECT_EQ(codec("multi/mb_text.txt"), Codec::kDeflateBlocks);
+  EXPECT_EQ(codec("multi/mb_text.npy"), Codec::kRaw);
+}
+
+TEST(Pack, TextNamesAreKnownByTheirExtension) {
+  for (const char* p : {"a.txt", "d/x.CSV", "corpus/part-1.jsonl", "b.tsv", "c.json", "x.y.log"})
+    EXPECT_TRUE(LooksLikeText(p)) << p;
+  for (const char* p : {"a.npy", "txt", "d.txt/x", "a.h5", "data.mdb", "x.txt.gz", ".", ""})
+    EXPECT_FALSE(LooksLikeText(p)) << p;
 }
 
 TEST(Pack, AnExplicitLevelDeflatesLargeMembersToo) {
