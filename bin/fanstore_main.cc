@@ -29,8 +29,9 @@ int main(int argc, char** argv) {
   pack->add_option("--compress,-c", compress,
                    "none | auto | 0..3 (ISA-L level); auto keeps a member deflated (level 1) "
                    "only if that saves >= 12.5%, never tries JPEG/PNG/MP4/zip..., and keeps members "
-                   "over 8 MiB raw (a mapped compressed member is inflated whole); a level "
-                   "deflates those in 1 MiB blocks, so a read inflates only what it touches")
+                   "over 8 MiB raw unless named as text (.txt .csv .json ...: a mapped "
+                   "compressed member is inflated whole); large members are deflated in "
+                   "1 MiB blocks, so a read inflates only what it touches")
       ->capture_default_str();
   pack->add_option("--threads,-t", po.threads, "Worker threads (default: all cores)")
       ->check(CLI::Range(1u, 1024u));
