@@ -332,20 +332,25 @@ long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out) {
 
 // Block b of a block-deflated member (meta/blocks.h), inflated and checked, into `out`
 // (BlockPlainBytes long). Reads the trailer and b's table entry, then b's stream only.
+// kStale, and no damage logged, when node-cache bytes were evicted while in use.
 long LoadBlock(State& s, const MemberSource& src, const ImageEntry& e, uint64_t b, uint8_t* out) {
+  auto damaged = [&](const char* why, uint64_t block) {
+    return SourceStill(src) ? Damaged(s, e, why, block) : kStale;
+  };
   long err = 0;
   uint8_t tail_buf[meta::kBlockTrailerBytes], entry_buf[meta::kBlockEntryBytes];
+  if (e.stored_size < sizeof tail_buf) return damaged("damaged compressed data (block trailer)", kNoBlock);
   const uint8_t* tail = StoredBytes(s, src, e, e.stored_size - sizeof tail_buf, sizeof tail_buf,
                                     tail_buf, &err);
   if (!tail) return err;
   meta::BlockTrailer t;
   if (!meta::DecodeBlockTrailer(tail, e.size, e.stored_size, &t) || b >= t.count)
-    return Damaged(s, e, "damaged compressed data (block trailer)");
+    return damaged("damaged compressed data (block trailer)", kNoBlock);
   const uint8_t* at = StoredBytes(s, src, e, t.table_offset + b * meta::kBlockEntryBytes,
                                   sizeof entry_buf, entry_buf, &err);
   if (!at) return err;
   meta::BlockEntry be;
-  if (!meta::DecodeBlockEntry(at, t, &be)) return Damaged(s, e, "damaged block table entry", b);
+  if (!meta::DecodeBlockEntry(at, t, &be)) return damaged("damaged block table entry", b);
   std::unique_ptr<uint8_t[]> copy;
   const uint8_t* stored = src.bytes ? src.bytes + be.offset : nullptr;
   if (!stored) {
@@ -355,10 +360,8 @@ long LoadBlock(State& s, const MemberSource& src, const ImageEntry& e, uint64_t 
     if (!stored) return err;
   }
   const size_t n = static_cast<size_t>(meta::BlockPlainBytes(e.size, b));
-  if (InflateTimed({stored, be.length}, {out, n}) != 0)
-    return Damaged(s, e, "damaged compressed data", b);
-  if (compress::Crc32c(0, out, n) != be.crc32c)
-    return Damaged(s, e, "checksum mismatch (damaged data)", b);
+  if (InflateTimed({stored, be.length}, {out, n}) != 0) return damaged("damaged compressed data", b);
+  if (compress::Crc32c(0, out, n) != be.crc32c) return damaged("checksum mismatch (damaged data)", b);
   return static_cast<long>(n);
 }
 
@@ -372,7 +375,7 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
   if (e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
     for (uint64_t b = 0; b < meta::BlockCount(e.size); ++b)
       if (const long rc = LoadBlock(s, src, e, b, out + b * meta::kDeflateBlockBytes); rc < 0)
-        return SourceStill(src) ? rc : kStale;
+        return rc;
     if (!SourceStill(src)) return kStale;
     if (compress::Crc32c(0, out, e.size) != e.crc32c)
       return Damaged(s, e, "checksum mismatch (damaged data)");
