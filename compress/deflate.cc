@@ -37,7 +37,10 @@ Deflater::Deflater(int level) : level_(level), state_(std::make_unique<State>())
 
 Deflater::~Deflater() = default;
 
-void Deflater::Begin() {
+int Deflater::Compress(std::span<const uint8_t> in, std::vector<uint8_t>& out) {
+  if (in.size() > UINT32_MAX) return -EINVAL;
+  out.clear();
+  out.reserve(in.size() / 2 + 1024);
   isal_zstream& s = state_->stream;
   isal_deflate_init(&s);
   s.level = static_cast<uint32_t>(level_);
@@ -45,14 +48,9 @@ void Deflater::Begin() {
   s.level_buf_size = static_cast<uint32_t>(state_->level_buf.size());
   s.flush = NO_FLUSH;
   s.gzip_flag = IGZIP_DEFLATE;
-}
-
-int Deflater::Update(std::span<const uint8_t> in, bool last, std::vector<uint8_t>& out) {
-  if (in.size() > UINT32_MAX) return -EINVAL;
-  isal_zstream& s = state_->stream;
   s.next_in = const_cast<uint8_t*>(in.data());
   s.avail_in = static_cast<uint32_t>(in.size());
-  s.end_of_stream = last ? 1 : 0;
+  s.end_of_stream = 1;
   for (;;) {
     // Deflate expands incompressible data by a few bytes per 64 KiB block at most.
     const size_t room = in.size() / 8 + 64 * 1024;
@@ -63,16 +61,8 @@ int Deflater::Update(std::span<const uint8_t> in, bool last, std::vector<uint8_t
     const int rc = isal_deflate(&s);
     out.resize(old + (room - s.avail_out));
     if (rc != COMP_OK) return -EINVAL;
-    const bool done = last ? s.internal_state.state == ZSTATE_END : s.avail_in == 0;
-    if (done) return 0;
+    if (s.internal_state.state == ZSTATE_END) return 0;
   }
-}
-
-int Deflater::Compress(std::span<const uint8_t> in, std::vector<uint8_t>& out) {
-  out.clear();
-  out.reserve(in.size() / 2 + 1024);
-  Begin();
-  return Update(in, /*last=*/true, out);
 }
 
 }  // namespace fanstore::compress

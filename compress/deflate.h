@@ -24,13 +24,9 @@ class Deflater {
   int level() const { return level_; }
 
   // One shot: compresses `in` (at most 4 GiB - 1) into `out` (resized to the stream's size).
-  // Returns 0, or -EINVAL for an input too large for one shot.
+  // Returns 0, or -EINVAL for an input too large for one shot. (Large members are cut into
+  // 1 MiB blocks, each its own stream, meta/blocks.h: nothing deflates in pieces.)
   int Compress(std::span<const uint8_t> in, std::vector<uint8_t>& out);
-
-  // Streaming: Begin(), then Update() for each chunk (each < 4 GiB) with `last` on the
-  // final one; compressed bytes are appended to `out`. Returns 0 or a negative errno.
-  void Begin();
-  int Update(std::span<const uint8_t> in, bool last, std::vector<uint8_t>& out);
 
  private:
   struct State;

@@ -135,9 +135,6 @@ class Encoder {
   compress::Deflater deflater_;
 };
 
-// Writes a large member in chunks; decides raw vs deflate as Encoder::Keep does. Deflated,
-// it is cut into independent 1 MiB blocks with a table (Codec::kDeflateBlocks,
-// meta/blocks.h), so that a read of part of it inflates only the blocks it touches.
 // Deflates the blocks of one chunk on up to `helpers.size() + 1` threads (the caller's
 // and helpers', each with its own deflater): blocks are independent streams, so the bytes
 // are the same whatever the thread count. Returns false if a block failed.
@@ -162,6 +159,10 @@ bool DeflateBlocks(compress::Deflater& own, std::vector<std::unique_ptr<compress
   return !failed;
 }
 
+// Writes a large member in chunks; decides raw vs deflate as Encoder::Keep does. Deflated,
+// it is cut into independent 1 MiB blocks with a table (Codec::kDeflateBlocks,
+// meta/blocks.h), so that a read of part of it inflates only the blocks it touches; the
+// blocks of a chunk are deflated on `threads` threads at once.
 Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& rec, unsigned threads) {
   auto fd_or = enc.OpenChecked(m);
   if (!fd_or.ok()) return fd_or.status();
@@ -171,8 +172,6 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
     ~Closer() { ::close(fd); }
   } closer{fd};
   static_assert(kStreamThreshold % kDeflateBlockBytes == 0, "chunks hold whole blocks");
-  if (BlockCount(m.size) > UINT32_MAX)
-    return Status::Error(enc.Show(m) + ": too large to pack (over 4 PiB)");
   // A chunk holds at least a block per thread, so that all of them deflate at once.
   const size_t chunk_bytes = kStreamThreshold * ((threads + 7) / 8);
   std::vector<uint8_t> chunk(chunk_bytes), packed;
@@ -185,7 +184,9 @@ Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& re
   // raw unless their name says text, which programs read; an explicit level deflates all.
   auto got = enc.ReadSome(fd, m, chunk.data(), chunk.size());
   if (!got.ok()) return got.status();
-  bool deflate = enc.WantDeflateLarge(m) && enc.WantDeflate(chunk.data(), *got);
+  // (a block table counts blocks in 32 bits: 4 PiB; such a member is stored raw)
+  bool deflate = enc.WantDeflateLarge(m) && enc.WantDeflate(chunk.data(), *got) &&
+                 BlockCount(m.size) <= UINT32_MAX;
   if (deflate) {
     enc.deflater().Compress({chunk.data(), std::min<size_t>(*got, kDeflateBlockBytes)}, packed);
     deflate = enc.Keep(packed.size(), std::min<size_t>(*got, kDeflateBlockBytes));
