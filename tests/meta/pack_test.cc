@@ -210,12 +210,17 @@ TEST(Pack, TextNamesAreKnownByTheirExtension) {
     EXPECT_FALSE(LooksLikeText(p)) << p;
 }
 
-TEST(Pack, AnExplicitLevelDeflatesLargeMembersToo) {
-  TempDir t;
+// The edge tree packed into t/out at level 1 (its 9 MiB text member block-deflated).
+void PackEdgeTreeAtLevel1(const TempDir& t) {
   MakeEdgeTree(t / "src");
   PackOptions o = Options(t / "src", t / "out");
   o.compress = *CompressMode::Parse("1");
   ASSERT_TRUE(Pack(o).ok());
+}
+
+TEST(Pack, AnExplicitLevelDeflatesLargeMembersToo) {
+  TempDir t;
+  ASSERT_NO_FATAL_FAILURE(PackEdgeTreeAtLevel1(t));
   auto ds = Dataset::Open(t / "out");
   ASSERT_TRUE(ds.ok());
   const MemberView v = (*ds)->View(*(*ds)->Lookup("multi/mb_text.txt"));
@@ -242,10 +247,7 @@ BlockEntry BlockOf(const std::string& part, const IndexRecord& r, uint32_t b) {
 
 TEST(Pack, ADamagedBlockIsNamedAndTheBlocksBeforeItAreDelivered) {
   TempDir t;
-  MakeEdgeTree(t / "src");
-  PackOptions o = Options(t / "src", t / "out");
-  o.compress = *CompressMode::Parse("1");
-  ASSERT_TRUE(Pack(o).ok());
+  ASSERT_NO_FATAL_FAILURE(PackEdgeTreeAtLevel1(t));
   std::string part;
   IndexRecord r;
   {

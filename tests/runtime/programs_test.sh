@@ -420,6 +420,40 @@ print(' '.join(out), rss < 64 or rss)")
   bad "partial reads of five 120 MiB deflated members: '$got' (the last field: RSS in MiB if over 64)"
 inflates=$(cat "$S"/bigz.stats* 2>/dev/null | $PY -c 'import json,sys; print(sum(json.loads(l)["inflates"] for l in sys.stdin if l.strip()))')
 [ "$inflates" = 5 ] && ok || bad "partial reads of five block-deflated members made $inflates inflates, not 5"
+# A damaged block of a block-deflated member is EIO for the reads that touch it, with one log
+# line naming the member and the block; the member's other blocks still read right.
+mkdir -p "$S/blk"
+$PY -c "
+import random
+r = random.Random(3)
+with open('$S/blk/t.txt', 'w') as f:
+    f.write(''.join('%d %s\\n' % (i, 'abcdefgh'[r.randrange(8)] * r.randrange(1, 30)) for i in range(400000)))"
+$FANSTORE pack -q -c 1 "$S/blk" "$S/blk.packed" || bad "pack of the block-deflated member"
+# Block 3's stream from the member's table (meta/blocks.h), then one byte in it flipped.
+off=$("$FANSTORE" stat "$S/blk.packed" t.txt | awk '/Offset/ {print $2}')
+stored=$("$FANSTORE" stat "$S/blk.packed" t.txt | awk '/Stored/ {print $2}')
+$PY -c "
+import struct, sys
+f = open(sys.argv[1], 'r+b'); base, stored = int(sys.argv[2]), int(sys.argv[3])
+f.seek(base + stored - 8); size, n = struct.unpack('<II', f.read(8))
+f.seek(base + stored - 8 - 16 * n + 16 * 3); at, length, crc = struct.unpack('<QII', f.read(16))
+f.seek(base + at + length // 2); b = f.read(1); f.seek(-1, 1); f.write(bytes([b[0] ^ 0x5a]))" \
+  "$S/blk.packed/part-00000.fsb" "$off" "$stored"
+reads=$PY' -c "
+import sys
+with open(sys.argv[1], \"rb\") as f:
+    for off in (10, 3 * 2**20 + 5, 4 * 2**20 + 7):
+        f.seek(off)
+        try:
+            print(off, f.read(20).hex())
+        except OSError as e:
+            print(off, \"errno\", e.errno)"'
+native=$(eval "$reads" "$S/blk/t.txt" | sed -n '1p;3p')
+got=$("$FANRUN" --data "$S/blk.packed" --mount "$S/blkm" -- sh -c "$reads $S/blkm/t.txt" 2>"$S/blk.err")
+[ "$(echo "$got" | sed -n 2p)" = "3145733 errno 5" ] && [ "$(echo "$got" | sed -n '1p;3p')" = "$native" ] && ok ||
+  bad "damaged block 3: reads gave '$got' (native, without block 3: '$native')"
+[ "$(grep -c "member 't.txt': damaged compressed data in block 3" "$S/blk.err")" = 1 ] && ok ||
+  bad "damaged block 3: log: $(cat "$S/blk.err")"
 # A mount point that cannot be a directory is one clear line before CMD starts; the file
 # there is left as it was.
 echo keep >"$S/afile"
