@@ -6,6 +6,7 @@
 
 #include <linux/magic.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -43,5 +44,46 @@ const uint8_t* ResidentBytes(const uint8_t* map, uint64_t map_bytes, uint64_t of
     if (!(vec[i] & 1)) return nullptr;
   return map + off;
 }
+
+// When a member a process has read before may be copied from its page-cached blob's
+// mapping without asking mincore (runtime/member_io.cc). mincore costs ~1 us on this VM,
+// a tenth of a warm 85 KiB read, and two things can make the copy go wrong without it: a
+// page evicted since (the copy then waits on a page fault: slower, never wrong) and a blob
+// cut short while mapped (the copy would fault with SIGBUS). So a check runs at most once
+// per `check_ns` (the first caller past the period runs it): the caller compares the
+// blobs' sizes with their mappings and reports the process's major faults here. Trust holds
+// while no major fault was seen in the last `pause_ns`; a fault count that went down (a
+// fork child's count starts over) is a new baseline, one that cannot be read (-1) pauses.
+// Thread-safe; a race costs one extra check, never a skipped one.
+class ReuseTrust {
+ public:
+  ReuseTrust(int64_t check_ns, int64_t pause_ns) : check_ns_(check_ns), pause_ns_(pause_ns) {}
+
+  // True for the one caller that is to run the check due at `now_ns`.
+  bool CheckDue(int64_t now_ns) {
+    int64_t next = next_check_.load(std::memory_order_relaxed);
+    return now_ns >= next &&
+           next_check_.compare_exchange_strong(next, now_ns + check_ns_, std::memory_order_relaxed);
+  }
+
+  // The check's result: the process's major faults so far (-1: unknown).
+  void Checked(int64_t now_ns, int64_t major_faults) {
+    const int64_t before = faults_.exchange(major_faults, std::memory_order_relaxed);
+    if (major_faults < 0 || (before >= 0 && major_faults > before))
+      paused_until_.store(now_ns + pause_ns_, std::memory_order_relaxed);
+  }
+
+  // Whether a check has run and no pause is in force at `now_ns`.
+  bool Trusted(int64_t now_ns) const {
+    return faults_.load(std::memory_order_relaxed) >= 0 &&
+           now_ns >= paused_until_.load(std::memory_order_relaxed);
+  }
+
+ private:
+  const int64_t check_ns_, pause_ns_;
+  std::atomic<int64_t> next_check_{0};
+  std::atomic<int64_t> paused_until_{0};
+  std::atomic<int64_t> faults_{-1};
+};
 
 }  // namespace fanstore::io

@@ -190,7 +190,7 @@ void WriteStats() {
       "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
       "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
       "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu, "
-      "\"mapped_reads\": %llu, \"node_cache_hits\": %llu}\n",
+      "\"mapped_reads\": %llu, \"trusted_reads\": %llu, \"node_cache_hits\": %llu}\n",
       static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.Load()),
       static_cast<unsigned long long>(s_opens.Load()),
       static_cast<unsigned long long>(s_stats.Load() + g_prefilter.answered_stats.Load()),
@@ -200,6 +200,7 @@ void WriteStats() {
       static_cast<unsigned long long>(io.errors), static_cast<unsigned long long>(io.remote),
       static_cast<unsigned long long>(io.device_reads),
       static_cast<unsigned long long>(io.mapped_reads),
+      static_cast<unsigned long long>(io.trusted_reads),
       static_cast<unsigned long long>(io.node_cache_hits));
   if (s->stats_target == "1") {
     std::fputs(line, stderr);

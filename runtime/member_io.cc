@@ -3,6 +3,7 @@
 #include <liburing.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysinfo.h>
@@ -12,6 +13,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <ctime>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -42,7 +44,7 @@ constexpr int kCacheSlots = 16;
 constexpr uint64_t kCacheBytes = 256ull << 20;
 
 ShardedCounter s_reads, s_bytes, s_inflates, s_inflate_ns, s_hits, s_errors, s_remote, s_device,
-    s_mapped, s_arena;
+    s_mapped, s_trusted, s_arena;
 
 // A read whose node-cache bytes were evicted while it used them: it is made again.
 constexpr long kStale = -ESTALE;
@@ -269,6 +271,27 @@ bool ReadBefore(const State& s, uint32_t entry) {
   return word.fetch_or(bit, std::memory_order_relaxed) & bit;
 }
 
+// A member read before in this process was in the page cache then: it is copied from the
+// mapping without asking mincore while io::ReuseTrust holds (io/resident.h). Every 100 ms
+// one reader compares the mapped blobs' sizes with their mappings (a blob cut short gets
+// its new bounds, so reads past its end go to pread and EIO instead of SIGBUS) and reads the
+// process's major faults (one means pages are being evicted: mincore again for 5 s). A cut
+// in the 100 ms before such a copy can still fault; docs/design.md has the measurements.
+io::ReuseTrust s_trust(100'000'000, 5'000'000'000);
+
+bool TrustReRead(State& s) {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);  // the vDSO: no system call, 4 ms resolution
+  const int64_t now = t.tv_sec * 1'000'000'000 + t.tv_nsec;
+  if (s_trust.CheckDue(now)) {
+    s.ShrinkCutBlobs();
+    struct rusage ru;
+    const long rc = intercept::RawSyscall6(SYS_getrusage, RUSAGE_SELF, reinterpret_cast<long>(&ru));
+    s_trust.Checked(now, rc == 0 ? ru.ru_majflt : -1);
+  }
+  return s_trust.Trusted(now);
+}
+
 // `entry`: the member whose bytes these are, for the first-read rule above (kNoEntry: a
 // range of a large member, always copied from the mapping when cached).
 const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len, uint32_t entry) {
@@ -277,12 +300,17 @@ const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t l
   bool resident = false;
   const uint8_t* map = s.BlobMap(partition, &size, &resident);
   if (!resident && entry != meta::kNoEntry && !ReadBefore(s, entry)) return nullptr;
+  const bool trusted = !resident && entry != meta::kNoEntry && map && TrustReRead(s);
+  if (trusted) size = s.blob_sizes[partition].load(std::memory_order_relaxed);  // after the check
   unsigned char vec[kViewMax / io::kResidentPage + 2];
-  const uint8_t* view = io::ResidentBytes(map, size, off, len, resident, vec, [](const uint8_t* at, uint64_t n, unsigned char* v) {
+  const uint8_t* view = io::ResidentBytes(map, size, off, len, resident || trusted, vec, [](const uint8_t* at, uint64_t n, unsigned char* v) {
     return intercept::RawSyscall6(SYS_mincore, reinterpret_cast<long>(at), static_cast<long>(n),
                                   reinterpret_cast<long>(v));
   });
-  if (view) s_mapped.Add(1);
+  if (view) {
+    s_mapped.Add(1);
+    if (trusted) s_trusted.Add(1);
+  }
   return view;
 }
 
@@ -625,6 +653,7 @@ IoStats SnapshotIoStats() {
   st.remote = s_remote.Load();
   st.device_reads = s_device.Load();
   st.mapped_reads = s_mapped.Load();
+  st.trusted_reads = s_trusted.Load();
   st.node_cache_hits = s_arena.Load();
   return st;
 }

@@ -46,6 +46,7 @@ struct IoStats {
   uint64_t node_cache_hits = 0;  // of those, copied from the node cache arena
   uint64_t device_reads = 0;  // blob reads not in the page cache (through io_uring)
   uint64_t mapped_reads = 0;  // members copied from a mapping of their page-cached blob
+  uint64_t trusted_reads = 0;  // of those, re-reads copied without a page check (ReuseTrust)
 };
 IoStats SnapshotIoStats();
 

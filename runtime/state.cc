@@ -102,6 +102,19 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
   return reinterpret_cast<const uint8_t*>(m);
 }
 
+void State::ShrinkCutBlobs() {
+  for (size_t p = 0; p < parts.size(); ++p) {
+    if (blob_maps[p].load(std::memory_order_acquire) <= 1) continue;
+    struct stat st;
+    const int fd = blob_fds[p].load(std::memory_order_relaxed);
+    if (fd < 0 || intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) continue;
+    const uint64_t now = static_cast<uint64_t>(st.st_size);
+    uint64_t was = blob_sizes[p].load(std::memory_order_relaxed);
+    while (now < was && !blob_sizes[p].compare_exchange_weak(was, now, std::memory_order_relaxed)) {
+    }
+  }
+}
+
 Status Init() {
   const char* image = std::getenv("FANSTORE_IMAGE");
   if (!image || !*image) return Status::Ok();  // not under fanrun: stay out of the way

@@ -11,7 +11,8 @@
 //                    (default: 1 MiB when the node's blobs fit in half of the memory)
 //   FANSTORE_MAPPED_READS  0: never copy page-cached members from a mapping of the blob
 //                    (by default: every read of a staged blob, the second and later reads
-//                    of a member in a process otherwise)
+//                    of a member in a process otherwise, those without mincore while
+//                    io::ReuseTrust holds)
 //   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
 //   FANSTORE_NODE_CACHE  the agent's node cache directory (its arena of members fetched before)
 //   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
@@ -62,6 +63,9 @@ struct State {
   // cannot be mapped. Never unmapped: a process maps each local blob once. *resident: its
   // pages are always in memory (io::AlwaysResident), so no mincore is needed.
   const uint8_t* BlobMap(uint32_t p, uint64_t* size, bool* resident);
+  // Lowers the recorded size of every mapped blob that is now shorter than its mapping (cut
+  // while the job runs), so no copy reaches past its new end.
+  void ShrinkCutBlobs();
   // True in a vfork/CLONE_VM child: it shares the parent's memory, so the hook must not
   // allocate, lock or change shared tables there.
   bool InVforkChild() const;
