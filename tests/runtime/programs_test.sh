@@ -315,6 +315,40 @@ mapped_of() {  # mapped_of PID: mapped_reads of that process's statistics line
 [ "$(mapped_of "$child")" = "[0]" ] && ok || bad "a fork child's first reads are reads: $(cat "$S/stats.fork")"
 case $(mapped_of "$parent") in "[0]" | "[]") bad "the parent's second reads are mapped: $(cat "$S/stats.fork")" ;; *) ok ;; esac
 
+# Major page faults in the process (pages being evicted) stop re-reads from skipping the
+# page check for a while (io::ReuseTrust): the reader takes some by mapping a dropped file
+# outside the dataset; its next re-reads are all checked (mapped_reads, not trusted_reads).
+cat >"$S/evict_reads.py" <<'EOF2'
+import mmap, os, resource, sys, time
+cold, files = sys.argv[1], sys.argv[2:]
+def read_all():
+    for f in files:
+        open(f, 'rb').read()
+read_all()
+read_all()   # re-reads: trusted unless faults came first
+fd = os.open(cold, os.O_RDONLY)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+before = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
+m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+sum(m[i] for i in range(0, len(m), 4096))
+faults = resource.getrusage(resource.RUSAGE_SELF).ru_majflt - before
+time.sleep(0.25)  # past the runtime's 100 ms check period
+read_all()   # the first of these runs the check, which sees the faults
+print(len(files), faults)
+EOF2
+head -c $((8 << 20)) /dev/urandom >"$S/cold.bin" && sync "$S/cold.bin"
+rm -f "$S/stats.evict"
+"$FANRUN" --data "$S/raw" --mount "$MNT" --stats "$S/stats.evict" -- bash -c \
+  "cd '$MNT' && find train -type f -print0 | xargs -0 $PY '$S/evict_reads.py' '$S/cold.bin'" >"$S/evict.out"
+read -r nfiles faults <"$S/evict.out"
+if [ "${faults:-0}" -gt 0 ]; then
+  mapped=$(stat_sum "$S/stats.evict" mapped_reads) trusted=$(stat_sum "$S/stats.evict" trusted_reads)
+  [ "$mapped" = $((2 * nfiles)) ] && [ "$trusted" -le "$nfiles" ] && ok ||
+    bad "re-reads after major faults are checked again ($nfiles files, $faults faults): $(cat "$S/stats.evict")"
+else
+  echo "SKIP: re-reads after major faults: mapping a dropped file here took no major fault ($(cat "$S/evict.out"))"
+fi
+
 # Readahead around cold members: with 1 MiB the neighbours of a member read from the device
 # are cached by the time they are read, so far fewer reads go to the device than with none
 # (300 files of 32 KiB read in a shuffled order, so the kernel's own readahead mostly stays
