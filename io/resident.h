@@ -54,7 +54,7 @@ const uint8_t* ResidentBytes(const uint8_t* map, uint64_t map_bytes, uint64_t of
 // blobs' sizes with their mappings and reports the process's major faults here. Trust holds
 // while no major fault was seen in the last `pause_ns`; a fault count that went down (a
 // fork child's count starts over) is a new baseline, one that cannot be read (-1) pauses.
-// Thread-safe; a race costs one extra check, never a skipped one.
+// Thread-safe: of racing callers, one runs each check; the others go on with the last result.
 class ReuseTrust {
  public:
   ReuseTrust(int64_t check_ns, int64_t pause_ns) : check_ns_(check_ns), pause_ns_(pause_ns) {}
