@@ -225,8 +225,9 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
 // per-page copy loop; measured, docs/design.md). mincore() tells whether every page is
 // cached: if one is not, the bytes are read (through io_uring), so a cold read never waits
 // on a page fault, and a blob shorter than its index (pages past its end are never
-// resident) gets EIO, not SIGBUS. Members over 4 MiB take the read path (the copy
-// dominates there).
+// resident) gets EIO, not SIGBUS. A member this process read before skips mincore under
+// a periodic check instead (TrustReRead below). Members over 4 MiB take the read path (the
+// copy dominates there).
 constexpr size_t kViewMax = 4u << 20;
 
 // The first read of a member in a process is a read, not a copy from the mapping, where
