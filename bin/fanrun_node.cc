@@ -426,6 +426,9 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   cfg.timeout_s = opt.timeout_s;
   if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES"))
     cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
+  // (a rank whose replies never come, though it is alive and passes the job's barriers)
+  if (const char* r = std::getenv("FANSTORE_TEST_SILENT_RANK"))
+    cfg.silent = std::strtol(r, nullptr, 10) == rank_;
   uint64_t fetchable = 0;
   for (uint32_t p = 0; p < parts; ++p)
     if (s->local_paths[p].empty())

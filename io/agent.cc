@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
+
 #include <spdlog/spdlog.h>
 
 #include "io/agent_loop.h"
@@ -299,7 +301,11 @@ void Agent::Loop::Run() {
   cv.notify_all();
 }
 
+// Once per agent: the handles it frees are not looked at again (a second pass tested freed
+// requests, which MPICH aborts on).
 void Agent::Loop::Withdraw() {
+  if (withdrawn) return;
+  withdrawn = true;
   for (MPI_Request& h : server_handles) {
     if (h == MPI_REQUEST_NULL) continue;
     MPI_Cancel(&h);
@@ -315,20 +321,23 @@ void Agent::Loop::Withdraw() {
     if ((outgoing.empty() && set_aside.empty() && abandoned.empty()) || Clock::now() > deadline) break;
     ::sched_yield();
   }
-  for (Outgoing& o : outgoing) abandoned.insert(abandoned.end(), o.handles.begin(), o.handles.end());
-  // (attempts set aside stay allocated until the loop is destroyed)
+  // (the buffers of replies and attempts given up stay allocated until the loop is destroyed:
+  // MPI may still be reading from or writing into them)
+  for (Outgoing& o : outgoing)
+    for (MPI_Request& r : o.handles) abandoned.push_back(std::exchange(r, MPI_REQUEST_NULL));
   for (auto& a : set_aside) {
     for (MPI_Request& r : a->recvs) {
       if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-      abandoned.push_back(r);
+      abandoned.push_back(std::exchange(r, MPI_REQUEST_NULL));
     }
-    abandoned.push_back(a->send);
+    abandoned.push_back(std::exchange(a->send, MPI_REQUEST_NULL));
   }
   for (MPI_Request& r : abandoned) {
     int done = 0;
     MPI_Test(&r, &done, MPI_STATUS_IGNORE);
     if (!done) MPI_Request_free(&r);
   }
+  abandoned.clear();
 }
 
 Agent::Agent(AgentConfig cfg) : loop_(std::make_unique<Loop>()) {
@@ -340,7 +349,7 @@ Agent::~Agent() {
   if (thread_.joinable())
     Finish();
   else if (l.cfg.mpi && l.listen_fd >= 0)
-    l.Withdraw();  // opened, never started
+    l.Withdraw();  // opened and never started, or already withdrawn at the end of its run
   for (size_t p = 0; p < l.blob_maps.size(); ++p)
     if (l.blob_maps[p]) ::munmap(const_cast<uint8_t*>(l.blob_maps[p]), l.blob_sizes[p]);
   for (int fd : l.blob_fds)

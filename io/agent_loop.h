@@ -107,6 +107,7 @@ struct Agent::Loop {
   uint64_t fetchable_bytes = 0;  // what this node may fetch (an upper bound): allocated ahead
   bool arena_failed = false;
 
+  bool withdrawn = false;  // Withdraw has run: every MPI request is freed or completed
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool in_barrier = false;
 

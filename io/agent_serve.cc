@@ -84,7 +84,7 @@ bool Agent::Loop::ProgressServer() {
     }
     const RemoteRequest req = posted_req[i];
     PostRequest(i);
-    Serve(req, st[k].MPI_SOURCE);
+    if (!cfg.silent) Serve(req, st[k].MPI_SOURCE);
   }
   active |= TestOutgoing();
   return active;
