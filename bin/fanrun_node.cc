@@ -25,6 +25,7 @@
 
 #include "bin/cli_util.h"
 #include "io/node_cache.h"
+#include "io/pieces.h"
 #include "io/stage.h"
 #include "meta/dataset.h"
 #include "meta/exchange.h"
@@ -434,10 +435,13 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     if (s->local_paths[p].empty())
       fetchable +=
           io::ArenaBytesAtMost(manifest.partitions[p].members, manifest.partitions[p].stored);
-  const uint64_t entries = manifest.files + manifest.dirs + manifest.symlinks;
+  // The node cache's keys: the entries, then the pieces of large members (io/pieces.h),
+  // bounded here from the stored bytes (the namespace, which numbers them, comes later).
+  uint64_t stored = 0;
+  for (const auto& part : manifest.partitions) stored += part.stored;
+  const uint64_t keys = io::KeysAtMost(manifest.files + manifest.dirs + manifest.symlinks, stored);
   agent_ = std::make_unique<io::Agent>(std::move(cfg));
-  st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(entries, UINT32_MAX)),
-                           fetchable);
+  st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(keys, UINT32_MAX - 1)), fetchable);
 }
 
 // The namespace: the exchange (whose failure is the same on every rank), the image, the

@@ -115,12 +115,14 @@ Status Agent::Loop::Open(meta::NamespaceView view) {
     MPI_Comm_size(MPI_COMM_WORLD, &nodes);
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     suspect_until.assign(static_cast<size_t>(nodes), Clock::time_point{});
-    // The cache was made for the manifest's count of entries; a namespace of another size
-    // (a manifest that does not match its partitions' indexes) gets one made for it.
-    if (arena.entries() != ns.size()) {
-      spdlog::debug("node cache: made for {} entries, the namespace has {}: made again", arena.entries(),
-                    ns.size());
-      if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(ns.size()), cfg.cache_bytes);
+    // The cache was made for the manifest's count of entries and a bound of the pieces; a
+    // namespace that needs more keys (a manifest that does not match its partitions'
+    // indexes) gets one made for it.
+    pieces.Build(ns);
+    if (arena.entries() < pieces.keys()) {
+      spdlog::debug("node cache: made for {} keys, the namespace needs {}: made again", arena.entries(),
+                    pieces.keys());
+      if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(pieces.keys()), cfg.cache_bytes);
           !st.ok())
         return st;
       AllocateCacheAhead();
@@ -190,7 +192,8 @@ void Agent::Loop::HandleClient(int conn) {
       Reply(conn, -EINVAL, -1);
       return;
   }
-  if (req.entry >= ns.size() || ns.entry(req.entry).kind != static_cast<uint8_t>(meta::Kind::kFile)) {
+  KeyRange kr;
+  if (!RangeOf(req.entry, &kr)) {
     Reply(conn, -EINVAL, -1);
     return;
   }
@@ -202,7 +205,7 @@ void Agent::Loop::HandleClient(int conn) {
       return;
     }
     std::vector<uint8_t> bytes;
-    if (arena.Read(req.entry, ns.entry(req.entry).stored_size, &bytes)) {
+    if (arena.Read(req.entry, kr.length, &bytes)) {
       const int copy = MakeCopy(req.entry, bytes.data(), bytes.size());
       Reply(conn, copy >= 0 ? 0 : -EIO, copy);
       if (copy >= 0) ::close(copy);

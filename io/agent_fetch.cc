@@ -25,6 +25,29 @@ constexpr uint32_t kMaxScan = 4096;
 
 }  // namespace
 
+bool Agent::Loop::RangeOf(uint32_t key, KeyRange* out) const {
+  if (key < ns.size()) {
+    const meta::ImageEntry& e = ns.entry(key);
+    if (e.kind != static_cast<uint8_t>(meta::Kind::kFile)) return false;
+    *out = KeyRange{key, kWhole, e.data_offset, e.stored_size};
+    return true;
+  }
+  uint32_t member;
+  uint64_t p;
+  if (!pieces.Split(key, ns, &member, &p)) return false;
+  const meta::ImageEntry& e = ns.entry(member);
+  *out = KeyRange{member, p, e.data_offset + PieceOffset(p), PieceLength(e.stored_size, p)};
+  return true;
+}
+
+std::string Agent::Loop::Name(uint32_t key) const {
+  KeyRange kr;
+  if (!RangeOf(key, &kr)) return "key " + std::to_string(key);
+  std::string name = "'" + std::string(ns.path(ns.entry(kr.member))) + "'";
+  if (kr.piece != kWhole) name += " (piece " + std::to_string(kr.piece) + ")";
+  return name;
+}
+
 // A new attempt of a fetch, with a buffer for the bytes; nullptr when there is no memory.
 // (Receiving straight into the node cache was measured twice and was no faster: the range
 // carries its padding into the cache, and MPI's copy lands in pages spread over the arena
@@ -34,7 +57,7 @@ std::unique_ptr<Agent::Loop::Attempt> Agent::Loop::NewAttempt(const Fetch& f) {
   a->req = f.req;
   a->buf.reset(new (std::nothrow) uint8_t[std::max<uint64_t>(f.req.length, 1)]);
   if (a->buf) return a;
-  spdlog::error("member '{}': no memory for its {} bytes", ns.path(ns.entry(f.entry)), f.req.length);
+  spdlog::error("member {}: no memory for its {} bytes", Name(f.entry), f.req.length);
   return nullptr;
 }
 
@@ -125,7 +148,7 @@ std::vector<Agent::Loop::Member> Agent::Loop::RangeAround(uint32_t entry) {
     // Adds entry x if it is a neighbour to fetch; false once x is past the block.
     auto take = [&](uint32_t x) {
       const meta::ImageEntry& m = ns.entry(x);
-      if (m.kind != static_cast<uint8_t>(meta::Kind::kFile)) return true;  // (directories)
+      if (m.kind != static_cast<uint8_t>(meta::Kind::kFile) || Pieced(m)) return true;  // (directories; large members are fetched by the piece)
       if (m.partition != e.partition || m.data_offset < lo || m.data_offset >= hi) return false;
       if (m.stored_size > 0 && m.stored_size <= arena.max_member() && !arena.Contains(x) &&
           !joined.contains(x))
@@ -150,7 +173,9 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
     Count(&AgentStats::deduplicated);
     return;
   }
-  const meta::ImageEntry& e = ns.entry(entry);
+  KeyRange kr;
+  RangeOf(entry, &kr);  // (HandleClient checked the key)
+  const meta::ImageEntry& e = ns.entry(kr.member);
   auto f = std::make_unique<Fetch>();
   f->entry = entry;
   f->waiters.push_back(w);
@@ -167,10 +192,15 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
     Reply(w.conn, -EINVAL, -1);
     return;
   }
-  f->members = RangeAround(entry);
+  // A piece comes alone, checked by the transfer's CRC32C (the namespace's is of the whole
+  // member).
+  if (kr.piece == kWhole)
+    f->members = RangeAround(entry);
+  else
+    f->members = {Member{entry, kr.offset, kr.length}};
   const uint64_t start = f->members.front().off;
   uint64_t end = start;
-  bool raw = true;
+  bool raw = kr.piece == kWhole;
   for (Member& m : f->members) {
     end = std::max(end, m.off + m.len);
     m.off -= start;  // from here on: in the range
@@ -178,7 +208,7 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
     joined.emplace(m.entry, entry);
   }
   f->req = RemoteRequest{e.partition, 0, start, end - start, raw ? kNoTransferCrc : 0,
-                         static_cast<uint32_t>(e.data_offset - start)};
+                         static_cast<uint32_t>(kr.offset - start)};
   Fetch& ref = *f;
   fetches.emplace(entry, std::move(f));
   if (const int32_t rc = SendToNextOwner(ref); rc != 0) Complete(ref, rc);
@@ -202,7 +232,7 @@ int Agent::Loop::MakeCopy(uint32_t entry, const uint8_t* bytes, uint64_t len) {
     done += static_cast<uint64_t>(n);
   }
   if (fd < 0) {
-    spdlog::error("member '{}': cannot make a copy for a local process: {}", ns.path(ns.entry(entry)),
+    spdlog::error("member {}: cannot make a copy for a local process: {}", Name(entry),
                   std::strerror(err));
     return -1;
   }
@@ -261,8 +291,8 @@ void Agent::Loop::Complete(Fetch& f, int32_t status) {
   for (const Waiter& w : f.waiters) {
     const size_t i = index_of(w.entry);
     if (i == n) {
-      spdlog::error("member '{}': answered by a fetch that does not hold it (a bug): EIO",
-                    ns.path(ns.entry(w.entry)));
+      spdlog::error("member {}: answered by a fetch that does not hold it (a bug): EIO",
+                    Name(w.entry));
       Reply(w.conn, -EIO, -1);
     } else if (!f.bad.empty() && f.bad[i]) {
       Reply(w.conn, -EIO, -1);
@@ -310,19 +340,20 @@ bool Agent::Loop::Verify(Fetch& f) {
   bool waited_bad = false;
   for (size_t i = 0; i < f.members.size(); ++i) {
     const Member& m = f.members[i];
-    const meta::ImageEntry& e = ns.entry(m.entry);
-    const bool raw = e.codec == static_cast<uint8_t>(meta::Codec::kRaw);
-    if (range_ok && (!raw || compress::Crc32c(0, a.buf.get() + m.off, m.len) == e.crc32c)) continue;
+    // (a piece's key is past the entries: a piece is checked by the range's CRC only)
+    const bool raw = m.entry < ns.size() && ns.entry(m.entry).codec == static_cast<uint8_t>(meta::Codec::kRaw);
+    if (range_ok && (!raw || compress::Crc32c(0, a.buf.get() + m.off, m.len) == ns.entry(m.entry).crc32c))
+      continue;
     f.bad[i] = 1;
     const bool waited = std::any_of(f.waiters.begin(), f.waiters.end(),
                                     [&](const Waiter& w) { return w.entry == m.entry; });
     if (!waited) {
-      spdlog::debug("member '{}' from rank {}: damaged transfer (CRC mismatch), fetched ahead: left out",
-                    ns.path(e), a.owner);
+      spdlog::debug("member {} from rank {}: damaged transfer (CRC mismatch), fetched ahead: left out",
+                    Name(m.entry), a.owner);
       continue;
     }
     waited_bad = true;
-    spdlog::warn("member '{}' from rank {}: damaged transfer (CRC mismatch){}", ns.path(e), a.owner,
+    spdlog::warn("member {} from rank {}: damaged transfer (CRC mismatch){}", Name(m.entry), a.owner,
                  f.retried ? ", giving up" : ", retrying");
   }
   return waited_bad;

@@ -16,6 +16,7 @@
 
 #include "io/agent.h"
 #include "io/node_cache.h"
+#include "io/pieces.h"
 #include "io/protocol.h"
 
 namespace fanstore::io {
@@ -27,6 +28,7 @@ struct Agent::Loop {
 
   AgentConfig cfg;
   meta::NamespaceView ns;
+  PieceIndex pieces;  // the node cache's keys past the entries: pieces of large members
   std::vector<int> blob_fds;
   std::vector<const uint8_t*> blob_maps;  // nullptr: not mapped (served with pread)
   std::vector<uint64_t> blob_sizes;
@@ -61,11 +63,12 @@ struct Agent::Loop {
   std::list<Outgoing> outgoing;
   uint64_t corrupt_left = 0;
 
-  // Client side.
+  // Client side. Fetches, waiters and the node cache are by key: a member's entry, or a
+  // piece of a large member (io/pieces.h).
   struct Waiter {
     int conn;
     bool copy;  // wants a descriptor of a private copy (kFetchCopy)
-    uint32_t entry;
+    uint32_t entry;  // the key
   };
   // One request to one holder and the receives of its reply: everything MPI may still
   // write into lives here, so an attempt that timed out is set aside whole until MPI is done
@@ -110,6 +113,17 @@ struct Agent::Loop {
   bool withdrawn = false;  // Withdraw has run: every MPI request is freed or completed
   MPI_Request barrier = MPI_REQUEST_NULL;
   bool in_barrier = false;
+
+  // A key's member (its entry, or the member a piece is of) and where its stored bytes are in
+  // the blob; false for a key that is neither a file nor a piece.
+  struct KeyRange {
+    uint32_t member;
+    uint64_t piece;  // kWhole for a member's own key
+    uint64_t offset, length;  // in the partition blob
+  };
+  static constexpr uint64_t kWhole = ~uint64_t{0};
+  bool RangeOf(uint32_t key, KeyRange* out) const;
+  std::string Name(uint32_t key) const;  // for messages: the path, and the piece
 
   void Count(uint64_t AgentStats::*field, uint64_t n = 1) {
     std::lock_guard<std::mutex> lk(stats_mu);

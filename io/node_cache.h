@@ -64,22 +64,24 @@ inline uint64_t ArenaDataOffset(uint64_t word) {
 class ArenaView {
  public:
   // `map` is the whole file mapped read-only, `refs` its refs part mapped writable (may be
-  // nullptr: hits are then not recorded).
-  bool Attach(const uint8_t* map, uint64_t map_bytes, uint8_t* refs, uint32_t entries) {
+  // nullptr: hits are then not recorded). `entries`: the keys the process will look up (the
+  // namespace's entries, then the pieces of large members: io/pieces.h); the table may be
+  // longer (the agent sizes it for a bound of the pieces before it has the namespace).
+  bool Attach(const uint8_t* map, uint64_t map_bytes, uint8_t* refs, uint64_t entries) {
     ArenaHeader h;
     if (!map || map_bytes < sizeof h) return false;
     std::memcpy(&h, map, sizeof h);
     if (std::memcmp(h.magic, kArenaMagic, sizeof h.magic) != 0 || h.version != kArenaVersion ||
-        h.entries != entries || h.file_bytes != map_bytes || h.table_offset % 8 != 0 ||
+        h.entries < entries || h.file_bytes != map_bytes || h.table_offset % 8 != 0 ||
         h.table_offset < sizeof h || h.refs_offset > map_bytes || h.data_offset > map_bytes ||
-        h.table_offset + uint64_t{entries} * 8 > h.refs_offset || h.refs_offset + entries > h.data_offset ||
+        h.table_offset + uint64_t{h.entries} * 8 > h.refs_offset || h.refs_offset + h.entries > h.data_offset ||
         h.data_bytes != map_bytes - h.data_offset)  // (each sum above is of bounded terms)
       return false;
     table_ = reinterpret_cast<const uint64_t*>(map + h.table_offset);
     data_ = map + h.data_offset;
     data_bytes_ = h.data_bytes;
     refs_ = refs;
-    entries_ = entries;
+    entries_ = h.entries;
     return true;
   }
   bool attached() const { return table_ != nullptr; }

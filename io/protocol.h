@@ -33,7 +33,9 @@ enum class LocalOp : uint32_t { kFetch = 1, kStop = 2, kPing = 3, kFetchCopy = 5
 
 struct LocalRequest {
   LocalOp op;
-  uint32_t entry;  // namespace image entry (kFetch, kFetchCopy)
+  // kFetch, kFetchCopy: a namespace image entry, or the node cache key of a piece of a
+  // large member (io/pieces.h: past the entries), which is fetched alone
+  uint32_t entry;
 };
 
 enum class Where : uint32_t { kInArena = 0, kInFile = 1 };

@@ -24,6 +24,7 @@
 #include "compress/inflate.h"
 #include "intercept/preload_log.h"
 #include "intercept/raw_syscall.h"
+#include "io/pieces.h"
 #include "io/resident.h"
 #include "meta/blocks.h"
 #include "meta/format.h"
@@ -333,12 +334,44 @@ struct Closer {
   ~Closer() { CloseSource(s); }
 };
 
+// Stored bytes [off, off + len) of a pieced remote member into `dst`: each piece they touch
+// from the node cache, or fetched into it by the agent (a piece evicted while it was copied
+// is copied again; the last attempt asks for a private copy). len or a negative errno.
+long ReadPieces(const ImageEntry& e, uint32_t entry, uint64_t off, size_t len, uint8_t* dst) {
+  size_t done = 0;
+  while (done < len) {
+    const uint64_t pos = off + done, p = pos / io::kPieceBytes, in = pos - io::PieceOffset(p);
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(len - done, io::PieceLength(e.stored_size, p) - in));
+    long r = kStale;
+    for (int i = 0; r == kStale && i < kAttempts; ++i) {
+      RemoteSource src;
+      if (const long rc = FetchRemotePiece(entry, p, i == kAttempts - 1, &src); rc < 0) return rc;
+      if (src.bytes) {
+        s_arena.Add(1);
+        std::memcpy(dst + done, src.bytes + in, take);
+        r = RemoteStill(RemotePieceKey(entry, p), src.word) ? static_cast<long>(take) : kStale;
+      } else {
+        r = PreadBlob(src.fd, dst + done, take, in);
+        intercept::RawSyscall6(SYS_close, src.fd);
+      }
+    }
+    if (r < 0) return r == kStale ? -EIO : r;
+    done += take;
+  }
+  return static_cast<long>(len);
+}
+
 // Stored bytes [off, off + len) of the member behind `src`: a view of the node cache or of
 // the blob's mapping when they are there, else read into `buf` (len bytes). nullptr with
 // *err set when the read fails.
 const uint8_t* StoredBytes(State& s, const MemberSource& src, const ImageEntry& e, uint64_t off,
                            size_t len, uint8_t* buf, long* err) {
   if (src.bytes) return src.bytes + off;
+  if (src.pieced) {
+    const long n = ReadPieces(e, src.entry, off, len, buf);
+    if (n < 0) *err = n;
+    return n < 0 ? nullptr : buf;
+  }
   if (!src.owned)
     if (const uint8_t* v = ResidentView(s, e.partition, src.base + off, len, meta::kNoEntry)) return v;
   const long n = PreadBlob(src.fd, buf, len, src.base + off);
@@ -412,13 +445,15 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
   }
   const int fd = src.fd;
   const uint8_t* view = src.bytes ? src.bytes
-                        : src.owned ? nullptr
+                        : src.owned || src.pieced ? nullptr
                                     : ResidentView(s, e.partition, src.base, e.stored_size, entry);
   if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
     long n;
     if (view) {
       std::memcpy(out, view, e.size);
       n = static_cast<long>(e.size);
+    } else if (src.pieced) {
+      n = ReadPieces(e, entry, 0, e.size, out);
     } else {
       n = PreadBlob(fd, out, e.size, src.base);
     }
@@ -433,7 +468,8 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
   if (!view) {
     stored.reset(new (std::nothrow) uint8_t[e.stored_size]);
     if (!stored) return -ENOMEM;
-    const long n = PreadBlob(fd, stored.get(), e.stored_size, src.base);
+    const long n = src.pieced ? ReadPieces(e, entry, 0, e.stored_size, stored.get())
+                              : PreadBlob(fd, stored.get(), e.stored_size, src.base);
     if (n < 0) return n;
     view = stored.get();
   }
@@ -460,11 +496,13 @@ long ReadRange(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
     if (const long rc = OpenSource(entry, &src, i == kAttempts - 1); rc < 0) return rc;
     Closer closer{src};
     if (const uint8_t* view = src.bytes ? src.bytes + off
-                              : src.owned ? nullptr
+                              : src.owned || src.pieced ? nullptr
                                           : ResidentView(s, e.partition, src.base + off, n,
                                                          meta::kNoEntry)) {
       std::memcpy(dst, view, n);
       r = SourceStill(src) ? static_cast<long>(n) : kStale;
+    } else if (src.pieced) {
+      r = ReadPieces(e, entry, off, n, static_cast<uint8_t*>(dst));
     } else {
       r = PreadBlob(src.fd, dst, n, src.base + off);
     }
@@ -593,6 +631,10 @@ long OpenSource(uint32_t entry, MemberSource* out, bool want_fd) {
     return 0;
   }
   s_remote.Add(1);
+  if (!want_fd && RemotePieced(entry)) {  // fetched by the piece as it is read
+    *out = MemberSource{-1, 0, false, nullptr, 0, entry, true};
+    return 0;
+  }
   RemoteSource r;
   if (const long rc = FetchRemote(entry, want_fd, &r); rc < 0) return rc;
   if (r.bytes) {

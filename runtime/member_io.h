@@ -23,7 +23,9 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len);
 
 // Where a member's stored bytes are: its partition blob at the member's offset; for a
 // member only other nodes hold, the node cache arena (`bytes`, valid while SourceStill
-// says so) or a private file from the agent at offset 0 (`owned`: CloseSource closes it).
+// says so) or a private file from the agent at offset 0 (`owned`: CloseSource closes it);
+// for a large one (io/pieces.h), nothing yet (`pieced`: its bytes are fetched by the piece
+// as they are read).
 struct MemberSource {
   int fd = -1;
   uint64_t base = 0;
@@ -31,6 +33,7 @@ struct MemberSource {
   const uint8_t* bytes = nullptr;
   uint64_t word = 0;
   uint32_t entry = 0;
+  bool pieced = false;
 };
 // 0 or a negative errno. `want_fd`: a descriptor even for a member in the node cache.
 long OpenSource(uint32_t entry, MemberSource* out, bool want_fd = false);

@@ -15,6 +15,7 @@
 #include "intercept/preload_log.h"
 #include "intercept/raw_syscall.h"
 #include "io/node_cache.h"
+#include "io/pieces.h"
 #include "io/protocol.h"
 #include "runtime/state.h"
 
@@ -131,6 +132,29 @@ void Drop() {
   t_conn.fd = -1;
 }
 
+// This process's numbering of the pieces of large members: built from the namespace image
+// on the first read of a remote member over io::kPiecedAbove (one pass over the entries:
+// processes that read only smaller members never make it), kept for the life of the process.
+const io::PieceIndex& Pieces(State& s) {
+  static std::atomic<io::PieceIndex*> built{nullptr};
+  io::PieceIndex* p = built.load(std::memory_order_acquire);
+  if (p) return *p;
+  auto* mine = new io::PieceIndex();
+  mine->Build(s.ns);
+  if (built.compare_exchange_strong(p, mine, std::memory_order_acq_rel)) return *mine;
+  delete mine;  // another thread built it first (p is its index)
+  return *p;
+}
+
+// A member or piece's name for messages.
+std::string NameOf(State& s, uint32_t key) {
+  if (key < s.ns.size()) return "'" + std::string(s.ns.path(s.ns.entry(key))) + "'";
+  uint32_t entry;
+  uint64_t p;
+  if (!Pieces(s).Split(key, s.ns, &entry, &p)) return "key " + std::to_string(key);
+  return "'" + std::string(s.ns.path(s.ns.entry(entry))) + "' (piece " + std::to_string(p) + ")";
+}
+
 // One request to the agent: 0 (the member is in the arena; *fd stays -1), 0 with *fd (a
 // private file), or a negative errno.
 long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
@@ -162,8 +186,8 @@ long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
     rc = RawSyscall6(SYS_poll, reinterpret_cast<long>(&p), 1, s.agent_timeout_ms);
   } while (rc == -EINTR);
   if (rc <= 0) {  // the agent did not answer in time: a late reply must not meet the next request
-    intercept::Logger().error("member '{}': the node agent did not answer within {} ms",
-                              s.ns.path(s.ns.entry(entry)), s.agent_timeout_ms);
+    intercept::Logger().error("member {}: the node agent did not answer within {} ms",
+                              NameOf(s, entry), s.agent_timeout_ms);
     Drop();
     return -EIO;
   }
@@ -187,20 +211,17 @@ long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&got, CMSG_DATA(c), sizeof got);
   if (rep.status != 0 || (rep.where == io::Where::kInFile) != (got >= 0)) {
     if (got >= 0) RawSyscall6(SYS_close, got);
-    intercept::Logger().error("member '{}': the node agent could not fetch it ({})",
-                              s.ns.path(s.ns.entry(entry)), std::strerror(rep.status ? -rep.status : EPROTO));
+    intercept::Logger().error("member {}: the node agent could not fetch it ({})",
+                              NameOf(s, entry), std::strerror(rep.status ? -rep.status : EPROTO));
     return -EIO;
   }
   *fd = got;
   return 0;
 }
 
-}  // namespace
-
-long FetchRemote(uint32_t entry, bool want_fd, RemoteSource* out) {
-  State& s = *Get();
+// A member's or piece's stored bytes (`len` of them), from the arena or the agent.
+long FetchKey(State& s, uint32_t entry, uint64_t len, bool want_fd, RemoteSource* out) {
   if (s.agent.empty()) return -EIO;  // no agent: nothing can be remote
-  const uint64_t len = s.ns.entry(entry).stored_size;
   const io::ArenaView* arena = want_fd ? nullptr : Arena(s);
   auto find = [&] {
     const uint8_t* bytes = nullptr;
@@ -224,9 +245,31 @@ long FetchRemote(uint32_t entry, bool want_fd, RemoteSource* out) {
   return 0;
 }
 
-bool RemoteStill(uint32_t entry, uint64_t word) {
+}  // namespace
+
+long FetchRemote(uint32_t entry, bool want_fd, RemoteSource* out) {
+  State& s = *Get();
+  return FetchKey(s, entry, s.ns.entry(entry).stored_size, want_fd, out);
+}
+
+bool RemotePieced(uint32_t entry) {
+  State& s = *Get();
+  return io::Pieced(s.ns.entry(entry)) && !s.agent.empty() && Pieces(s).enabled(entry);
+}
+
+uint32_t RemotePieceKey(uint32_t entry, uint64_t p) {
+  return Pieces(*Get()).Key(entry, p);
+}
+
+long FetchRemotePiece(uint32_t entry, uint64_t p, bool want_fd, RemoteSource* out) {
+  State& s = *Get();
+  return FetchKey(s, RemotePieceKey(entry, p), io::PieceLength(s.ns.entry(entry).stored_size, p),
+                  want_fd, out);
+}
+
+bool RemoteStill(uint32_t key, uint64_t word) {
   const io::ArenaView* arena = Arena(*Get());
-  return arena && arena->Still(entry, word);
+  return arena && arena->Still(key, word);
 }
 
 }  // namespace fanstore::runtime

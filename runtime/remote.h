@@ -22,6 +22,13 @@ struct RemoteSource {
 
 // `want_fd`: a file even if the member is in the arena (mmap needs one). 0 or a negative errno.
 long FetchRemote(uint32_t entry, bool want_fd, RemoteSource* out);
-bool RemoteStill(uint32_t entry, uint64_t word);
+// Large members (io/pieces.h) are read by the piece instead: true when `entry` is one.
+bool RemotePieced(uint32_t entry);
+// Piece p of a pieced member (its io::PieceLength bytes), as FetchRemote gives a member;
+// check RemoteStill(RemotePieceKey(entry, p), word) after using arena bytes.
+long FetchRemotePiece(uint32_t entry, uint64_t p, bool want_fd, RemoteSource* out);
+uint32_t RemotePieceKey(uint32_t entry, uint64_t p);
+// `key`: a member's entry, or a piece's key.
+bool RemoteStill(uint32_t key, uint64_t word);
 
 }  // namespace fanstore::runtime

@@ -94,7 +94,7 @@ TEST_F(NodeCacheTest, WhatIsAdmittedIsFoundByAReaderWithItsBytes) {
 }
 
 // The agent makes the cache at the end of stage-in for the manifest's count of entries, and
-// again if the namespace turns out to have another: the second arena replaces the first
+// again if the namespace turns out to need more keys: the second arena replaces the first
 // whole (file, table, ring, allocation), and readers of the new size find what it admits.
 TEST_F(NodeCacheTest, CreatingAgainReplacesTheArenaWhole) {
   NodeCache c;
@@ -107,8 +107,8 @@ TEST_F(NodeCacheTest, CreatingAgainReplacesTheArenaWhole) {
   EXPECT_EQ(c.used_bytes(), 0u);
   EXPECT_EQ(c.preallocated_bytes(), 0u);
   EXPECT_FALSE(c.Contains(7));
-  Reader old_size;
-  EXPECT_FALSE(old_size.Open(path_, 100));
+  Reader more_keys;  // (one that needs fewer keys than the table has may attach: pieces)
+  EXPECT_FALSE(more_keys.Open(path_, 121));
   ASSERT_TRUE(c.Admit(110, Bytes(110, 3000).data(), 3000).ok());
   Reader r;
   ASSERT_TRUE(r.Open(path_, 120));
@@ -141,6 +141,9 @@ TEST_F(NodeCacheTest, AReaderRefusesAnArenaOfAnotherNamespaceOrCut) {
   ASSERT_EQ(::pread(fd2, whole.data(), whole.size(), 0), st.st_size);
   ::close(fd2);
   ASSERT_TRUE(v.Attach(whole.data(), whole.size(), nullptr, 100));
+  // A table longer than the namespace (room for pieces, io/pieces.h) is taken; a shorter one not.
+  EXPECT_TRUE(v.Attach(whole.data(), whole.size(), nullptr, 60));
+  EXPECT_FALSE(v.Attach(whole.data(), whole.size(), nullptr, 101));
   ArenaHeader h;
   std::memcpy(&h, whole.data(), sizeof h);
   h.data_bytes += uint64_t{1} << 63;

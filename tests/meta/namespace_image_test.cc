@@ -7,6 +7,7 @@
 #include "meta/dataset.h"
 #include "meta/exchange.h"
 #include "meta/member.h"
+#include "io/pieces.h"
 #include "meta/pack.h"
 #include "tests/testutil.h"
 
@@ -181,6 +182,62 @@ TEST_F(NamespaceImageTest, EveryFieldSurvivesTheExchange) {
     EXPECT_EQ(e.codec, m.rec.codec) << m.path;
     EXPECT_EQ(e.kind, m.rec.kind) << m.path;
   }
+}
+
+// The node cache's keys for pieces of large members (io/pieces.h): the same numbering from
+// the same image, every piece of every member over 8 MiB stored exactly once, past the
+// entries, and nothing else split.
+TEST_F(NamespaceImageTest, PiecesOfLargeMembersGetKeysPastTheEntries) {
+  std::vector<NsMember> ms = MembersOf(ds_->partitions()[0]);
+  ASSERT_GE(ms.size(), 4u);
+  const uint64_t sizes[] = {io::kPiecedAbove, io::kPiecedAbove + 1, 5 * io::kPieceBytes, 1ull << 40};
+  std::vector<std::string> large;
+  size_t k = 0;
+  for (NsMember& m : ms) {
+    if (m.rec.kind != static_cast<uint8_t>(Kind::kFile) || k == 4) continue;
+    m.rec.size = m.rec.stored_size = sizes[k++];
+    large.push_back(std::string(m.path));
+  }
+  ASSERT_EQ(k, 4u);
+  const std::vector<std::string> parts(ds_->partitions().size(), "");
+  auto image = BuildNamespaceImage(Block(0, ms), parts, 1);
+  ASSERT_TRUE(image.ok()) << image.status().message();
+  auto v = NamespaceView::Attach({reinterpret_cast<const uint8_t*>(image->data()), image->size()});
+  ASSERT_TRUE(v.ok());
+  io::PieceIndex idx;
+  idx.Build(*v);
+  // 8 MiB exactly is not pieced; 8 MiB + 1 is 3 pieces, 20 MiB 5, 1 TiB 262144.
+  EXPECT_FALSE(idx.enabled(v->Lookup(large[0])));
+  const uint64_t counts[] = {0, 3, 5, (1ull << 40) / io::kPieceBytes};
+  EXPECT_EQ(idx.keys(), v->size() + counts[1] + counts[2] + counts[3]);
+  std::vector<int> seen(idx.keys(), 0);
+  for (size_t j = 1; j < 4; ++j) {
+    const uint32_t e = v->Lookup(large[j]);
+    ASSERT_TRUE(idx.enabled(e));
+    EXPECT_EQ(io::PieceCount(v->entry(e).stored_size), counts[j]);
+    for (uint64_t p = 0; p < counts[j]; ++p) {
+      const uint32_t key = idx.Key(e, p);
+      ASSERT_GE(key, v->size());
+      ASSERT_LT(key, idx.keys());
+      ++seen[key];
+      uint32_t back_e;
+      uint64_t back_p;
+      ASSERT_TRUE(idx.Split(key, *v, &back_e, &back_p));
+      EXPECT_EQ(back_e, e);
+      EXPECT_EQ(back_p, p);
+    }
+  }
+  for (uint64_t key = v->size(); key < idx.keys(); ++key) EXPECT_EQ(seen[key], 1) << key;
+  uint32_t e;
+  uint64_t p;
+  EXPECT_FALSE(idx.Split(0, *v, &e, &p));  // an entry is not a piece
+  EXPECT_FALSE(idx.Split(idx.keys(), *v, &e, &p));
+  // The last piece is short; the bound the agent sizes its table with holds.
+  EXPECT_EQ(io::PieceLength(io::kPiecedAbove + 1, 2), 1u);
+  EXPECT_EQ(io::PieceLength(5 * io::kPieceBytes, 4), io::kPieceBytes);
+  uint64_t stored = 0;
+  for (uint32_t i = 0; i < v->size(); ++i) stored += v->entry(i).stored_size;
+  EXPECT_LE(idx.keys(), io::KeysAtMost(v->size(), stored));
 }
 
 // What an image entry cannot hold is refused with a line naming the member, never cut.

@@ -145,6 +145,50 @@ for attempt in 1 2 3; do
 done
 [ $tcp_done -eq 1 ] || echo "SKIP: the TCP path hung in MPI start-up/finalize 3 times (MPICH/UCX over loopback)" >&2
 
+# Large members (over 8 MiB stored) held by another node are fetched by the 4 MiB piece
+# (io/pieces.h): a raw one, and a block-deflated one whose stored bytes are still over 8 MiB.
+# Every rank reads both (ranges across pieces, sequentially, whole, mapped) and compares
+# them with the source; a rank that reads three 4 KiB ranges of a member held elsewhere
+# fetches three pieces, not the member.
+PIECES=$SRCDIR/tests/runtime/pieces_probe.py
+mkdir -p "$S/lsrc"
+$PY - "$S/lsrc" <<'PYEOF'
+import os, random, sys
+root = sys.argv[1]
+rnd = random.Random(11)
+with open(os.path.join(root, "big.bin"), "wb") as f:
+    f.write(rnd.randbytes(21 * 1024 * 1024 + 4321))
+with open(os.path.join(root, "big.txt"), "w") as f:  # hex digits: deflates to about half
+    f.write(rnd.randbytes(13 * 1024 * 1024).hex())
+for i in range(6):
+    with open(os.path.join(root, "small%d.bin" % i), "wb") as f:
+        f.write(rnd.randbytes(5000))
+PYEOF
+$FANSTORE pack -q "$S/lsrc" "$S/large" --partitions 2 --compress 1 || bad "pack large members"
+stored_of() { $FANSTORE stat "$S/large" "$1" | sed -n 's/.*Stored: \([0-9]*\).*/\1/p'; }
+part_of() { $FANSTORE stat "$S/large" "$1" | sed -n 's/.*Partition: part-0*\([0-9][0-9]*\)\.fsb/\1/p'; }
+$FANSTORE stat "$S/large" big.txt | grep -q "deflate-blocks" && [ "$(stored_of big.txt)" -gt $((8 << 20)) ] && ok ||
+  bad "large members: big.txt should be block-deflated with over 8 MiB stored: $($FANSTORE stat "$S/large" big.txt)"
+rm -f "$S"/out.*
+timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/large" --timeout 5 \
+  -- sh -c "exec $PY $PIECES $MNT $S/lsrc big.bin big.txt >$S/out.\$FANSTORE_RANK" >"$S/run.out" 2>"$S/run.err" &&
+  ok || bad "large members: exit $?: $(tail -3 "$S/run.err")"
+for r in 0 1; do
+  [ "$(grep -c '^ok ' "$S/out.$r" 2>/dev/null)" = 2 ] && ok || bad "large members: rank $r: $(cat "$S/out.$r" 2>/dev/null)"
+done
+# Three sparse reads of big.bin by the rank that does not hold it: three pieces fetched.
+other=$(( 1 - $(part_of big.bin) % 2 ))
+rm -f "$S"/out.*
+timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/large" --log-level debug \
+  -- sh -c "[ \$FANSTORE_RANK = $other ] || exit 0; exec $PY $PIECES --sparse $MNT $S/lsrc big.bin >$S/out.\$FANSTORE_RANK" \
+  >"$S/run.out" 2>"$S/run.err" && ok || bad "large members, sparse: exit $?: $(tail -3 "$S/run.err")"
+grep -q '^ok big.bin' "$S/out.$other" && ok || bad "large members, sparse: $(cat "$S/out.$other")"
+fetched=$(sed -n "s/.*rank $other.*agent: \([0-9]*\) fetches (\([0-9]*\) bytes.*/\1 \2/p" "$S/run.err")
+size=$(stat -c %s "$S/lsrc/big.bin")
+expect="3 $(( (2 << 22) + size - size / (4 << 20) * (4 << 20) ))"  # pieces 0 and 2, and the short last one
+[ "$fetched" = "$expect" ] && ok ||
+  bad "large members, sparse: rank $other fetched '$fetched' (fetches, bytes), '$expect' expected: $(grep agent: "$S/run.err")"
+
 # A missing partition: the job stops before CMD, naming the rank and the file.
 cp -r "$S/raw" "$S/broken"
 rm "$S/broken/part-00002.fsb"
