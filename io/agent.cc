@@ -212,7 +212,8 @@ void Agent::Loop::HandleClient(int conn) {
       return;
     }
   }
-  StartFetch(req.entry, Waiter{conn, copy, req.entry});
+  const Waiter w{conn, copy, req.entry};
+  StartFetch(req.entry, &w);
 }
 
 void Agent::Loop::Accept() {

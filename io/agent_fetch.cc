@@ -167,18 +167,19 @@ std::vector<Agent::Loop::Member> Agent::Loop::RangeAround(uint32_t entry) {
   return out;
 }
 
-void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
-  if (auto j = joined.find(entry); j != joined.end()) {
-    fetches.find(j->second).value()->waiters.push_back(w);
-    Count(&AgentStats::deduplicated);
-    return;
-  }
+void Agent::Loop::StartFetch(uint32_t entry, const Waiter* w) {
   KeyRange kr;
   RangeOf(entry, &kr);  // (HandleClient checked the key)
+  if (auto j = joined.find(entry); j != joined.end()) {
+    if (w) fetches.find(j->second).value()->waiters.push_back(*w);
+    Count(&AgentStats::deduplicated);
+    if (w && kr.piece != kWhole) PieceAhead(entry, kr);  // (a piece fetched ahead is waited for)
+    return;
+  }
   const meta::ImageEntry& e = ns.entry(kr.member);
   auto f = std::make_unique<Fetch>();
   f->entry = entry;
-  f->waiters.push_back(w);
+  if (w) f->waiters.push_back(*w);
   const bool bcast = e.partition < cfg.broadcast.size() && cfg.broadcast[e.partition];
   f->owners = cfg.placement.Owners(e.partition, bcast);
   // Spread the load over the replicas: start at a rank-dependent holder.
@@ -189,7 +190,7 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
   f->owners.erase(std::remove(f->owners.begin(), f->owners.end(), static_cast<uint32_t>(cfg.rank)),
                   f->owners.end());
   if (!cfg.mpi) {  // one node holds everything: nothing to fetch
-    Reply(w.conn, -EINVAL, -1);
+    if (w) Reply(w->conn, -EINVAL, -1);
     return;
   }
   // A piece comes alone, checked by the transfer's CRC32C (the namespace's is of the whole
@@ -211,7 +212,25 @@ void Agent::Loop::StartFetch(uint32_t entry, Waiter w) {
                          static_cast<uint32_t>(kr.offset - start)};
   Fetch& ref = *f;
   fetches.emplace(entry, std::move(f));
-  if (const int32_t rc = SendToNextOwner(ref); rc != 0) Complete(ref, rc);
+  if (const int32_t rc = SendToNextOwner(ref); rc != 0) {
+    Complete(ref, rc);
+    return;
+  }
+  if (w && kr.piece != kWhole) PieceAhead(entry, kr);
+}
+
+// A process reading a large member in order (the piece before the one it asked for is
+// cached or on its way) gets the next piece fetched with this one, into the node cache, so
+// its transfer overlaps the reading of this one; a reader that jumps about (an HDF5 or
+// LMDB file) fetches only what it reads. Off with --fetch-ahead 0, or once fetching ahead
+// was found to waste the cache.
+void Agent::Loop::PieceAhead(uint32_t key, const KeyRange& kr) {
+  const uint64_t count = PieceCount(ns.entry(kr.member).stored_size);
+  if (ahead_bytes == 0 || kr.piece == 0 || kr.piece + 1 >= count || kr.length > arena.max_member()) return;
+  const uint32_t before = key - 1, next = key + 1;
+  if (!arena.Contains(before) && !joined.contains(before)) return;
+  if (arena.Contains(next) || joined.contains(next)) return;
+  StartFetch(next, nullptr);
 }
 
 // A private copy of a member's stored bytes: a sealed memfd, sent with replies to the

@@ -146,7 +146,9 @@ struct Agent::Loop {
   std::vector<unsigned char> mincore_vec;
   void Serve(const RemoteRequest& req, int source);
   bool ProgressFetches();
-  void StartFetch(uint32_t entry, Waiter w);
+  // A fetch of `entry` (a key) for the waiter, or ahead of any (w == nullptr).
+  void StartFetch(uint32_t entry, const Waiter* w);
+  void PieceAhead(uint32_t key, const KeyRange& kr);
   std::vector<Member> RangeAround(uint32_t entry);
   bool Verify(Fetch& f);
   void CheckAhead();

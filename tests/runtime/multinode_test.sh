@@ -188,6 +188,15 @@ size=$(stat -c %s "$S/lsrc/big.bin")
 expect="3 $(( (2 << 22) + size - size / (4 << 20) * (4 << 20) ))"  # pieces 0 and 2, and the short last one
 [ "$fetched" = "$expect" ] && ok ||
   bad "large members, sparse: rank $other fetched '$fetched' (fetches, bytes), '$expect' expected: $(grep agent: "$S/run.err")"
+# Read in order (cat), the next piece comes with the one asked for ("fetched ahead").
+rm -f "$S"/out.*
+timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/large" --log-level debug \
+  -- sh -c "[ \$FANSTORE_RANK = $other ] || exit 0; cat $MNT/big.bin | sha256sum >$S/out.\$FANSTORE_RANK" \
+  >"$S/run.out" 2>"$S/run.err" && ok || bad "large members, in order: exit $?: $(tail -3 "$S/run.err")"
+[ "$(cut -d' ' -f1 "$S/out.$other")" = "$(sha256sum <"$S/lsrc/big.bin" | cut -d' ' -f1)" ] && ok ||
+  bad "large members, in order: cat | sha256sum differs from the source"
+ahead=$(sed -n "s/.*rank $other.*agent: [0-9]* fetches ([0-9]* bytes, \([0-9]*\) members fetched ahead.*/\1/p" "$S/run.err")
+[ "${ahead:-0}" -ge 1 ] && ok || bad "large members, in order: no piece fetched ahead: $(grep agent: "$S/run.err")"
 
 # A missing partition: the job stops before CMD, naming the rank and the file.
 cp -r "$S/raw" "$S/broken"
