@@ -397,9 +397,10 @@ HookResult OnMmap(const long a[6]) {
   if (IsDirEntry(f->entry)) return Err(ENODEV);
   if ((a[3] & MAP_SHARED) && (a[2] & PROT_WRITE)) return Err(EACCES);
   const meta::ImageEntry& e = EntryOf(*f);
-  // (raw members under a block are packed tight, off page boundaries: a memfd copy)
+  // (raw members under a block are packed tight, off page boundaries: a memfd copy; so is
+  // a large member held elsewhere, made from its pieces rather than fetched whole)
   if (e.codec == static_cast<uint8_t>(meta::Codec::kRaw) && meta::AlignedRaw(e.size) &&
-      e.data_offset % meta::kBlockAlign == 0 && (a[5] & 4095) == 0) {
+      e.data_offset % meta::kBlockAlign == 0 && (a[5] & 4095) == 0 && !FetchedByPiece(f->entry)) {
     MemberSource src;
     if (const long rc = OpenSource(f->entry, &src, /*want_fd=*/true); rc < 0) return Handled(rc);
     // Map the blob (or the agent's private copy) at the member's 4 KiB-aligned data; private

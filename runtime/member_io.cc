@@ -646,6 +646,11 @@ long OpenSource(uint32_t entry, MemberSource* out, bool want_fd) {
   return 0;
 }
 
+bool FetchedByPiece(uint32_t entry) {
+  State& s = *Get();
+  return s.parts[s.ns.entry(entry).partition].empty() && RemotePieced(entry);
+}
+
 void CloseSource(const MemberSource& src) {
   if (src.owned && src.fd >= 0) intercept::RawSyscall6(SYS_close, src.fd);
 }

@@ -37,6 +37,9 @@ struct MemberSource {
 };
 // 0 or a negative errno. `want_fd`: a descriptor even for a member in the node cache.
 long OpenSource(uint32_t entry, MemberSource* out, bool want_fd = false);
+// A member other nodes hold that is read by the piece (io/pieces.h): a descriptor of all
+// of it is best made here from its pieces (a sealed memfd), not fetched whole.
+bool FetchedByPiece(uint32_t entry);
 void CloseSource(const MemberSource& src);
 
 // In a fork child (the atfork handler): forgets which members the parent had read, whose

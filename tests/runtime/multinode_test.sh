@@ -188,15 +188,25 @@ size=$(stat -c %s "$S/lsrc/big.bin")
 expect="3 $(( (2 << 22) + size - size / (4 << 20) * (4 << 20) ))"  # pieces 0 and 2, and the short last one
 [ "$fetched" = "$expect" ] && ok ||
   bad "large members, sparse: rank $other fetched '$fetched' (fetches, bytes), '$expect' expected: $(grep agent: "$S/run.err")"
-# Read in order (cat), the next piece comes with the one asked for ("fetched ahead").
+# Read in order (cat), the next piece comes with the one asked for ("fetched ahead"); a
+# mapping of the member afterwards is made from the same pieces (no seventh fetch, of the
+# whole member).
 rm -f "$S"/out.*
+cat >"$S/inorder.sh" <<INORDER_END
+#!/bin/sh
+[ "\$FANSTORE_RANK" = $other ] || exit 0
+cat $MNT/big.bin | sha256sum | cut -d' ' -f1 >$S/out.$other
+$PY -c "import hashlib, mmap, sys; f = open(sys.argv[1], 'rb'); print(hashlib.sha256(mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)).hexdigest())" $MNT/big.bin >>$S/out.$other
+INORDER_END
+chmod +x "$S/inorder.sh"
 timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/large" --log-level debug \
-  -- sh -c "[ \$FANSTORE_RANK = $other ] || exit 0; cat $MNT/big.bin | sha256sum >$S/out.\$FANSTORE_RANK" \
-  >"$S/run.out" 2>"$S/run.err" && ok || bad "large members, in order: exit $?: $(tail -3 "$S/run.err")"
-[ "$(cut -d' ' -f1 "$S/out.$other")" = "$(sha256sum <"$S/lsrc/big.bin" | cut -d' ' -f1)" ] && ok ||
-  bad "large members, in order: cat | sha256sum differs from the source"
-ahead=$(sed -n "s/.*rank $other.*agent: [0-9]* fetches ([0-9]* bytes, \([0-9]*\) members fetched ahead.*/\1/p" "$S/run.err")
+  -- "$S/inorder.sh" >"$S/run.out" 2>"$S/run.err" && ok || bad "large members, in order: exit $?: $(tail -3 "$S/run.err")"
+want=$(sha256sum <"$S/lsrc/big.bin" | cut -d' ' -f1)
+[ "$(cat "$S/out.$other")" = "$(printf '%s\n%s' "$want" "$want")" ] && ok ||
+  bad "large members, in order: cat | sha256sum, then a mapping, differ from the source: $(cat "$S/out.$other")"
+read -r n_fetches ahead <<<"$(sed -n "s/.*rank $other.*agent: \([0-9]*\) fetches ([0-9]* bytes, \([0-9]*\) members fetched ahead.*/\1 \2/p" "$S/run.err")"
 [ "${ahead:-0}" -ge 1 ] && ok || bad "large members, in order: no piece fetched ahead: $(grep agent: "$S/run.err")"
+[ "${n_fetches:-0}" = 6 ] && ok || bad "large members, in order: $n_fetches fetches, 6 pieces expected: $(grep agent: "$S/run.err")"
 
 # A missing partition: the job stops before CMD, naming the rank and the file.
 cp -r "$S/raw" "$S/broken"
