@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,7 +12,9 @@
 #include <memory>
 #include <vector>
 
+#include "compress/crc32c.h"
 #include "meta/dataset.h"
+#include "meta/member.h"
 #include "meta/partition_reader.h"
 
 namespace fanstore::io {
@@ -108,6 +111,28 @@ Status Copy(int in, int out, uint64_t size, const std::string& src, const std::s
   return st;
 }
 
+// Every raw member of the staged copy against its CRC32C, in one pass over the copy (in
+// memory: ~0.1 s per GiB, against the seconds the copy itself takes). Raw members are not
+// checked when read (compressed ones are, when inflated), so a member damaged in DATA
+// would otherwise reach readers as wrong bytes; now it stops the job at start, named.
+Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size) {
+  if (size == 0) return Status::Ok();
+  void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return Status::FromErrno("mmap", errno);
+  const auto* bytes = static_cast<const uint8_t*>(m);
+  Status st;
+  for (size_t i = 0; i < r.size() && st.ok(); ++i) {
+    const meta::MemberView v = r.member(i);
+    if (v.kind() != meta::Kind::kFile || v.codec() != meta::Codec::kRaw || v.rec.size == 0) continue;
+    // (the reader has checked every record's bytes against the file's data region)
+    if (compress::Crc32c(0, bytes + v.rec.data_offset, v.rec.size) != v.rec.crc32c)
+      st = Status::Error("member '" + meta::ShownPath(v.path) +
+                         "': checksum mismatch (damaged data; fanstore verify lists every damaged member)");
+  }
+  ::munmap(m, size);
+  return st;
+}
+
 }  // namespace
 
 Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
@@ -143,6 +168,10 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
     return Status::Error(src + " (staged copy): " + s.message());
   }
   if (Status s = meta::CheckAgainstManifest(reader, manifest, id); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return Status::Error(src + ": " + s.message());
+  }
+  if (Status s = CheckRawMembers(reader, reader.fd(), size); !s.ok()) {
     ::unlink(tmp.c_str());
     return Status::Error(src + ": " + s.message());
   }

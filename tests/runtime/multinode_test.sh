@@ -337,9 +337,11 @@ for r in $(seq 0 $((NP - 1))); do
   [ "$(grep -c ' ok ' "$S/out.$r")" = "$NFILES" ] && ok || bad "damaged transfer retried: rank $r: $(grep -v ' ok ' "$S/out.$r" | head -3)"
 done
 grep -q "damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "damaged transfer: no retry logged"
-# A member damaged in its holder's blob (the index and footer intact, so the stage-in passes):
-# a raw member is checked against its CRC32C in the namespace when it is fetched, so the
-# other ranks get EIO for that file after one retry, and the right bytes for every other.
+# A member damaged in its holder's blob (the index and footer intact). Staged, the stage-in
+# checks every raw member's CRC32C and stops the job before CMD, naming the member. Served
+# in place (--no-stage), a raw member is checked against its CRC32C in the namespace when it
+# is fetched, so the other ranks get EIO for that file after one retry, and the right bytes
+# for every other.
 rel=$(cd "$S/src" && find train -name 'b*.bin' -size +20k | sort | head -1)
 info=$($FANSTORE stat "$S/raw" "$rel")
 part=$(echo "$info" | sed -n 's/.*Partition: \(part-[0-9]*\.fsb\)/\1/p')
@@ -347,8 +349,16 @@ off=$(echo "$info" | sed -n 's/.*Offset: \([0-9]*\)/\1/p')
 holder=$(( 10#$(echo "$part" | tr -dc 0-9) % NP ))
 rm -rf "$S/rot" && cp -r "$S/raw" "$S/rot"
 $PY -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(int(sys.argv[2])+1000); b=f.read(1); f.seek(-1,1); f.write(bytes([b[0]^0x5a]))" "$S/rot/$part" "$off"
+rm -f "$S/cmd-ran"
+timeout -k 10 120 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/rot" \
+  -- touch "$S/cmd-ran" >"$S/out" 2>"$S/err"
+rc=$?
+[ $rc -eq 125 ] && [ ! -e "$S/cmd-ran" ] && ok || bad "damaged member, staged: exit $rc, CMD ran: $([ -e "$S/cmd-ran" ] && echo yes || echo no)"
+grep -q "rank $holder (.*$part: member '$rel': checksum mismatch (damaged data" "$S/err" && ok ||
+  bad "damaged member, staged: the stage-in does not name it: $(cat "$S/err")"
+[ -z "$(ls -A "$S/local")" ] && ok || bad "damaged member, staged: left files behind: $(ls -A "$S/local")"
 rm -f "$S"/out.*
-timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/rot" \
+timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/rot" --no-stage \
   -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
 rc=$?  # 1: the reader saw a failed file, as it should
 [ $rc -eq 1 ] && ok || bad "damaged member in its holder's blob: exit $rc"
