@@ -112,7 +112,7 @@ Status Copy(int in, int out, uint64_t size, const std::string& src, const std::s
 }
 
 // Every raw member of the staged copy against its CRC32C, in one pass over the copy (in
-// memory: ~0.1 s per GiB, against the seconds the copy itself takes). Raw members are not
+// memory: 0.26-0.44 s per GiB here, against 4-18 s for the copy itself). Raw members are not
 // checked when read (compressed ones are, when inflated), so a member damaged in DATA
 // would otherwise reach readers as wrong bytes; now it stops the job at start, named.
 Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size) {
