@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Large members (over 8 MiB stored: tar shards, HDF5/LMDB/.npy files, text corpora) under
 # `mpiexec -n 2 fanrun`, two ranks simulating two nodes: each rank reads the members it
-# holds (local) and the members the other rank holds (remote: fetched over MPI by the 4 MiB
+# holds (local) and the members the other rank holds (remote: fetched over MPI by the 1 MiB
 # piece, io/pieces.h), and two processes make the same reads natively from the source files
 # (page cache warm). Two ways of reading (bench/large_read.py): "seq", every file in 1 MiB reads (MB/s),
 # and "rand", 4 KiB reads at random offsets (reads/s); each twice, pass 1 being the first

@@ -190,7 +190,7 @@ TEST_F(NamespaceImageTest, EveryFieldSurvivesTheExchange) {
 TEST_F(NamespaceImageTest, PiecesOfLargeMembersGetKeysPastTheEntries) {
   std::vector<NsMember> ms = MembersOf(ds_->partitions()[0]);
   ASSERT_GE(ms.size(), 4u);
-  const uint64_t sizes[] = {io::kPiecedAbove, io::kPiecedAbove + 1, 5 * io::kPieceBytes, 1ull << 40};
+  const uint64_t sizes[] = {io::kPiecedAbove, io::kPiecedAbove + 1, 3 * io::kPiecedAbove, 1ull << 40};
   std::vector<std::string> large;
   size_t k = 0;
   for (NsMember& m : ms) {
@@ -206,9 +206,10 @@ TEST_F(NamespaceImageTest, PiecesOfLargeMembersGetKeysPastTheEntries) {
   ASSERT_TRUE(v.ok());
   io::PieceIndex idx;
   idx.Build(*v);
-  // 8 MiB exactly is not pieced; 8 MiB + 1 is 3 pieces, 20 MiB 5, 1 TiB 262144.
+  // 8 MiB exactly is not pieced; 8 MiB + 1 byte is one piece more than 8 MiB holds.
   EXPECT_FALSE(idx.enabled(v->Lookup(large[0])));
-  const uint64_t counts[] = {0, 3, 5, (1ull << 40) / io::kPieceBytes};
+  const uint64_t per = io::kPiecedAbove / io::kPieceBytes;
+  const uint64_t counts[] = {0, per + 1, 3 * per, (1ull << 40) / io::kPieceBytes};
   EXPECT_EQ(idx.keys(), v->size() + counts[1] + counts[2] + counts[3]);
   std::vector<int> seen(idx.keys(), 0);
   for (size_t j = 1; j < 4; ++j) {
@@ -233,8 +234,9 @@ TEST_F(NamespaceImageTest, PiecesOfLargeMembersGetKeysPastTheEntries) {
   EXPECT_FALSE(idx.Split(0, *v, &e, &p));  // an entry is not a piece
   EXPECT_FALSE(idx.Split(idx.keys(), *v, &e, &p));
   // The last piece is short; the bound the agent sizes its table with holds.
-  EXPECT_EQ(io::PieceLength(io::kPiecedAbove + 1, 2), 1u);
-  EXPECT_EQ(io::PieceLength(5 * io::kPieceBytes, 4), io::kPieceBytes);
+  EXPECT_EQ(io::PieceLength(io::kPiecedAbove + 1, per), 1u);
+  EXPECT_EQ(io::PieceLength(io::kPiecedAbove + 1, per - 1), io::kPieceBytes);
+  EXPECT_EQ(io::PieceLength(3 * io::kPiecedAbove, 3 * per - 1), io::kPieceBytes);
   uint64_t stored = 0;
   for (uint32_t i = 0; i < v->size(); ++i) stored += v->entry(i).stored_size;
   EXPECT_LE(idx.keys(), io::KeysAtMost(v->size(), stored));

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Reads large members through the runtime and compares them with the native files: random
-ranges (some across the 4 MiB piece boundaries of io/pieces.h), a sequential pass in 1 MiB
+ranges (some across the 1 MiB piece boundaries of io/pieces.h), a sequential pass in 1 MiB
 reads, one whole read, and a mapping of each. Prints "ok NAME" per file, "wrong NAME ..."
 for a difference; exit 1 on any. With --sparse: only three 4 KiB reads of each, at 0,
 10 MiB and the last bytes. Usage: pieces_probe.py [--sparse] MOUNT NATIVE NAME..."""
@@ -10,7 +10,7 @@ import os
 import random
 import sys
 
-PIECE = 4 << 20
+PIECE = 1 << 20
 
 
 def check(mnt, native, name, sparse):
