@@ -209,6 +209,21 @@ read -r n_fetches ahead <<<"$(sed -n "s/.*rank $other.*agent: \([0-9]*\) fetches
 pieces=$(( ($(stat -c %s "$S/lsrc/big.bin") + (1 << 20) - 1) >> 20 ))
 [ "${n_fetches:-0}" = "$pieces" ] && ok ||
   bad "large members, in order: $n_fetches fetches, $pieces pieces expected: $(grep agent: "$S/run.err")"
+# A damaged transfer of a piece is retried once (then right), and one that stays damaged is
+# EIO, never wrong bytes.
+rm -f "$S"/out.*
+FANSTORE_TEST_CORRUPT_REPLIES=1 timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
+  --data "$S/large" -- sh -c "[ \$FANSTORE_RANK = $other ] || exit 0; exec $PY $PIECES --sparse $MNT $S/lsrc big.bin >$S/out.$other" \
+  >"$S/run.out" 2>"$S/run.err" && ok || bad "large members, a damaged piece: exit $?: $(tail -3 "$S/run.err")"
+grep -q '^ok big.bin' "$S/out.$other" && ok || bad "large members, a damaged piece: $(cat "$S/out.$other")"
+grep -q "big.bin' (piece 0) from rank $((1 - other)): damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok ||
+  bad "large members, a damaged piece: no retry logged: $(head -c 800 "$S/run.err")"
+rm -f "$S"/out.*
+FANSTORE_TEST_CORRUPT_REPLIES=1000000 timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
+  --data "$S/large" -- sh -c "[ \$FANSTORE_RANK = $other ] || exit 0; $PY $PIECES --sparse $MNT $S/lsrc big.bin >$S/out.$other; exit 0" \
+  >"$S/run.out" 2>"$S/run.err"
+grep -q '^wrong big.bin error: .*Errno 5' "$S/out.$other" && ok ||
+  bad "large members, pieces always damaged: EIO expected, never other bytes: $(cat "$S/out.$other")"
 
 # A missing partition: the job stops before CMD, naming the rank and the file.
 cp -r "$S/raw" "$S/broken"
