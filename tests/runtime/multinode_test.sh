@@ -163,6 +163,15 @@ with open(os.path.join(root, "big.txt"), "w") as f:  # hex digits: deflates to a
 for i in range(6):
     with open(os.path.join(root, "small%d.bin" % i), "wb") as f:
         f.write(rnd.randbytes(5000))
+# A WebDataset-style shard: a tar of samples, over 8 MiB.
+import io, tarfile
+with tarfile.open(os.path.join(root, "shard.tar"), "w") as t:
+    for i in range(40):
+        for ext, n in (("jpg", rnd.randint(100000, 400000)), ("cls", 2)):
+            data = rnd.randbytes(n)
+            info = tarfile.TarInfo("sample%03d.%s" % (i, ext))
+            info.size, info.mtime = len(data), 1700000000
+            t.addfile(info, io.BytesIO(data))
 PYEOF
 $FANSTORE pack -q "$S/lsrc" "$S/large" --partitions 2 --compress 1 || bad "pack large members"
 stored_of() { $FANSTORE stat "$S/large" "$1" | sed -n 's/.*Stored: \([0-9]*\).*/\1/p'; }
@@ -176,6 +185,13 @@ timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" -
 for r in 0 1; do
   [ "$(grep -c '^ok ' "$S/out.$r" 2>/dev/null)" = 2 ] && ok || bad "large members: rank $r: $(cat "$S/out.$r" 2>/dev/null)"
 done
+# tar reads the shard (in 10 KiB records) on every rank, one of which does not hold it.
+(cd "$S/lsrc" && tar tvf shard.tar && tar xOf shard.tar | sha256sum) >"$S/tar.native"
+timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/large" \
+  -- sh -c "cd $MNT && { tar tvf shard.tar && tar xOf shard.tar | sha256sum; } >$S/tar.\$FANSTORE_RANK" \
+  >"$S/run.out" 2>"$S/run.err" && ok || bad "large members, tar: exit $?: $(tail -3 "$S/run.err")"
+[ "$(wc -l <"$S/tar.native")" -gt 80 ] && ok || bad "large members, tar: the native listing is short (test setup)"
+for r in 0 1; do expect_same "$S/tar.native" "$S/tar.$r" "large members, tar on rank $r"; done
 # Three sparse reads of big.bin by the rank that does not hold it: three pieces fetched.
 other=$(( 1 - $(part_of big.bin) % 2 ))
 rm -f "$S"/out.*
