@@ -205,8 +205,9 @@ void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, SizeOptions* sizes, b
                   "Bound of the node cache of members fetched from other nodes (default 1G)");
   app->add_option("--fetch-ahead", sizes->fetch_ahead,
                   "A member fetched from another node comes with its neighbours in the aligned "
-                  "block of this size of its partition, into the node cache (0 = off; default "
-                  "1M; turned off by itself when most of them leave the cache unread)");
+                  "block of this size of its partition, and a large member read in order with "
+                  "its next 1 MiB piece, into the node cache (0 = off; default 1M; turned off "
+                  "by itself when most of them leave the cache unread)");
   app->add_option("--timeout", o->timeout_s,
                   "Seconds before a node that does not answer is given up on (EIO, or the next "
                   "replica; default 10)")
