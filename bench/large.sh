@@ -2,11 +2,13 @@
 # Large members (over 8 MiB stored: tar shards, HDF5/LMDB/.npy files, text corpora) under
 # `mpiexec -n 2 fanrun`, two ranks simulating two nodes: each rank reads the members it
 # holds (local) and the members the other rank holds (remote: fetched over MPI by the 1 MiB
-# piece, io/pieces.h), and two processes make the same reads natively from the source files
-# (page cache warm). Two ways of reading (bench/large_read.py): "seq", every file in 1 MiB reads (MB/s),
-# and "rand", 4 KiB reads at random offsets (reads/s); each twice, pass 1 being the first
-# contact (a remote piece comes over MPI) and pass 2 the same reads again (from the node
-# cache). Every configuration runs --rounds times, alternating; medians and ranges.
+# piece, io/pieces.h), and two processes make the same reads natively from the source
+# files (page cache warm). Two ways of reading (bench/large_read.py): "seq", every file in
+# 1 MiB reads (MB/s), and "rand", 4 KiB reads at random offsets (reads/s); each twice,
+# pass 1 being the first contact (a remote piece comes over MPI) and pass 2 the same reads
+# again (from the node cache), and for rand a pass 3 at other offsets (a new epoch of a
+# worker that stays). Every configuration runs --rounds times, alternating; medians and
+# ranges. FANRUN=path/to/fanrun runs another build's fanrun on the same data.
 # Writes bench/results/large.json.
 # Usage: bench/large.sh [--files N] [--mib M] [--count C] [--rounds R] [--work DIR]
 set -euo pipefail
@@ -26,8 +28,9 @@ done
 for v in "$files" "$mib" "$count" "$rounds"; do
   case $v in ''|*[!0-9]*|0) echo "large.sh: '$v': not a positive whole number" >&2; exit 2 ;; esac
 done
-FANSTORE=$PWD/build/release/bin/fanstore FANRUN=$PWD/build/release/bin/fanrun
-[ -x "$FANRUN" ] || ci/build.sh release >/dev/null
+# (FANRUN may name another build's fanrun, to compare two builds on the same data)
+FANSTORE=$PWD/build/release/bin/fanstore FANRUN=${FANRUN:-$PWD/build/release/bin/fanrun}
+[ -x "$FANRUN" ] && [ -x "$FANSTORE" ] || ci/build.sh release >/dev/null
 PY=/usr/bin/python3
 READ=$PWD/bench/large_read.py
 mkdir -p "$work" bench/results
@@ -92,7 +95,7 @@ out = {"files": files, "mib": mib, "rand_count": count, "rounds": rounds, "rows"
 for mode in ("seq", "rand"):
     for who in ("native", "fanstore"):
         for where in ("local", "remote"):
-            for p in ("pass1", "pass2"):
+            for p in ("pass1", "pass2", "pass3") if mode == "rand" else ("pass1", "pass2"):
                 vals = [sum(json.load(open(os.path.join(results, "%s.%d.%s.%s.%d" % (mode, r, who, where, k))))[p]
                             for k in (0, 1)) for r in range(1, rounds + 1)]
                 out["rows"].append({"mode": mode, "who": who, "where": where, "pass": p,

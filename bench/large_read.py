@@ -3,7 +3,8 @@
   seq   every file in 1 MiB reads, start to end (a tar shard, a text corpus)
   rand  COUNT reads of 4 KiB at random offsets of each file (an HDF5 or LMDB file)
 each twice ("pass1": first contact, "pass2": the same reads again), as MB/s (seq) and
-reads/s (rand). Usage: large_read.py seq|rand ROOT FILE... [--count N]"""
+reads/s (rand); rand also "pass3": as many reads at other random offsets in the same
+process (a new epoch of a worker that stays). Usage: large_read.py seq|rand ROOT FILE... [--count N]"""
 import json
 import os
 import random
@@ -25,7 +26,15 @@ def main():
     for name in names:
         size = os.stat(os.path.join(root, name)).st_size
         spots[name] = [rnd.randrange(0, size - 4096) for _ in range(count)]
-    for p in ("pass1", "pass2"):
+    fresh = {}  # "pass3": other random offsets (a new epoch in the same process)
+    for name in names:
+        size = os.stat(os.path.join(root, name)).st_size
+        fresh[name] = [rnd.randrange(0, size - 4096) for _ in range(count)]
+    for p in ("pass1", "pass2", "pass3"):
+        if mode == "seq" and p == "pass3":
+            break
+        if p == "pass3":
+            spots = fresh
         t0 = time.monotonic()
         total = 0
         for name in names:

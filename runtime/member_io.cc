@@ -294,15 +294,61 @@ bool TrustReRead(State& s) {
   return s_trust.Trusted(now);
 }
 
+// Short ranges of large members (a reader at random offsets of an HDF5 or LMDB file) in a
+// blob that needs the page check (not a staged copy) take the same first-read rule by
+// 64 KiB region of the blob: the first read of a region in a process is a read (no mincore,
+// no page fault), a read of a region read before is copied from the mapping, without
+// mincore while ReuseTrust holds. (On staged tmpfs copies a first read costs the same
+// either way, and the mapping wins every re-read: they keep it; docs/design.md.)
+// One bit per region, hashed with its partition into a fixed 2 MiB of anonymous memory
+// (untouched pages cost nothing): a collision only makes a first read take the mapping.
+// Cleared in a fork child, as ReadBefore's bits are.
+constexpr size_t kRegionRuleMax = 64u << 10;  // ranges up to this long take the region rule
+constexpr int kRegionShift = 16;
+constexpr uint64_t kRegionBits = uint64_t{1} << 24;
+std::atomic<std::atomic<uint64_t>*> s_region_bits{nullptr};
+
+// Marks the regions of blob bytes [off, off + len) of `partition` read in this process;
+// true when all of them were already.
+bool RegionsReadBefore(uint32_t partition, uint64_t off, size_t len) {
+  std::atomic<uint64_t>* bits = s_region_bits.load(std::memory_order_acquire);
+  if (!bits) {
+    const long m = intercept::RawSyscall6(SYS_mmap, 0, static_cast<long>(kRegionBits / 8),
+                                          PROT_READ | PROT_WRITE,
+                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m < 0) return true;  // no memory for the bits: reads take the mapping, as before
+    auto* fresh = reinterpret_cast<std::atomic<uint64_t>*>(m);
+    if (s_region_bits.compare_exchange_strong(bits, fresh, std::memory_order_acq_rel)) {
+      bits = fresh;
+    } else {
+      intercept::RawSyscall6(SYS_munmap, m, static_cast<long>(kRegionBits / 8));
+    }
+  }
+  bool all = true;
+  for (uint64_t r = off >> kRegionShift; r <= (off + len - 1) >> kRegionShift; ++r) {
+    const uint64_t i = ((uint64_t{partition} << 40 ^ r) * 0x9E3779B97F4A7C15ull) >> (64 - 24);
+    const uint64_t bit = uint64_t{1} << (i % 64);
+    std::atomic<uint64_t>& word = bits[i / 64];
+    if (!(word.load(std::memory_order_relaxed) & bit)) all &= (word.fetch_or(bit, std::memory_order_relaxed) & bit) != 0;
+  }
+  return all;
+}
+
 // `entry`: the member whose bytes these are, for the first-read rule above (kNoEntry: a
-// range of a large member, always copied from the mapping when cached).
-const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len, uint32_t entry) {
+// range of a large member, copied from the mapping when cached; `range_read_before`: that
+// range was read before in this process, so it may skip mincore as a member's re-read does).
+const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len, uint32_t entry,
+                            bool range_read_before = false) {
   if (len == 0 || len > kViewMax || !s.mapped_reads) return nullptr;
   uint64_t size = 0;
   bool resident = false;
   const uint8_t* map = s.BlobMap(partition, &size, &resident);
-  if (!resident && entry != meta::kNoEntry && !ReadBefore(s, entry)) return nullptr;
-  const bool trusted = !resident && entry != meta::kNoEntry && map && TrustReRead(s);
+  bool read_before = range_read_before;
+  if (!resident && entry != meta::kNoEntry) {
+    read_before = ReadBefore(s, entry);
+    if (!read_before) return nullptr;
+  }
+  const bool trusted = !resident && read_before && map && TrustReRead(s);
   if (trusted) size = s.blob_sizes[partition].load(std::memory_order_relaxed);  // after the check
   unsigned char vec[kViewMax / io::kResidentPage + 2];
   const uint8_t* view = io::ResidentBytes(map, size, off, len, resident || trusted, vec, [](const uint8_t* at, uint64_t n, unsigned char* v) {
@@ -495,10 +541,17 @@ long ReadRange(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
     MemberSource src;
     if (const long rc = OpenSource(entry, &src, i == kAttempts - 1); rc < 0) return rc;
     Closer closer{src};
+    // (a short range of a blob that needs the page check: the region rule above; a staged
+    // one, or a long range: the mapping when cached)
+    const bool blob = !src.bytes && !src.owned && !src.pieced && s.mapped_reads;
+    uint64_t blob_size = 0;
+    bool resident = false;
+    const bool region_rule = blob && n <= kRegionRuleMax && s.BlobMap(e.partition, &blob_size, &resident) && !resident;
+    const bool before = region_rule && RegionsReadBefore(e.partition, src.base + off, n);
     if (const uint8_t* view = src.bytes ? src.bytes + off
-                              : src.owned || src.pieced ? nullptr
-                                          : ResidentView(s, e.partition, src.base + off, n,
-                                                         meta::kNoEntry)) {
+                              : !blob || (region_rule && !before)
+                                  ? nullptr
+                                  : ResidentView(s, e.partition, src.base + off, n, meta::kNoEntry, before)) {
       std::memcpy(dst, view, n);
       r = SourceStill(src) ? static_cast<long>(n) : kStale;
     } else if (src.pieced) {
@@ -693,6 +746,9 @@ void MemberIoAfterFork() {
   if (std::atomic<uint64_t>* bits = s_read_before.load(std::memory_order_relaxed))
     intercept::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits),
                            static_cast<long>(ReadBeforeBytes(*Get())), MADV_DONTNEED);
+  if (std::atomic<uint64_t>* bits = s_region_bits.load(std::memory_order_relaxed))
+    intercept::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits), static_cast<long>(kRegionBits / 8),
+                           MADV_DONTNEED);
 }
 
 IoStats SnapshotIoStats() {

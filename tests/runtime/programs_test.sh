@@ -459,6 +459,31 @@ print(' '.join(out), rss < 64 or rss)")
   bad "partial reads of five 120 MiB deflated members: '$got' (the last field: RSS in MiB if over 64)"
 inflates=$(cat "$S"/bigz.stats* 2>/dev/null | $PY -c 'import json,sys; print(sum(json.loads(l)["inflates"] for l in sys.stdin if l.strip()))')
 [ "$inflates" = 5 ] && ok || bad "partial reads of five block-deflated members made $inflates inflates, not 5"
+# Short reads of a large raw member served in place take the first-read rule by 64 KiB
+# region of the blob: the first read of a region in a process is a read, a re-read is
+# copied from the mapping (without a page check while the trust holds); every byte right.
+mkdir -p "$S/bigr"
+head -c $((24 << 20)) /dev/urandom >"$S/bigr/r.bin"
+$FANSTORE pack -q --compress none "$S/bigr" "$S/bigr.packed" || bad "pack of the large raw member"
+cat "$S/bigr.packed"/part-*.fsb >/dev/null  # in the page cache: every read is served from memory
+cat >"$S/regions.py" <<'EOF2'
+import os, sys
+got, want = open(sys.argv[1], 'rb'), open(sys.argv[2], 'rb').read()
+offs = [k * 65536 * 3 + 100 for k in range(100)]  # 100 regions, one read in each
+bad = 0
+for rnd in range(2):
+    for o in offs:
+        got.seek(o)
+        bad += got.read(4096) != want[o:o + 4096]
+print("wrong reads:", bad)
+EOF2
+rm -f "$S"/regions.stats*
+got=$(FANSTORE_STATS="$S/regions.stats" "$FANRUN" --data "$S/bigr.packed" --mount "$S/bigrm" -- $PY "$S/regions.py" "$S/bigrm/r.bin" "$S/bigr/r.bin")
+[ "$got" = "wrong reads: 0" ] && ok || bad "short reads of a large member: $got"
+mapped=$(stat_sum "$S/regions.stats" mapped_reads) trusted=$(stat_sum "$S/regions.stats" trusted_reads)
+# (the first round: 100 reads; the second: 100 copies from the mapping)
+[ "$mapped" = 100 ] && [ "$trusted" -gt 0 ] && ok ||
+  bad "short reads of a large member: $mapped copied from the mapping (100 expected: the re-reads), $trusted of them trusted"
 # A damaged block of a block-deflated member is EIO for the reads that touch it, with one log
 # line naming the member and the block; the member's other blocks still read right.
 mkdir -p "$S/blk"
