@@ -341,14 +341,19 @@ PYEOF
     then ok; else bad "$name, rank $r: see above"; fi
   done
 }
-for k in 1 2; do
+# (the last run: the raw dataset, whose big.txt, over 8 MiB, is fetched by the piece: its
+# pieces go to the other holder too)
+for run in "1 z" "2 z" "2 raw"; do
+  read -r k data <<<"$run"
   rm -f "$S"/out.* "$S"/done.* "$S/stopped"
-  timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/z" \
+  timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/$data" \
     --timeout 1 --replicas $k -- "$S/fault.sh" >"$S/run.out" 2>"$S/run.err"
   rc=$?
-  [ $rc -eq 0 ] && ok || bad "stopped agent (replicas $k): exit $rc: $(tail -3 "$S/run.err")"
-  check_fault_out "stopped agent (replicas $k)" $k 0 1 2
+  [ $rc -eq 0 ] && ok || bad "stopped agent (replicas $k, $data): exit $rc: $(tail -3 "$S/run.err")"
+  check_fault_out "stopped agent (replicas $k, $data)" $k 0 1 2
 done
+[ "$($FANSTORE stat "$S/raw" train/c1/big.txt | sed -n 's/.*Stored: \([0-9]*\).*/\1/p')" -gt $((8 << 20)) ] && ok ||
+  bad "stopped agent: train/c1/big.txt in the raw dataset should be over 8 MiB (test setup)"
 # A holder that is alive but never answers: the requests to it time out, and their receives
 # are still posted when the job ends, so every agent withdraws them (once: a second pass over
 # the freed handles aborted MPI) and the job ends cleanly.
