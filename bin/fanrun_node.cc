@@ -441,7 +441,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   for (const auto& part : manifest.partitions) stored += part.stored;
   const uint64_t keys = io::KeysAtMost(manifest.files + manifest.dirs + manifest.symlinks, stored);
   agent_ = std::make_unique<io::Agent>(std::move(cfg));
-  st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(keys, UINT32_MAX - 1)), fetchable);
+  st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(keys, UINT32_MAX - 1)),
+                           fetchable);
 }
 
 // The namespace: the exchange (whose failure is the same on every rank), the image, the

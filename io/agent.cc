@@ -120,9 +120,10 @@ Status Agent::Loop::Open(meta::NamespaceView view) {
     // indexes) gets one made for it.
     pieces.Build(ns);
     if (arena.entries() < pieces.keys()) {
-      spdlog::debug("node cache: made for {} keys, the namespace needs {}: made again", arena.entries(),
-                    pieces.keys());
-      if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(pieces.keys()), cfg.cache_bytes);
+      spdlog::debug("node cache: made for {} keys, the namespace needs {}: made again",
+                    arena.entries(), pieces.keys());
+      if (Status st = arena.Create(cfg.cache_dir + "/arena", static_cast<uint32_t>(pieces.keys()),
+                                   cfg.cache_bytes);
           !st.ok())
         return st;
       AllocateCacheAhead();

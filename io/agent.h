@@ -45,7 +45,7 @@ struct AgentConfig {
   // of the job when most members fetched ahead leave the cache unread (it is too small).
   uint64_t fetch_ahead = 1ull << 20;
   uint64_t corrupt_replies = 0;  // fault injection for tests: damage the first N replies sent
-  bool silent = false;  // fault injection for tests: take requests and never answer them
+  bool silent = false;           // fault injection for tests: take requests and never answer them
 };
 
 struct AgentStats {

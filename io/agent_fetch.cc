@@ -148,7 +148,8 @@ std::vector<Agent::Loop::Member> Agent::Loop::RangeAround(uint32_t entry) {
     // Adds entry x if it is a neighbour to fetch; false once x is past the block.
     auto take = [&](uint32_t x) {
       const meta::ImageEntry& m = ns.entry(x);
-      if (m.kind != static_cast<uint8_t>(meta::Kind::kFile) || Pieced(m)) return true;  // (directories; large members are fetched by the piece)
+      if (m.kind != static_cast<uint8_t>(meta::Kind::kFile) || Pieced(m))
+        return true;  // (directories; large members are fetched by the piece)
       if (m.partition != e.partition || m.data_offset < lo || m.data_offset >= hi) return false;
       if (m.stored_size > 0 && m.stored_size <= arena.max_member() && !arena.Contains(x) &&
           !joined.contains(x))
@@ -208,8 +209,8 @@ void Agent::Loop::StartFetch(uint32_t entry, const Waiter* w) {
     raw = raw && ns.entry(m.entry).codec == static_cast<uint8_t>(meta::Codec::kRaw);
     joined.emplace(m.entry, entry);
   }
-  f->req = RemoteRequest{e.partition, 0, start, end - start, raw ? kNoTransferCrc : 0,
-                         static_cast<uint32_t>(kr.offset - start)};
+  const uint32_t focus = static_cast<uint32_t>(kr.offset - start);
+  f->req = RemoteRequest{e.partition, 0, start, end - start, raw ? kNoTransferCrc : 0, focus};
   Fetch& ref = *f;
   fetches.emplace(entry, std::move(f));
   if (const int32_t rc = SendToNextOwner(ref); rc != 0) {
@@ -226,7 +227,8 @@ void Agent::Loop::StartFetch(uint32_t entry, const Waiter* w) {
 // was found to waste the cache.
 void Agent::Loop::PieceAhead(uint32_t key, const KeyRange& kr) {
   const uint64_t count = PieceCount(ns.entry(kr.member).stored_size);
-  if (ahead_bytes == 0 || kr.piece == 0 || kr.piece + 1 >= count || kr.length > arena.max_member()) return;
+  if (ahead_bytes == 0 || kr.piece == 0 || kr.piece + 1 >= count || kr.length > arena.max_member())
+    return;
   const uint32_t before = key - 1, next = key + 1;
   if (!arena.Contains(before) && !joined.contains(before)) return;
   if (arena.Contains(next) || joined.contains(next)) return;
@@ -360,20 +362,23 @@ bool Agent::Loop::Verify(Fetch& f) {
   for (size_t i = 0; i < f.members.size(); ++i) {
     const Member& m = f.members[i];
     // (a piece's key is past the entries: a piece is checked by the range's CRC only)
-    const bool raw = m.entry < ns.size() && ns.entry(m.entry).codec == static_cast<uint8_t>(meta::Codec::kRaw);
-    if (range_ok && (!raw || compress::Crc32c(0, a.buf.get() + m.off, m.len) == ns.entry(m.entry).crc32c))
+    const bool raw =
+        m.entry < ns.size() && ns.entry(m.entry).codec == static_cast<uint8_t>(meta::Codec::kRaw);
+    if (range_ok &&
+        (!raw || compress::Crc32c(0, a.buf.get() + m.off, m.len) == ns.entry(m.entry).crc32c))
       continue;
     f.bad[i] = 1;
     const bool waited = std::any_of(f.waiters.begin(), f.waiters.end(),
                                     [&](const Waiter& w) { return w.entry == m.entry; });
     if (!waited) {
-      spdlog::debug("member {} from rank {}: damaged transfer (CRC mismatch), fetched ahead: left out",
-                    Name(m.entry), a.owner);
+      spdlog::debug(
+          "member {} from rank {}: damaged transfer (CRC mismatch), fetched ahead: left out",
+          Name(m.entry), a.owner);
       continue;
     }
     waited_bad = true;
-    spdlog::warn("member {} from rank {}: damaged transfer (CRC mismatch){}", Name(m.entry), a.owner,
-                 f.retried ? ", giving up" : ", retrying");
+    spdlog::warn("member {} from rank {}: damaged transfer (CRC mismatch){}", Name(m.entry),
+                 a.owner, f.retried ? ", giving up" : ", retrying");
   }
   return waited_bad;
 }

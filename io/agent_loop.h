@@ -118,7 +118,7 @@ struct Agent::Loop {
   // the blob; false for a key that is neither a file nor a piece.
   struct KeyRange {
     uint32_t member;
-    uint64_t piece;  // kWhole for a member's own key
+    uint64_t piece;           // kWhole for a member's own key
     uint64_t offset, length;  // in the partition blob
   };
   static constexpr uint64_t kWhole = ~uint64_t{0};

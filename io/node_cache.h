@@ -74,7 +74,8 @@ class ArenaView {
     if (std::memcmp(h.magic, kArenaMagic, sizeof h.magic) != 0 || h.version != kArenaVersion ||
         h.entries < entries || h.file_bytes != map_bytes || h.table_offset % 8 != 0 ||
         h.table_offset < sizeof h || h.refs_offset > map_bytes || h.data_offset > map_bytes ||
-        h.table_offset + uint64_t{h.entries} * 8 > h.refs_offset || h.refs_offset + h.entries > h.data_offset ||
+        h.table_offset + uint64_t{h.entries} * 8 > h.refs_offset ||
+        h.refs_offset + h.entries > h.data_offset ||
         h.data_bytes != map_bytes - h.data_offset)  // (each sum above is of bounded terms)
       return false;
     table_ = reinterpret_cast<const uint64_t*>(map + h.table_offset);

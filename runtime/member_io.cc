@@ -329,7 +329,8 @@ bool RegionsReadBefore(uint32_t partition, uint64_t off, size_t len) {
     const uint64_t i = ((uint64_t{partition} << 40 ^ r) * 0x9E3779B97F4A7C15ull) >> (64 - 24);
     const uint64_t bit = uint64_t{1} << (i % 64);
     std::atomic<uint64_t>& word = bits[i / 64];
-    if (!(word.load(std::memory_order_relaxed) & bit)) all &= (word.fetch_or(bit, std::memory_order_relaxed) & bit) != 0;
+    if (!(word.load(std::memory_order_relaxed) & bit))
+      all &= (word.fetch_or(bit, std::memory_order_relaxed) & bit) != 0;
   }
   return all;
 }
@@ -387,7 +388,8 @@ long ReadPieces(const ImageEntry& e, uint32_t entry, uint64_t off, size_t len, u
   size_t done = 0;
   while (done < len) {
     const uint64_t pos = off + done, p = pos / io::kPieceBytes, in = pos - io::PieceOffset(p);
-    const size_t take = static_cast<size_t>(std::min<uint64_t>(len - done, io::PieceLength(e.stored_size, p) - in));
+    const size_t take =
+        static_cast<size_t>(std::min<uint64_t>(len - done, io::PieceLength(e.stored_size, p) - in));
     long r = kStale;
     for (int i = 0; r == kStale && i < kAttempts; ++i) {
       RemoteSource src;
@@ -491,8 +493,9 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
   }
   const int fd = src.fd;
   const uint8_t* view = src.bytes ? src.bytes
-                        : src.owned || src.pieced ? nullptr
-                                    : ResidentView(s, e.partition, src.base, e.stored_size, entry);
+                        : src.owned || src.pieced
+                            ? nullptr
+                            : ResidentView(s, e.partition, src.base, e.stored_size, entry);
   if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
     long n;
     if (view) {
@@ -546,12 +549,15 @@ long ReadRange(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
     const bool blob = !src.bytes && !src.owned && !src.pieced && s.mapped_reads;
     uint64_t blob_size = 0;
     bool resident = false;
-    const bool region_rule = blob && n <= kRegionRuleMax && s.BlobMap(e.partition, &blob_size, &resident) && !resident;
+    const bool region_rule =
+        blob && n <= kRegionRuleMax && s.BlobMap(e.partition, &blob_size, &resident) && !resident;
     const bool before = region_rule && RegionsReadBefore(e.partition, src.base + off, n);
-    if (const uint8_t* view = src.bytes ? src.bytes + off
-                              : !blob || (region_rule && !before)
-                                  ? nullptr
-                                  : ResidentView(s, e.partition, src.base + off, n, meta::kNoEntry, before)) {
+    const uint8_t* view = nullptr;
+    if (src.bytes)
+      view = src.bytes + off;
+    else if (blob && (!region_rule || before))
+      view = ResidentView(s, e.partition, src.base + off, n, meta::kNoEntry, before);
+    if (view) {
       std::memcpy(dst, view, n);
       r = SourceStill(src) ? static_cast<long>(n) : kStale;
     } else if (src.pieced) {
@@ -747,8 +753,8 @@ void MemberIoAfterFork() {
     intercept::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits),
                            static_cast<long>(ReadBeforeBytes(*Get())), MADV_DONTNEED);
   if (std::atomic<uint64_t>* bits = s_region_bits.load(std::memory_order_relaxed))
-    intercept::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits), static_cast<long>(kRegionBits / 8),
-                           MADV_DONTNEED);
+    intercept::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits),
+                           static_cast<long>(kRegionBits / 8), MADV_DONTNEED);
 }
 
 IoStats SnapshotIoStats() {

@@ -211,8 +211,8 @@ long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
     if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&got, CMSG_DATA(c), sizeof got);
   if (rep.status != 0 || (rep.where == io::Where::kInFile) != (got >= 0)) {
     if (got >= 0) RawSyscall6(SYS_close, got);
-    intercept::Logger().error("member {}: the node agent could not fetch it ({})",
-                              NameOf(s, entry), std::strerror(rep.status ? -rep.status : EPROTO));
+    intercept::Logger().error("member {}: the node agent could not fetch it ({})", NameOf(s, entry),
+                              std::strerror(rep.status ? -rep.status : EPROTO));
     return -EIO;
   }
   *fd = got;

@@ -190,7 +190,8 @@ TEST_F(NamespaceImageTest, EveryFieldSurvivesTheExchange) {
 TEST_F(NamespaceImageTest, PiecesOfLargeMembersGetKeysPastTheEntries) {
   std::vector<NsMember> ms = MembersOf(ds_->partitions()[0]);
   ASSERT_GE(ms.size(), 4u);
-  const uint64_t sizes[] = {io::kPiecedAbove, io::kPiecedAbove + 1, 3 * io::kPiecedAbove, 1ull << 40};
+  const uint64_t sizes[] = {io::kPiecedAbove, io::kPiecedAbove + 1, 3 * io::kPiecedAbove,
+                            1ull << 40};
   std::vector<std::string> large;
   size_t k = 0;
   for (NsMember& m : ms) {
