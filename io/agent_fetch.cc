@@ -41,11 +41,7 @@ bool Agent::Loop::RangeOf(uint32_t key, KeyRange* out) const {
 }
 
 std::string Agent::Loop::Name(uint32_t key) const {
-  KeyRange kr;
-  if (!RangeOf(key, &kr)) return "key " + std::to_string(key);
-  std::string name = "'" + std::string(ns.path(ns.entry(kr.member))) + "'";
-  if (kr.piece != kWhole) name += " (piece " + std::to_string(kr.piece) + ")";
-  return name;
+  return pieces.Name(key, ns);
 }
 
 // A new attempt of a fetch, with a buffer for the bytes; nullptr when there is no memory.

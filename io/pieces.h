@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "meta/namespace_image.h"
@@ -87,6 +88,15 @@ class PieceIndex {
     *entry = members_[static_cast<size_t>(it - first_.begin())];
     *p = key - *it;
     return *p < PieceCount(ns.entry(*entry).stored_size);
+  }
+  // A key for messages: "'path'" for an entry, "'path' (piece N)" for a piece.
+  std::string Name(uint64_t key, const meta::NamespaceView& ns) const {
+    uint32_t entry = static_cast<uint32_t>(key);
+    uint64_t p = 0;
+    const bool piece = key >= ns.size();
+    if (piece && !Split(key, ns, &entry, &p)) return "key " + std::to_string(key);
+    std::string name = "'" + std::string(ns.path(ns.entry(entry))) + "'";
+    return piece ? name + " (piece " + std::to_string(p) + ")" : name;
   }
 
  private:

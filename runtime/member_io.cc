@@ -249,28 +249,35 @@ size_t ReadBeforeBytes(const State& s) {
   return (s.ns.size() + 63) / 64 * 8;
 }
 
-// Marks `entry` read in this process; true when it was already.
-bool ReadBefore(const State& s, uint32_t entry) {
-  std::atomic<uint64_t>* bits = s_read_before.load(std::memory_order_acquire);
-  if (!bits) {
-    const size_t bytes = ReadBeforeBytes(s);
-    const long m = intercept::RawSyscall6(SYS_mmap, 0, static_cast<long>(bytes),
-                                          PROT_READ | PROT_WRITE,
-                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m < 0) return true;  // no memory for the bits: every read may take the mapping
-    auto* fresh = reinterpret_cast<std::atomic<uint64_t>*>(m);
-    if (s_read_before.compare_exchange_strong(bits, fresh, std::memory_order_acq_rel)) {
-      bits = fresh;
-    } else {
-      intercept::RawSyscall6(SYS_munmap, m, static_cast<long>(bytes));  // another thread won
-    }
-  }
-  const uint64_t bit = uint64_t{1} << (entry % 64);
-  std::atomic<uint64_t>& word = bits[entry / 64];
-  // A plain load first: re-reads (the common case once warm) write nothing, so threads
-  // reading neighbouring entries do not pass the bitmap's lines back and forth.
+// A per-process bitmap of `bytes` bytes in anonymous memory, made on first use (untouched
+// pages cost nothing): nullptr when there is no memory for it.
+std::atomic<uint64_t>* LazyBits(std::atomic<std::atomic<uint64_t>*>& slot, size_t bytes) {
+  std::atomic<uint64_t>* bits = slot.load(std::memory_order_acquire);
+  if (bits) return bits;
+  const long m = intercept::RawSyscall6(SYS_mmap, 0, static_cast<long>(bytes), PROT_READ | PROT_WRITE,
+                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (m < 0) return nullptr;
+  auto* fresh = reinterpret_cast<std::atomic<uint64_t>*>(m);
+  if (slot.compare_exchange_strong(bits, fresh, std::memory_order_acq_rel)) return fresh;
+  intercept::RawSyscall6(SYS_munmap, m, static_cast<long>(bytes));  // another thread won
+  return bits;
+}
+
+// Sets bit i; true when it was set already. A plain load first: re-reads (the common case
+// once warm) write nothing, so threads reading neighbouring bits do not pass the bitmap's
+// lines back and forth.
+bool TestAndSet(std::atomic<uint64_t>* bits, uint64_t i) {
+  const uint64_t bit = uint64_t{1} << (i % 64);
+  std::atomic<uint64_t>& word = bits[i / 64];
   if (word.load(std::memory_order_relaxed) & bit) return true;
   return word.fetch_or(bit, std::memory_order_relaxed) & bit;
+}
+
+// Marks `entry` read in this process; true when it was already.
+bool ReadBefore(const State& s, uint32_t entry) {
+  std::atomic<uint64_t>* bits = LazyBits(s_read_before, ReadBeforeBytes(s));
+  if (!bits) return true;  // no memory for the bits: every read may take the mapping
+  return TestAndSet(bits, entry);
 }
 
 // A member read before in this process was in the page cache then: it is copied from the
@@ -305,33 +312,19 @@ bool TrustReRead(State& s) {
 // Cleared in a fork child, as ReadBefore's bits are.
 constexpr size_t kRegionRuleMax = 64u << 10;  // ranges up to this long take the region rule
 constexpr int kRegionShift = 16;
-constexpr uint64_t kRegionBits = uint64_t{1} << 24;
+constexpr int kRegionBitsLog2 = 24;
+constexpr uint64_t kRegionBits = uint64_t{1} << kRegionBitsLog2;
 std::atomic<std::atomic<uint64_t>*> s_region_bits{nullptr};
 
 // Marks the regions of blob bytes [off, off + len) of `partition` read in this process;
 // true when all of them were already.
 bool RegionsReadBefore(uint32_t partition, uint64_t off, size_t len) {
-  std::atomic<uint64_t>* bits = s_region_bits.load(std::memory_order_acquire);
-  if (!bits) {
-    const long m = intercept::RawSyscall6(SYS_mmap, 0, static_cast<long>(kRegionBits / 8),
-                                          PROT_READ | PROT_WRITE,
-                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (m < 0) return true;  // no memory for the bits: reads take the mapping, as before
-    auto* fresh = reinterpret_cast<std::atomic<uint64_t>*>(m);
-    if (s_region_bits.compare_exchange_strong(bits, fresh, std::memory_order_acq_rel)) {
-      bits = fresh;
-    } else {
-      intercept::RawSyscall6(SYS_munmap, m, static_cast<long>(kRegionBits / 8));
-    }
-  }
+  std::atomic<uint64_t>* bits = LazyBits(s_region_bits, kRegionBits / 8);
+  if (!bits) return true;  // no memory for the bits: reads take the mapping, as before
   bool all = true;
-  for (uint64_t r = off >> kRegionShift; r <= (off + len - 1) >> kRegionShift; ++r) {
-    const uint64_t i = ((uint64_t{partition} << 40 ^ r) * 0x9E3779B97F4A7C15ull) >> (64 - 24);
-    const uint64_t bit = uint64_t{1} << (i % 64);
-    std::atomic<uint64_t>& word = bits[i / 64];
-    if (!(word.load(std::memory_order_relaxed) & bit))
-      all &= (word.fetch_or(bit, std::memory_order_relaxed) & bit) != 0;
-  }
+  for (uint64_t r = off >> kRegionShift; r <= (off + len - 1) >> kRegionShift; ++r)
+    all &= TestAndSet(bits, ((uint64_t{partition} << 40 ^ r) * 0x9E3779B97F4A7C15ull) >>
+                                (64 - kRegionBitsLog2));
   return all;
 }
 

@@ -148,11 +148,7 @@ const io::PieceIndex& Pieces(State& s) {
 
 // A member or piece's name for messages.
 std::string NameOf(State& s, uint32_t key) {
-  if (key < s.ns.size()) return "'" + std::string(s.ns.path(s.ns.entry(key))) + "'";
-  uint32_t entry;
-  uint64_t p;
-  if (!Pieces(s).Split(key, s.ns, &entry, &p)) return "key " + std::to_string(key);
-  return "'" + std::string(s.ns.path(s.ns.entry(entry))) + "' (piece " + std::to_string(p) + ")";
+  return Pieces(s).Name(key, s.ns);
 }
 
 // One request to the agent: 0 (the member is in the arena; *fd stays -1), 0 with *fd (a

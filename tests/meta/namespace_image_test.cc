@@ -234,6 +234,11 @@ TEST_F(NamespaceImageTest, PiecesOfLargeMembersGetKeysPastTheEntries) {
   uint64_t p;
   EXPECT_FALSE(idx.Split(0, *v, &e, &p));  // an entry is not a piece
   EXPECT_FALSE(idx.Split(idx.keys(), *v, &e, &p));
+  // Names for messages.
+  const uint32_t second = v->Lookup(large[1]);
+  EXPECT_EQ(idx.Name(second, *v), "'" + large[1] + "'");
+  EXPECT_EQ(idx.Name(idx.Key(second, 2), *v), "'" + large[1] + "' (piece 2)");
+  EXPECT_EQ(idx.Name(idx.keys(), *v), "key " + std::to_string(idx.keys()));
   // The last piece is short; the bound the agent sizes its table with holds.
   EXPECT_EQ(io::PieceLength(io::kPiecedAbove + 1, per), 1u);
   EXPECT_EQ(io::PieceLength(io::kPiecedAbove + 1, per - 1), io::kPieceBytes);
