@@ -416,6 +416,17 @@ HookResult OnMmap(const long a[6]) {
     }
     return Handled(rc);
   }
+  // A large member held elsewhere: the node's shared copy, made from its pieces (the file
+  // ends where the member does, so the kernel zero-fills its last page and raises SIGBUS
+  // past it). Without room for one on the node, a private copy as for the others.
+  if (FetchedByPiece(f->entry)) {
+    if (const long fd = SharedCopyOf(f->entry); fd >= 0) {
+      const long flags = (a[3] & ~MAP_SHARED) | MAP_PRIVATE;
+      const long rc = RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, fd, a[5]);
+      RawSyscall6(SYS_close, fd);
+      return Handled(rc);
+    }
+  }
   if (const long rc = UpgradeToMemfd(a[4])) return Handled(rc);
   return kPassToKernel;  // fd is a sealed memfd now
 }

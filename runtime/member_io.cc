@@ -703,6 +703,50 @@ bool FetchedByPiece(uint32_t entry) {
   return s.parts[s.ns.entry(entry).partition].empty() && RemotePieced(entry);
 }
 
+long SharedCopyOf(uint32_t entry) {
+  State& s = *Get();
+  if (s.node_cache.empty()) return -ENOENT;
+  const std::string path = s.node_cache + "/mapped-" + std::to_string(entry);
+  const long ro = intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()),
+                                         O_RDONLY | O_CLOEXEC);
+  if (ro >= 0) return ro;  // made before, whole (it is renamed into place only when complete)
+  // Made here under a name of this thread's own, then renamed into place: a process that
+  // races us makes its own, the last rename wins, and both are the member's bytes.
+  const std::string tmp = path + "." + std::to_string(intercept::RawSyscall6(SYS_gettid)) + ".tmp";
+  const long fd = intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp.c_str()),
+                                         O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0400);
+  if (fd < 0) return fd;
+  const uint64_t size = s.ns.entry(entry).size;
+  long rc = intercept::RawSyscall6(SYS_fallocate, fd, 0, 0, static_cast<long>(size));
+  if (rc == -EOPNOTSUPP) rc = 0;  // (then a full disk shows in the writes)
+  std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[io::kPieceBytes]);
+  if (!buf && rc == 0) rc = -ENOMEM;
+  for (uint64_t off = 0; rc == 0 && off < size;) {
+    const ssize_t n = ReadMember(entry, off, buf.get(), io::kPieceBytes);
+    if (n <= 0) {
+      rc = n < 0 ? n : -EIO;
+      break;
+    }
+    for (ssize_t w = 0; rc == 0 && w < n;) {
+      const long k = intercept::RawSyscall6(SYS_pwrite64, fd, reinterpret_cast<long>(buf.get() + w),
+                                            n - w, static_cast<long>(off + w));
+      if (k < 0 && k != -EINTR) rc = k;
+      w += k > 0 ? k : 0;
+    }
+    off += static_cast<uint64_t>(n);
+  }
+  if (rc == 0)
+    rc = intercept::RawSyscall6(SYS_rename, reinterpret_cast<long>(tmp.c_str()),
+                                reinterpret_cast<long>(path.c_str()));
+  intercept::RawSyscall6(SYS_close, fd);
+  if (rc < 0) {
+    intercept::RawSyscall6(SYS_unlink, reinterpret_cast<long>(tmp.c_str()));
+    return rc;
+  }
+  return intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()),
+                                O_RDONLY | O_CLOEXEC);
+}
+
 void CloseSource(const MemberSource& src) {
   if (src.owned && src.fd >= 0) intercept::RawSyscall6(SYS_close, src.fd);
 }

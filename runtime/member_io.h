@@ -38,8 +38,13 @@ struct MemberSource {
 // 0 or a negative errno. `want_fd`: a descriptor even for a member in the node cache.
 long OpenSource(uint32_t entry, MemberSource* out, bool want_fd = false);
 // A member other nodes hold that is read by the piece (io/pieces.h): a descriptor of all
-// of it is best made here from its pieces (a sealed memfd), not fetched whole.
+// of it is best made here from its pieces, not fetched whole.
 bool FetchedByPiece(uint32_t entry);
+// A read-only descriptor of a file in the node cache's directory holding all the bytes of
+// such a member, made from its pieces by the first process of the node that needs it (a
+// mapping): the node's other processes map the same pages instead of each holding a copy.
+// A negative errno when there is no node cache or no room for it.
+long SharedCopyOf(uint32_t entry);
 void CloseSource(const MemberSource& src);
 
 // In a fork child (the atfork handler): forgets which members the parent had read, whose

@@ -204,22 +204,32 @@ size=$(stat -c %s "$S/lsrc/big.bin")
 expect="3 $(( (2 << 20) + size % (1 << 20) ))"  # pieces 0 and 10, and the short last one
 [ "$fetched" = "$expect" ] && ok ||
   bad "large members, sparse: rank $other fetched '$fetched' (fetches, bytes), '$expect' expected: $(grep agent: "$S/run.err")"
-# Read in order (cat), the next piece comes with the one asked for ("fetched ahead"); a
-# mapping of the member afterwards is made from the same pieces (no fetch more, of the
-# whole member).
+# Read in order (cat), the next piece comes with the one asked for ("fetched ahead"). Two
+# processes then map the member: the first makes the node's one shared copy from the same
+# pieces (no fetch more, of the whole member), the second maps that copy too; the mapping
+# ends where the member does (the rest of its last page reads as zeros).
 rm -f "$S"/out.*
 cat >"$S/inorder.sh" <<INORDER_END
 #!/bin/sh
 [ "\$FANSTORE_RANK" = $other ] || exit 0
 cat $MNT/big.bin | sha256sum | cut -d' ' -f1 >$S/out.$other
-$PY -c "import hashlib, mmap, sys; f = open(sys.argv[1], 'rb'); print(hashlib.sha256(mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)).hexdigest())" $MNT/big.bin >>$S/out.$other
+for i in 1 2; do
+  $PY -c "
+import hashlib, mmap, sys
+f = open(sys.argv[1], 'rb')
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+print(hashlib.sha256(m).hexdigest(), len(m))" $MNT/big.bin >>$S/out.$other
+done
+ls "\$FANSTORE_NODE_CACHE" | grep -c '^mapped-' >>$S/out.$other
 INORDER_END
 chmod +x "$S/inorder.sh"
 timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/large" --log-level debug \
   -- "$S/inorder.sh" >"$S/run.out" 2>"$S/run.err" && ok || bad "large members, in order: exit $?: $(tail -3 "$S/run.err")"
 want=$(sha256sum <"$S/lsrc/big.bin" | cut -d' ' -f1)
-[ "$(cat "$S/out.$other")" = "$(printf '%s\n%s' "$want" "$want")" ] && ok ||
-  bad "large members, in order: cat | sha256sum, then a mapping, differ from the source: $(cat "$S/out.$other")"
+size=$(stat -c %s "$S/lsrc/big.bin")
+[ "$(cat "$S/out.$other")" = "$(printf '%s\n%s %s\n%s %s\n1' "$want" "$want" "$size" "$want" "$size")" ] && ok ||
+  bad "large members, in order: cat | sha256sum, then two mappings of one shared copy: $(cat "$S/out.$other")"
+[ -z "$(ls -A "$S/local")" ] && ok || bad "large members: the node's shared copy was left behind: $(ls -R "$S/local" | head)"
 read -r n_fetches ahead <<<"$(sed -n "s/.*rank $other.*agent: \([0-9]*\) fetches ([0-9]* bytes, \([0-9]*\) members fetched ahead.*/\1 \2/p" "$S/run.err")"
 [ "${ahead:-0}" -ge 1 ] && ok || bad "large members, in order: no piece fetched ahead: $(grep agent: "$S/run.err")"
 pieces=$(( ($(stat -c %s "$S/lsrc/big.bin") + (1 << 20) - 1) >> 20 ))
