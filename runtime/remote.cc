@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "intercept/preload_log.h"
 #include "intercept/raw_syscall.h"
@@ -135,12 +136,21 @@ void Drop() {
 // This process's numbering of the pieces of large members: built from the namespace image
 // on the first read of a remote member over io::kPiecedAbove (one pass over the entries:
 // processes that read only smaller members never make it), kept for the life of the process.
+// Without memory for it, the index is empty: nothing is pieced in this process, and its
+// large members are fetched whole, as before pieces (the hook must not throw).
 const io::PieceIndex& Pieces(State& s) {
   static std::atomic<io::PieceIndex*> built{nullptr};
+  static io::PieceIndex none;
   io::PieceIndex* p = built.load(std::memory_order_acquire);
   if (p) return *p;
-  auto* mine = new io::PieceIndex();
-  mine->Build(s.ns);
+  auto* mine = new (std::nothrow) io::PieceIndex();
+  if (!mine) return none;
+  try {
+    mine->Build(s.ns);
+  } catch (const std::bad_alloc&) {
+    delete mine;
+    return none;
+  }
   if (built.compare_exchange_strong(p, mine, std::memory_order_acq_rel)) return *mine;
   delete mine;  // another thread built it first (p is its index)
   return *p;
