@@ -86,6 +86,7 @@ class ArenaView {
     return true;
   }
   bool attached() const { return table_ != nullptr; }
+  uint64_t data_bytes() const { return data_bytes_; }
 
   // The member's bytes if it is cached with `len` bytes: returns its word (0 = not cached)
   // and sets *bytes. Copy them out, then ask Still(entry, word) before using the copy.

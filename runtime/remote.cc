@@ -278,4 +278,9 @@ bool RemoteStill(uint32_t key, uint64_t word) {
   return arena && arena->Still(key, word);
 }
 
+uint64_t NodeCacheBytes() {
+  const io::ArenaView* arena = Arena(*Get());
+  return arena ? arena->data_bytes() : 0;
+}
+
 }  // namespace fanstore::runtime

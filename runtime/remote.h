@@ -30,5 +30,7 @@ long FetchRemotePiece(uint32_t entry, uint64_t p, bool want_fd, RemoteSource* ou
 uint32_t RemotePieceKey(uint32_t entry, uint64_t p);
 // `key`: a member's entry, or a piece's key.
 bool RemoteStill(uint32_t key, uint64_t word);
+// The node cache's size (its arena's data bytes; 0 when this process has none).
+uint64_t NodeCacheBytes();
 
 }  // namespace fanstore::runtime

@@ -235,6 +235,50 @@ read -r n_fetches ahead <<<"$(sed -n "s/.*rank $other.*agent: \([0-9]*\) fetches
 pieces=$(( ($(stat -c %s "$S/lsrc/big.bin") + (1 << 20) - 1) >> 20 ))
 [ "${n_fetches:-0}" = "$pieces" ] && ok ||
   bad "large members, in order: $n_fetches fetches, $pieces pieces expected: $(grep agent: "$S/run.err")"
+# The node's mapped copies stay within the node cache's size: two large members of one
+# partition (of three, two share one of the two partitions), mapped in turn by the rank that
+# does not hold them, then the first again. With a cache of about one of them, the node
+# keeps one copy at a time, the one mapped last; with the default 1 GiB it keeps both.
+# Every mapping reads the member's bytes.
+pair=$(for m in big.bin big.txt shard.tar; do echo "$(part_of $m) $m"; done | sort -n |
+  awk 'NR > 1 && $1 == p { print $1, prev, $2; exit } { p = $1; prev = $2 }')
+read -r pair_part first second <<<"$pair"
+if [ -z "$second" ]; then
+  bad "mapped copies: no two large members share a partition (test setup): $pair"
+else
+  mapper=$(( 1 - pair_part % 2 ))
+  big=$(stat -c %s "$S/lsrc/$first"); [ "$(stat -c %s "$S/lsrc/$second")" -gt "$big" ] && big=$(stat -c %s "$S/lsrc/$second")
+  cat >"$S/mapcopies.sh" <<MAPCOPIES_END
+#!/bin/sh
+[ "\$FANSTORE_RANK" = $mapper ] || exit 0
+for m in $first $second $first; do
+  $PY -c "
+import hashlib, mmap, sys
+f = open(sys.argv[1], 'rb')
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+print(hashlib.sha256(m).hexdigest())" $MNT/\$m >>$S/out.$mapper
+  echo "\$(ls "\$FANSTORE_NODE_CACHE" | grep -c '^mapped-') \$(stat -c %s "\$FANSTORE_NODE_CACHE"/mapped-* | sort -n | tr '\n' ' ')" >>$S/out.$mapper
+done
+MAPCOPIES_END
+  chmod +x "$S/mapcopies.sh"
+  sum_of() { sha256sum <"$S/lsrc/$1" | cut -d' ' -f1; }
+  size_of() { stat -c %s "$S/lsrc/$1"; }
+  for cache in $(( (big >> 20) + 1 ))M 1G; do
+    rm -f "$S"/out.*
+    timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/large" \
+      --cache-size $cache -- "$S/mapcopies.sh" >"$S/run.out" 2>"$S/run.err" &&
+      ok || bad "mapped copies, cache $cache: exit $?: $(tail -3 "$S/run.err")"
+    if [ $cache = 1G ]; then
+      after2="2 $(printf '%s\n' "$(size_of $first)" "$(size_of $second)" | sort -n | tr '\n' ' ')" after3=$after2
+    else
+      after2="1 $(size_of $second) " after3="1 $(size_of $first) "
+    fi
+    want=$(printf '%s\n%s\n%s\n%s\n%s\n%s' "$(sum_of $first)" "1 $(size_of $first) " "$(sum_of $second)" "$after2" \
+      "$(sum_of $first)" "$after3")
+    [ "$(cat "$S/out.$mapper")" = "$want" ] && ok ||
+      bad "mapped copies, cache $cache: mapping $first, $second, $first: '$(cat "$S/out.$mapper")', '$want' expected"
+  done
+fi
 # A damaged transfer of a piece is retried once (then right), and one that stays damaged is
 # EIO, never wrong bytes.
 rm -f "$S"/out.*
