@@ -46,6 +46,36 @@ bool UnderPrefix(const char* s, const char* m, unsigned n) {
   return s[i] == '/' || s[i] == 0 || n == 1;
 }
 
+// A relative path from a native directory fd whose first component ("./" skipped) is one
+// of the mount point's names (either spelling): it may lead down into the dataset from a
+// directory above it (find and du walk by directory fds; runtime/resolve.cc asks the
+// kernel where the fd is).
+bool MayLeadDown(const char* s) {
+  while (s[0] == '.' && s[1] == '/') {
+    s += 2;
+    while (*s == '/') ++s;
+  }
+  unsigned n = 0;
+  while (s[n] != 0 && s[n] != '/') ++n;
+  if (n == 0) return false;
+  for (int k = 0; k < 2; ++k) {
+    const char* m = k == 0 ? g_prefilter.mount : g_prefilter.mount_real;
+    const unsigned len = k == 0 ? g_prefilter.mount_len : g_prefilter.mount_real_len;
+    for (unsigned i = 0; i < len;) {
+      while (i < len && m[i] == '/') ++i;
+      unsigned j = i;
+      while (j < len && m[j] != '/') ++j;
+      if (j - i == n) {
+        unsigned c = 0;
+        while (c < n && m[i + c] == s[c]) ++c;
+        if (c == n) return true;
+      }
+      i = j;
+    }
+  }
+  return false;
+}
+
 bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
@@ -57,7 +87,7 @@ bool MaybeOurs(long dirfd, long p) {
   }
   if (static_cast<int>(dirfd) == AT_FDCWD)
     return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
-  return VirtualFd(dirfd);
+  return VirtualFd(dirfd) || MayLeadDown(s);
 }
 
 // "/proc/..." (readlink of /proc/self/fd/N names a virtual fd's member).

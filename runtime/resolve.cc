@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <string_view>
 
 #include "intercept/raw_syscall.h"
@@ -76,6 +77,17 @@ bool UnderOne(std::string_view mount, std::string_view path, std::string_view* r
   if (path.size() < mount.size() || path.compare(0, mount.size(), mount) != 0) return false;
   if (path.size() > mount.size() && path[mount.size()] != '/' && mount != "/") return false;
   *rest = path.substr(mount.size());
+  return true;
+}
+
+// If directory `dir` (absolute, as the kernel spells it) is above `mount` ("/" or a
+// proper prefix of it ending at a '/'), the way down from it: "data/imagenet" for /scratch
+// and /scratch/data/imagenet.
+bool DownFromAbove(std::string_view dir, std::string_view mount, std::string_view* down) {
+  if (mount.empty() || dir.empty() || dir.size() >= mount.size() ||
+      mount.compare(0, dir.size(), dir) != 0 || (dir != "/" && mount[dir.size()] != '/'))
+    return false;
+  *down = mount.substr(dir == "/" ? 1 : dir.size() + 1);
   return true;
 }
 
@@ -223,10 +235,8 @@ void RefreshCwd(const State& s) {
   const std::string_view cwd(buf, n > 0 ? static_cast<size_t>(n - 1) : 0);
   bool above = false;
   for (int k = 0; k < 2; ++k) {
-    const std::string_view m(k == 0 ? s.mount : s.mount_real);
-    const bool here = n > 0 && !m.empty() && cwd.size() < m.size() &&
-                      m.compare(0, cwd.size(), cwd) == 0 && (cwd == "/" || m[cwd.size()] == '/');
-    const std::string_view down = here ? m.substr(cwd == "/" ? 1 : cwd.size() + 1) : std::string_view();
+    std::string_view down;
+    const bool here = n > 0 && DownFromAbove(cwd, k == 0 ? s.mount : s.mount_real, &down);
     const std::string* cur = g_cwd_to_mount[k].load();
     if (!cur || *cur != down) g_cwd_to_mount[k].store(new std::string(down));
     above |= here;
@@ -518,6 +528,28 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   if (OpenFile* f = Fds().Lookup(dirfd)) {
     if (!IsDir(s->ns.entry(f->entry))) return Error(ENOTDIR);
     return Walk(*s, f->entry, p, follow);
+  }
+  // A native directory fd above the mount point (find and du walk by fds: openat(fd of
+  // /scratch/data, "imagenet")): where the kernel says it is, then the way down, as from a
+  // cwd above the mount point. (The prefilter sends only paths whose first component is
+  // one of the mount point's names.)
+  if (dirfd < 0) return Resolved{};
+  char link[32] = "/proc/self/fd/", digits[12];
+  int k = 0;
+  for (unsigned v = static_cast<unsigned>(dirfd); k == 0 || v > 0; v /= 10)
+    digits[k++] = static_cast<char>('0' + v % 10);
+  for (int i = 0; i < k; ++i) link[14 + i] = digits[k - 1 - i];
+  link[14 + k] = 0;
+  char dir[4096];
+  const long n = intercept::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
+                                        reinterpret_cast<long>(dir), sizeof dir);
+  if (n <= 0 || n >= static_cast<long>(sizeof dir) || dir[0] != '/') return Resolved{};
+  std::string_view rest;
+  for (const std::string_view m : {std::string_view(s->mount), std::string_view(s->mount_real)}) {
+    std::string_view down;
+    if (DownFromAbove(std::string_view(dir, static_cast<size_t>(n)), m, &down) &&
+        BelowMountFromAbove(p, down, &rest))
+      return WalkFrom(*s, 0, rest, follow);
   }
   return Resolved{};
 }

@@ -103,6 +103,21 @@ same_above "relative paths from above the mount point" \
    stat -c "%s %F" "$D/deep/a/b/c/leaf.txt" "$D"
    $PY -c "import os,sys; print(sorted(os.listdir(sys.argv[1])), open(sys.argv[1] + \"/one\").read())" "$D/meta"
    (cd "$D/deep" && cat a/b/c/leaf.txt); (cd / && md5sum < "${S#/}/$D/meta/array.npy"); ls "${D}x" 2>&1 | sed "s/.*: //"'
+# find, du and tar walk by directory fds (openat(fd of data, "set")): started in a directory
+# above the mount point, they go down into the dataset as into a real directory. Natively
+# the tree is a copy at upn/data/set; under fanrun the dataset is mounted at up/data/set.
+mkdir -p "$S/upn/data" "$S/up" && cp -a "$T" "$S/upn/data/set"
+walk_cmd='find . -printf "%p %s %y %m\n" | LC_ALL=C sort; du -ab . | LC_ALL=C sort -k2
+  find data -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum; tar cf - data | tar tf - | LC_ALL=C sort'
+(cd "$S/upn" && bash -c "$walk_cmd") >"$S/native.out" 2>&1
+if native_ran "walks by directory fds from above the mount point"; then
+  for packed in raw z; do
+    (cd "$S/up" && "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$walk_cmd") >"$S/fan.out" 2>&1
+    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
+      bad "walks by directory fds from above the mount point ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
+    fi
+  done
+fi
 # A mount point below a symlink (/scratch -> /lustre/scratch on a cluster): both spellings
 # reach the dataset, and what the kernel spells physically (getcwd, realpath, pwd -P) is
 # the real one. $B is base/link/mnt natively (a copy of the tree) and under fanrun (the
