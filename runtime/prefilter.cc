@@ -76,6 +76,16 @@ bool MayLeadDown(const char* s) {
   return false;
 }
 
+// A relative path whose first component ("./" skipped) is "..": from a native cwd beside
+// the mount point, it may lead up and into the dataset ("../data/imagenet/...").
+bool LeadsUp(const char* s) {
+  while (s[0] == '.' && s[1] == '/') {
+    s += 2;
+    while (*s == '/') ++s;
+  }
+  return s[0] == '.' && s[1] == '.' && (s[2] == '/' || s[2] == 0);
+}
+
 bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
@@ -85,8 +95,10 @@ bool MaybeOurs(long dirfd, long p) {
             UnderPrefix(s, g_prefilter.mount_real, g_prefilter.mount_real_len)) ||
            MaybeFdLink(s);
   }
-  if (static_cast<int>(dirfd) == AT_FDCWD)
-    return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
+  if (static_cast<int>(dirfd) == AT_FDCWD) {
+    const int c = g_prefilter.cwd_virtual.load(std::memory_order_relaxed);
+    return c == 1 || (c == 2 && LeadsUp(s));
+  }
   return VirtualFd(dirfd) || MayLeadDown(s);
 }
 
@@ -386,8 +398,8 @@ int Wants(long nr, const long a[6]) noexcept {
     case SYS_fchdir:
     case SYS_exit_group:
       return 1;
-    case SYS_getcwd:
-      return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) != 0;
+    case SYS_getcwd:  // (2: a native cwd beside the mount point, the kernel's to name)
+      return g_prefilter.cwd_virtual.load(std::memory_order_relaxed) == 1;
     // path calls: (dirfd, path) positions
     case SYS_readlink:
       return MaybeOurs(AT_FDCWD, a[0]) || IsProc(a[0]);

@@ -26,7 +26,7 @@ struct PrefilterState {
   const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()
   const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
   const OpenFile* descs = nullptr;                 // FdTable::slab()
-  std::atomic<int> cwd_virtual{1};                 // 1: relative paths may be ours
+  std::atomic<int> cwd_virtual{1};  // 1: relative paths may be ours; 2: those starting with ".."
   ShardedCounter answered_stats;                   // stat calls answered in the prefilter
   // The namespace image, for stat answered in the prefilter.
   const meta::ImageEntry* entries = nullptr;

@@ -24,16 +24,33 @@ using meta::Kind;
 
 constexpr int kMaxHops = 40;
 // The current directory: an entry when it is inside the dataset; kCwdUnknown after a
-// native chdir (recomputed on the next relative path); kCwdNative when outside the mount and
-// not above it; kCwdAbove when it is a native directory above the mount point (then
-// g_cwd_to_mount holds the way down for each spelling of the mount point, e.g.
-// "data/imagenet" for cwd /scratch and mount /scratch/data/imagenet, so that a script's
-// relative dataset paths reach the dataset).
-constexpr int64_t kCwdUnknown = -2, kCwdNative = -1, kCwdAbove = -3;
+// native chdir (recomputed on the next relative path); kCwdAbove when it is a native
+// directory above the mount point, kCwdBeside when it is one elsewhere. g_cwd_to_mount then
+// holds the way to each spelling of the mount point: "data/imagenet" for cwd /scratch and
+// mount /scratch/data/imagenet, "../data/imagenet" for cwd /scratch/code, so that a
+// script's relative dataset paths reach the dataset. kCwdNative: no way (unused since the
+// way through ".." exists from anywhere, kept for a cwd getcwd cannot name).
+constexpr int64_t kCwdUnknown = -2, kCwdNative = -1, kCwdAbove = -3, kCwdBeside = -4;
 std::atomic<int64_t> g_cwd{kCwdUnknown};
-// Published once per distinct value and never freed (a reader may hold the old one); a
-// program that moves between directories above the mount only adds a few short strings.
+// Interned (Way): each distinct way is allocated once and never freed, since a reader may
+// hold the one it loaded; a program moving between directories reuses them.
 std::atomic<const std::string*> g_cwd_to_mount[2] = {nullptr, nullptr};  // mount, mount_real
+
+// The interned copy of `way`; nullptr once 64 distinct ways were made (that many depths
+// and spellings: the cwd is then taken as having no way to the mount point).
+const std::string* Way(std::string_view way) {
+  static std::atomic<const std::string*> table[64];
+  for (auto& slot : table) {
+    const std::string* p = slot.load(std::memory_order_acquire);
+    if (!p) {
+      auto* made = new std::string(way);
+      if (slot.compare_exchange_strong(p, made, std::memory_order_acq_rel)) return made;
+      delete made;  // another thread filled the slot (p is its string)
+    }
+    if (*p == way) return p;
+  }
+  return nullptr;
+}
 // The kernel's own cwd (st_dev, st_ino) when the virtual one was set. It is the dataset's
 // skeleton directory when fanrun could make it, otherwise wherever the process was: a
 // program exec'd from here inherits that kernel cwd, and is told the virtual one as long
@@ -128,6 +145,30 @@ std::string_view NextComponent(std::string_view* p) {
   const std::string_view c = p->substr(0, slash);
   p->remove_prefix(c.size());
   return c;
+}
+
+// From directory `dir` (absolute, physical: getcwd's) that is neither above `mount` nor
+// below it, the way to it that goes up first: "../data/imagenet" from /repo/code for
+// /repo/data/imagenet. Lexical, and right: ".." of a physical path is its parent. "" when
+// there is none (dir is below the mount point or either path is not absolute).
+std::string WayUpAndDown(std::string_view dir, std::string_view mount) {
+  if (dir.empty() || mount.empty() || dir[0] != '/' || mount[0] != '/') return {};
+  std::string_view d = dir, m = mount;
+  // Drop the common leading components.
+  for (;;) {
+    std::string_view dd = d, mm = m;
+    const std::string_view a = NextComponent(&dd), b = NextComponent(&mm);
+    if (a.empty() || a != b) break;
+    d = dd;
+    m = mm;
+  }
+  while (!m.empty() && m.front() == '/') m.remove_prefix(1);
+  if (m.empty()) return {};
+  std::string way;
+  for (std::string_view rest = d; !NextComponent(&rest).empty();) way += "../";
+  if (way.empty()) return {};  // (above: DownFromAbove's case)
+  way += m;
+  return way;
 }
 
 WalkResult WalkCore(const State& s, uint32_t start, std::string_view path, bool follow) {
@@ -230,20 +271,25 @@ void RefreshCwd(const State& s) {
       return;
     }
   }
-  // Above the mount point: "/" (any mount) or a proper prefix followed by '/'; the way
-  // down is kept for each spelling of the mount point the cwd is above.
+  // Above the mount point ("/", or a proper prefix followed by '/'): the way down; elsewhere
+  // the way up and down. One is kept for each spelling of the mount point.
   const std::string_view cwd(buf, n > 0 ? static_cast<size_t>(n - 1) : 0);
-  bool above = false;
+  bool above = false, beside = false;
   for (int k = 0; k < 2; ++k) {
+    const std::string_view m(k == 0 ? s.mount : s.mount_real);
     std::string_view down;
-    const bool here = n > 0 && DownFromAbove(cwd, k == 0 ? s.mount : s.mount_real, &down);
-    const std::string* cur = g_cwd_to_mount[k].load();
-    if (!cur || *cur != down) g_cwd_to_mount[k].store(new std::string(down));
-    above |= here;
+    const bool here = n > 0 && DownFromAbove(cwd, m, &down);
+    const std::string way = here ? std::string(down) : n > 0 ? WayUpAndDown(cwd, m) : std::string();
+    const std::string* interned = way.empty() ? nullptr : Way(way);
+    g_cwd_to_mount[k].store(interned);
+    above |= interned && here;
+    beside |= interned && !here;
   }
-  if (above) {
-    g_cwd.store(kCwdAbove);
-    g_prefilter.cwd_virtual.store(1);  // relative paths may lead into the dataset
+  if (above || beside) {
+    g_cwd.store(above ? kCwdAbove : kCwdBeside);
+    // every relative path may lead into the dataset from above, from beside only those
+    // that start with ".."
+    g_prefilter.cwd_virtual.store(above ? 1 : 2);
     return;
   }
   g_cwd.store(kCwdNative);
@@ -502,7 +548,8 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   if (dirfd == AT_FDCWD) {
     uint32_t cwd;
     if (!CwdIsVirtual(&cwd)) {
-      if (g_cwd.load(std::memory_order_relaxed) != kCwdAbove) return Resolved{};
+      const int64_t c = g_cwd.load(std::memory_order_relaxed);
+      if (c != kCwdAbove && c != kCwdBeside) return Resolved{};
       std::string_view rest;
       for (const auto& way : g_cwd_to_mount) {
         const std::string* down = way.load();

@@ -106,7 +106,7 @@ same_above "relative paths from above the mount point" \
 # find, du and tar walk by directory fds (openat(fd of data, "set")): started in a directory
 # above the mount point, they go down into the dataset as into a real directory. Natively
 # the tree is a copy at upn/data/set; under fanrun the dataset is mounted at up/data/set.
-mkdir -p "$S/upn/data" "$S/up" && cp -a "$T" "$S/upn/data/set"
+mkdir -p "$S/upn/data" "$S/upn/code" "$S/up/code" && cp -a "$T" "$S/upn/data/set"
 walk_cmd='find . -printf "%p %s %y %m\n" | LC_ALL=C sort; du -ab . | LC_ALL=C sort -k2
   find data -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum; tar cf - data | tar tf - | LC_ALL=C sort'
 (cd "$S/upn" && bash -c "$walk_cmd") >"$S/native.out" 2>&1
@@ -115,6 +115,24 @@ if native_ran "walks by directory fds from above the mount point"; then
     (cd "$S/up" && "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$walk_cmd") >"$S/fan.out" 2>&1
     if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
       bad "walks by directory fds from above the mount point ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
+    fi
+  done
+fi
+# A script run beside its data (from code/, the dataset at ../data/set) reaches it through
+# "..": listings, reads, os.walk and find from there.
+beside_cmd='ls -R ../data/set/meta; cat ./../data/set/meta/numbers.txt ../data//set/meta/link | md5sum
+  $PY -c "import hashlib, os
+for d, _, fs in sorted(os.walk(\"../data/set\")):
+    for f in sorted(fs):
+        p = os.path.join(d, f)
+        print(p, os.path.islink(p) or hashlib.sha256(open(p, \"rb\").read()).hexdigest())"
+  find .. -type f -printf "%p %s\n" | LC_ALL=C sort; ls ../datax 2>&1 | sed "s/.*: //"'
+(cd "$S/upn/code" && PY=$PY bash -c "$beside_cmd") >"$S/native.out" 2>&1
+if native_ran "relative paths through .. from beside the mount point"; then
+  for packed in raw z; do
+    (cd "$S/up/code" && PY=$PY "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$beside_cmd") >"$S/fan.out" 2>&1
+    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
+      bad "relative paths through .. from beside the mount point ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
     fi
   done
 fi
