@@ -110,6 +110,40 @@ void ScrubLauncherEnvironment() {
   for (const std::string& n : names) ::unsetenv(n.c_str());
 }
 
+// Symlinks in the working directory that lead to the mount point or above it (a project's
+// `data -> /datasets/imagenet`), as the mount point spelled through them, one per line: a
+// script that opens data/train/... reaches the dataset, not the kernel's empty skeleton of
+// it. At most two, in name order. `physical`: the mount point with its symlinks resolved.
+std::string MountAliases(const std::string& physical) {
+  char cwd[PATH_MAX];
+  if (!::getcwd(cwd, sizeof cwd)) return {};
+  std::vector<std::string> names;
+  if (DIR* d = ::opendir(".")) {
+    while (const dirent* e = ::readdir(d)) {
+      struct stat st;
+      if (e->d_type == DT_LNK ||
+          (e->d_type == DT_UNKNOWN && ::lstat(e->d_name, &st) == 0 && S_ISLNK(st.st_mode)))
+        names.emplace_back(e->d_name);
+    }
+    ::closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  std::string aliases;
+  int count = 0;
+  for (const std::string& name : names) {
+    char target[PATH_MAX];
+    if (count == 2 || !::realpath(name.c_str(), target)) continue;
+    const std::string t = target;
+    const bool leads = t == physical || (t != "/" && physical.compare(0, t.size(), t) == 0 &&
+                                         physical.size() > t.size() && physical[t.size()] == '/');
+    if (!leads) continue;
+    aliases += std::string(std::strcmp(cwd, "/") == 0 ? "" : cwd) + "/" + name +
+               physical.substr(t.size()) + "\n";
+    ++count;
+  }
+  return aliases;
+}
+
 // Sets the variables the preload runtime reads.
 Status Preload(const std::string& image, const std::string& mount, const std::string& agent,
                const std::string& node_cache, bool staged) {
@@ -124,10 +158,15 @@ Status Preload(const std::string& image, const std::string& mount, const std::st
   // one getcwd and realpath give: the runtime serves both. (The mount point exists by now:
   // fanrun made it if it had to.)
   char real[PATH_MAX];
-  if (::realpath(mount.c_str(), real) && mount != real)
+  const bool resolved = ::realpath(mount.c_str(), real) != nullptr;
+  if (resolved && mount != real)
     ::setenv("FANSTORE_MOUNT_REAL", real, 1);
   else
     ::unsetenv("FANSTORE_MOUNT_REAL");
+  if (const std::string aliases = resolved ? MountAliases(real) : ""; !aliases.empty())
+    ::setenv("FANSTORE_MOUNT_ALIASES", aliases.c_str(), 1);
+  else
+    ::unsetenv("FANSTORE_MOUNT_ALIASES");
   ::setenv("FANSTORE_STAGED", staged ? "1" : "0", 1);
   if (!agent.empty()) {
     ::setenv("FANSTORE_AGENT", agent.c_str(), 1);

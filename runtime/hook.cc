@@ -226,12 +226,16 @@ HookSpec PreloadHookSpec() {
   Fds();
   AdoptInherited();
   AdoptInheritedCwd();
-  g_prefilter.mount_len =
-      static_cast<unsigned>(std::min<size_t>(s->mount.size(), sizeof g_prefilter.mount - 1));
-  std::memcpy(g_prefilter.mount, s->mount.data(), g_prefilter.mount_len);
-  g_prefilter.mount_real_len =
-      static_cast<unsigned>(std::min<size_t>(s->mount_real.size(), sizeof g_prefilter.mount_real - 1));
-  std::memcpy(g_prefilter.mount_real, s->mount_real.data(), g_prefilter.mount_real_len);
+  {
+    const auto spellings = s->spellings();
+    for (size_t k = 0; k < spellings.size() && k < kSpellings; ++k) {
+      auto& to = g_prefilter.spellings[k];
+      to.len = static_cast<unsigned>(std::min<size_t>(spellings[k].size(), sizeof to.path - 1));
+      std::memcpy(to.path, spellings[k].data(), to.len);
+      const size_t first_alias = spellings.size() - s->aliases.size();
+      to.link = k >= first_alias && (s->alias_links >> (k - first_alias) & 1);
+    }
+  }
   g_prefilter.reserved_lo = s->reserved_lo;
   g_prefilter.fd_bits = Fds().bits();
   g_prefilter.fd_count = Fds().bound();

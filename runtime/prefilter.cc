@@ -58,9 +58,9 @@ bool MayLeadDown(const char* s) {
   unsigned n = 0;
   while (s[n] != 0 && s[n] != '/') ++n;
   if (n == 0) return false;
-  for (int k = 0; k < 2; ++k) {
-    const char* m = k == 0 ? g_prefilter.mount : g_prefilter.mount_real;
-    const unsigned len = k == 0 ? g_prefilter.mount_len : g_prefilter.mount_real_len;
+  for (const auto& spelling : g_prefilter.spellings) {
+    const char* m = spelling.path;
+    const unsigned len = spelling.len;
     for (unsigned i = 0; i < len;) {
       while (i < len && m[i] == '/') ++i;
       unsigned j = i;
@@ -90,10 +90,9 @@ bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
   if (s[0] == '/') {
-    return UnderPrefix(s, g_prefilter.mount, g_prefilter.mount_len) ||
-           (g_prefilter.mount_real_len > 0 &&
-            UnderPrefix(s, g_prefilter.mount_real, g_prefilter.mount_real_len)) ||
-           MaybeFdLink(s);
+    for (const auto& spelling : g_prefilter.spellings)
+      if (spelling.len > 0 && UnderPrefix(s, spelling.path, spelling.len)) return true;
+    return MaybeFdLink(s);
   }
   if (static_cast<int>(dirfd) == AT_FDCWD) {
     const int c = g_prefilter.cwd_virtual.load(std::memory_order_relaxed);
@@ -179,13 +178,18 @@ inline bool CleanRelative(const char* r, size_t len) {
 // The entry of an absolute, clean path under the mount point (no ".", "..", "//" or
 // trailing '/'), by one probe; false for anything else (the hook resolves it).
 bool FastEntry(const char* p, bool follow, uint32_t* out) {
-  unsigned n = g_prefilter.mount_len;
   const size_t total = WordStrlen(p);
-  if (total < n || total > n + 4096 || !EqualBytes(p, g_prefilter.mount, n)) {
-    n = g_prefilter.mount_real_len;  // the other spelling, if any
-    if (n == 0 || total < n || total > n + 4096 || !EqualBytes(p, g_prefilter.mount_real, n))
-      return false;
+  unsigned n = 0;
+  for (const auto& spelling : g_prefilter.spellings) {  // (the first is always set)
+    if (spelling.len > 0 && total >= spelling.len && total <= spelling.len + 4096 &&
+        EqualBytes(p, spelling.path, spelling.len)) {
+      // an alias's symlink itself, not followed, is the kernel's (the hook sends it there)
+      if (spelling.link && total == spelling.len && !follow) return false;
+      n = spelling.len;
+      break;
+    }
   }
+  if (n == 0) return false;
   size_t i = n;
   if (n > 1) {
     if (total == n) {

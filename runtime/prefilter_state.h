@@ -15,12 +15,16 @@
 
 namespace fanstore::runtime {
 
+// The mount point as given, its symlinks resolved, and symlinks to it (State::spellings).
+inline constexpr int kSpellings = 4;
+
 struct PrefilterState {
   bool active = false;
-  char mount[4096] = {};
-  unsigned mount_len = 0;
-  char mount_real[4096] = {};  // State::mount_real: the other spelling, if any
-  unsigned mount_real_len = 0;
+  struct Spelling {
+    char path[4096] = {};
+    unsigned len = 0;   // 0: none
+    bool link = false;  // an alias whose last component is the symlink (State::alias_links)
+  } spellings[kSpellings];
   int reserved_lo = 0;
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
   const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()

@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstring>
-#include <initializer_list>
 #include <string_view>
 
 #include "intercept/raw_syscall.h"
@@ -34,7 +33,7 @@ constexpr int64_t kCwdUnknown = -2, kCwdNative = -1, kCwdAbove = -3, kCwdBeside 
 std::atomic<int64_t> g_cwd{kCwdUnknown};
 // Interned (Way): each distinct way is allocated once and never freed, since a reader may
 // hold the one it loaded; a program moving between directories reuses them.
-std::atomic<const std::string*> g_cwd_to_mount[2] = {nullptr, nullptr};  // mount, mount_real
+std::atomic<const std::string*> g_cwd_to_mount[kSpellings] = {};  // State::spellings()
 
 // The interned copy of `way`; nullptr once 64 distinct ways were made (that many depths
 // and spellings: the cwd is then taken as having no way to the mount point).
@@ -108,10 +107,25 @@ bool DownFromAbove(std::string_view dir, std::string_view mount, std::string_vie
   return true;
 }
 
-// Either spelling of the mount point: as given, or with its symlinks resolved (what
-// getcwd and realpath return when a parent directory is a symlink).
+// Any spelling of the mount point: as given, with its symlinks resolved (what getcwd and
+// realpath return when a parent directory is a symlink), or through a symlink to it.
+// The index in State::spellings() of the one `path` is under, -1 if none.
+int SpellingOf(const State& s, std::string_view path, std::string_view* rest) {
+  const auto spellings = s.spellings();
+  for (size_t k = 0; k < spellings.size(); ++k)
+    if (UnderOne(spellings[k], path, rest)) return static_cast<int>(k);
+  return -1;
+}
 bool UnderMount(const State& s, std::string_view path, std::string_view* rest) {
-  return UnderOne(s.mount, path, rest) || (!s.mount_real.empty() && UnderOne(s.mount_real, path, rest));
+  return SpellingOf(s, path, rest) >= 0;
+}
+
+// Whether a path that reached the mount point through spelling k, with `rest` after it,
+// names the alias's symlink itself, not followed (lstat("data") for data -> the mount
+// point): that is the kernel's, a symlink.
+bool AliasLinkItself(const State& s, size_t k, std::string_view rest, bool follow) {
+  const size_t first_alias = s.spellings().size() - s.aliases.size();
+  return !follow && rest.empty() && k >= first_alias && (s.alias_links >> (k - first_alias) & 1);
 }
 
 Resolved Error(int e) {
@@ -275,8 +289,9 @@ void RefreshCwd(const State& s) {
   // the way up and down. One is kept for each spelling of the mount point.
   const std::string_view cwd(buf, n > 0 ? static_cast<size_t>(n - 1) : 0);
   bool above = false, beside = false;
-  for (int k = 0; k < 2; ++k) {
-    const std::string_view m(k == 0 ? s.mount : s.mount_real);
+  const auto spellings = s.spellings();
+  for (size_t k = 0; k < kSpellings; ++k) {
+    const std::string_view m = k < spellings.size() ? spellings[k] : std::string_view();
     std::string_view down;
     const bool here = n > 0 && DownFromAbove(cwd, m, &down);
     const std::string way = here ? std::string(down) : n > 0 ? WayUpAndDown(cwd, m) : std::string();
@@ -529,7 +544,10 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   }
   if (p[0] == '/') {
     std::string_view rest;
-    if (UnderMount(*s, p, &rest)) return WalkFrom(*s, 0, rest, follow);
+    if (const int k = SpellingOf(*s, p, &rest); k >= 0) {
+      if (AliasLinkItself(*s, static_cast<size_t>(k), rest, follow)) return Resolved{};
+      return WalkFrom(*s, 0, rest, follow);
+    }
     // A virtual fd's link in /proc or /dev: the kernel would follow it to the placeholder
     // (/dev/null), so it is followed here, to the fd's entry. The link itself (the last
     // component, not followed: lstat, O_NOFOLLOW) is the kernel's.
@@ -551,10 +569,12 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
       const int64_t c = g_cwd.load(std::memory_order_relaxed);
       if (c != kCwdAbove && c != kCwdBeside) return Resolved{};
       std::string_view rest;
-      for (const auto& way : g_cwd_to_mount) {
-        const std::string* down = way.load();
-        if (down && !down->empty() && BelowMountFromAbove(p, *down, &rest))
+      for (size_t k = 0; k < kSpellings; ++k) {
+        const std::string* down = g_cwd_to_mount[k].load();
+        if (down && !down->empty() && BelowMountFromAbove(p, *down, &rest)) {
+          if (AliasLinkItself(*s, k, rest, follow)) return Resolved{};
           return WalkFrom(*s, 0, rest, follow);
+        }
       }
       return Resolved{};
     }
@@ -592,11 +612,14 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
                                         reinterpret_cast<long>(dir), sizeof dir);
   if (n <= 0 || n >= static_cast<long>(sizeof dir) || dir[0] != '/') return Resolved{};
   std::string_view rest;
-  for (const std::string_view m : {std::string_view(s->mount), std::string_view(s->mount_real)}) {
+  const auto spellings = s->spellings();
+  for (size_t k = 0; k < spellings.size(); ++k) {
     std::string_view down;
-    if (DownFromAbove(std::string_view(dir, static_cast<size_t>(n)), m, &down) &&
-        BelowMountFromAbove(p, down, &rest))
+    if (DownFromAbove(std::string_view(dir, static_cast<size_t>(n)), spellings[k], &down) &&
+        BelowMountFromAbove(p, down, &rest)) {
+      if (AliasLinkItself(*s, k, rest, follow)) return Resolved{};
       return WalkFrom(*s, 0, rest, follow);
+    }
   }
   return Resolved{};
 }

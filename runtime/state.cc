@@ -142,6 +142,20 @@ Status Init() {
     while (s->mount_real.size() > 1 && s->mount_real.back() == '/') s->mount_real.pop_back();
     if (s->mount_real == s->mount) s->mount_real.clear();
   }
+  if (const char* aliases = std::getenv("FANSTORE_MOUNT_ALIASES")) {
+    for (std::string_view rest(aliases); !rest.empty() && s->aliases.size() < 2;) {
+      const size_t nl = rest.find('\n');
+      std::string a(rest.substr(0, nl));
+      rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      while (a.size() > 1 && a.back() == '/') a.pop_back();
+      if (a.size() <= 1 || a[0] != '/' || a == s->mount || a == s->mount_real) continue;
+      // (lstat, while the runtime is not serving yet)
+      struct stat st;
+      if (::lstat(a.c_str(), &st) == 0 && S_ISLNK(st.st_mode))
+        s->alias_links |= 1u << s->aliases.size();
+      s->aliases.push_back(a);
+    }
+  }
   for (uint32_t p = 0; p < s->ns.partition_count(); ++p)
     s->parts.emplace_back(s->ns.partition_path(p));
   s->blob_fds.reset(new std::atomic<int>[s->parts.size() + 1]);

@@ -5,6 +5,8 @@
 //   FANSTORE_MOUNT   absolute mount point (default: the image's recorded source path)
 //   FANSTORE_MOUNT_REAL  the mount point with its symlinks resolved, when that differs
 //                    (fanrun sets it: getcwd and realpath give this spelling)
+//   FANSTORE_MOUNT_ALIASES  the mount point spelled through symlinks to it (or above it)
+//                    that fanrun found in its working directory, one per line
 //   FANSTORE_VERIFY  all | compressed (default): which members' CRC32C is checked on read
 //   FANSTORE_STATS   1 (stderr) or a path: per-process statistics written at exit
 //   FANSTORE_READAHEAD  bytes prefetched around a member read from the device, or auto
@@ -38,8 +40,21 @@ struct State {
   meta::NamespaceView ns;
   std::string mount;               // absolute, no trailing '/'
   std::string mount_real;          // its symlinks resolved, if that differs; else ""
+  // Symlinks to the mount point or above it found in fanrun's directory at start
+  // (FANSTORE_MOUNT_ALIASES), as the mount point spelled through them: /repo/data for a
+  // link /repo/data -> /datasets/imagenet mounted there. At most two.
+  std::vector<std::string> aliases;
+  uint32_t alias_links = 0;  // bit k: alias k's last component is the symlink itself
   // The mount point as the kernel spells it (getcwd, /proc/self/fd links, "..").
   const std::string& physical_mount() const { return mount_real.empty() ? mount : mount_real; }
+  // Every spelling a path may take to reach it: mount, then mount_real and the aliases
+  // that are set.
+  std::vector<std::string_view> spellings() const {
+    std::vector<std::string_view> all{mount};
+    if (!mount_real.empty()) all.push_back(mount_real);
+    for (const std::string& a : aliases) all.push_back(a);
+    return all;
+  }
   std::vector<std::string> parts;  // partition blob paths; "" = held by other nodes only
   std::string agent;               // the node agent's socket ("" = none)
   std::string node_cache;          // the agent's cache directory (FANSTORE_NODE_CACHE)

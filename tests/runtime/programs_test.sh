@@ -136,6 +136,28 @@ if native_ran "relative paths through .. from beside the mount point"; then
     fi
   done
 fi
+# A symlink to the dataset in the working directory (a project's data -> /datasets/x, or a
+# link to a directory above it): paths through it reach the dataset, the link itself stays
+# a link. Natively the links point to the copy at upn/data/set, under fanrun to the mount.
+mkdir -p "$S/lnn/sub" "$S/lnf/sub"
+ln -s "$S/upn/data/set" "$S/lnn/data" && ln -s "$S/upn" "$S/lnn/up"
+ln -s "$S/up/data/set" "$S/lnf/data" && ln -s "$S/up" "$S/lnf/up"
+link_cmd='stat -c %F data data/ up/data/set; find data | LC_ALL=C sort; find data/ -printf "%p %s %y\n" | LC_ALL=C sort
+  cat data/meta/numbers.txt up/data/set/meta/one | md5sum; (cd sub && cat ../data/meta/one); echo
+  $PY -c "import hashlib, os
+for d, _, fs in sorted(os.walk(\"data\")):
+    for f in sorted(fs):
+        p = os.path.join(d, f)
+        print(p, os.path.islink(p) or hashlib.sha256(open(p, \"rb\").read()).hexdigest())"'
+(cd "$S/lnn" && PY=$PY bash -c "$link_cmd") >"$S/native.out" 2>&1
+if native_ran "paths through a symlink to the dataset in the working directory"; then
+  for packed in raw z; do
+    (cd "$S/lnf" && PY=$PY "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$link_cmd") >"$S/fan.out" 2>&1
+    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
+      bad "paths through a symlink to the dataset in the working directory ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
+    fi
+  done
+fi
 # A mount point below a symlink (/scratch -> /lustre/scratch on a cluster): both spellings
 # reach the dataset, and what the kernel spells physically (getcwd, realpath, pwd -P) is
 # the real one. $B is base/link/mnt natively (a copy of the tree) and under fanrun (the
