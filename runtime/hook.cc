@@ -227,12 +227,13 @@ HookSpec PreloadHookSpec() {
   AdoptInherited();
   AdoptInheritedCwd();
   {
+    static_assert(kSpellings == kMountSpellings);
     const auto spellings = s->spellings();
-    for (size_t k = 0; k < spellings.size() && k < kSpellings; ++k) {
+    for (size_t k = 0; k < spellings.size(); ++k) {
       auto& to = g_prefilter.spellings[k];
       to.len = static_cast<unsigned>(std::min<size_t>(spellings[k].size(), sizeof to.path - 1));
       std::memcpy(to.path, spellings[k].data(), to.len);
-      const size_t first_alias = spellings.size() - s->aliases.size();
+      const size_t first_alias = spellings.first_alias;
       to.link = k >= first_alias && (s->alias_links >> (k - first_alias) & 1);
     }
   }

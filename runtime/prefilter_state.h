@@ -15,7 +15,8 @@
 
 namespace fanstore::runtime {
 
-// The mount point as given, its symlinks resolved, and symlinks to it (State::spellings).
+// The mount point as given, its symlinks resolved, and symlinks to it (State::spellings;
+// hook.cc checks that the two counts agree).
 inline constexpr int kSpellings = 4;
 
 struct PrefilterState {

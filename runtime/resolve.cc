@@ -124,7 +124,7 @@ bool UnderMount(const State& s, std::string_view path, std::string_view* rest) {
 // names the alias's symlink itself, not followed (lstat("data") for data -> the mount
 // point): that is the kernel's, a symlink.
 bool AliasLinkItself(const State& s, size_t k, std::string_view rest, bool follow) {
-  const size_t first_alias = s.spellings().size() - s.aliases.size();
+  const size_t first_alias = s.spellings().first_alias;
   return !follow && rest.empty() && k >= first_alias && (s.alias_links >> (k - first_alias) & 1);
 }
 

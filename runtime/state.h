@@ -36,6 +36,9 @@
 
 namespace fanstore::runtime {
 
+// The mount point as given, with its symlinks resolved, and through two symlinks to it.
+inline constexpr size_t kMountSpellings = 4;
+
 struct State {
   meta::NamespaceView ns;
   std::string mount;               // absolute, no trailing '/'
@@ -48,12 +51,22 @@ struct State {
   // The mount point as the kernel spells it (getcwd, /proc/self/fd links, "..").
   const std::string& physical_mount() const { return mount_real.empty() ? mount : mount_real; }
   // Every spelling a path may take to reach it: mount, then mount_real and the aliases
-  // that are set.
-  std::vector<std::string_view> spellings() const {
-    std::vector<std::string_view> all{mount};
-    if (!mount_real.empty()) all.push_back(mount_real);
-    for (const std::string& a : aliases) all.push_back(a);
-    return all;
+  // that are set. Allocates nothing (a vfork child's chdir resolves with it).
+  struct Spellings {
+    std::string_view at[kMountSpellings];
+    size_t count = 0;
+    size_t first_alias = 0;  // at[first_alias..count): the aliases
+    size_t size() const { return count; }
+    std::string_view operator[](size_t k) const { return at[k]; }
+  };
+  Spellings spellings() const {
+    Spellings l;
+    l.at[l.count++] = mount;
+    if (!mount_real.empty()) l.at[l.count++] = mount_real;
+    l.first_alias = l.count;
+    for (const std::string& a : aliases)
+      if (l.count < kMountSpellings) l.at[l.count++] = a;
+    return l;
   }
   std::vector<std::string> parts;  // partition blob paths; "" = held by other nodes only
   std::string agent;               // the node agent's socket ("" = none)
