@@ -110,10 +110,12 @@ void ScrubLauncherEnvironment() {
   for (const std::string& n : names) ::unsetenv(n.c_str());
 }
 
-// Symlinks in the working directory that lead to the mount point or above it (a project's
-// `data -> /datasets/imagenet`), as the mount point spelled through them, one per line: a
-// script that opens data/train/... reaches the dataset, not the kernel's empty skeleton of
-// it. At most two, in name order. `physical`: the mount point with its symlinks resolved.
+// Symlinks in the working directory that lead to the mount point, above it (a project's
+// `data -> /datasets/imagenet`) or to a directory inside it (`train -> .../imagenet/train`),
+// one per line: the mount point spelled through the link, or the link and the directory's
+// path in the dataset after a tab. A script that opens data/train/... then reaches the
+// dataset, not the kernel's empty skeleton of it. At most two, in name order. `physical`:
+// the mount point with its symlinks resolved.
 std::string MountAliases(const std::string& physical) {
   char cwd[PATH_MAX];
   if (!::getcwd(cwd, sizeof cwd)) return {};
@@ -136,9 +138,14 @@ std::string MountAliases(const std::string& physical) {
     const std::string t = target;
     const bool leads = t == physical || (t != "/" && physical.compare(0, t.size(), t) == 0 &&
                                          physical.size() > t.size() && physical[t.size()] == '/');
-    if (!leads) continue;
-    aliases += std::string(std::strcmp(cwd, "/") == 0 ? "" : cwd) + "/" + name +
-               physical.substr(t.size()) + "\n";
+    const bool inside = t.size() > physical.size() + 1 &&
+                        t.compare(0, physical.size(), physical) == 0 && t[physical.size()] == '/' &&
+                        physical != "/";
+    if ((!leads && !inside) || name.find_first_of("\t\n") != std::string::npos) continue;
+    const std::string link = std::string(std::strcmp(cwd, "/") == 0 ? "" : cwd) + "/" + name;
+    aliases +=
+        leads ? link + physical.substr(t.size()) : link + "\t" + t.substr(physical.size() + 1);
+    aliases += "\n";
     ++count;
   }
   return aliases;

@@ -235,6 +235,7 @@ HookSpec PreloadHookSpec() {
       std::memcpy(to.path, spellings[k].data(), to.len);
       const size_t first_alias = spellings.first_alias;
       to.link = k >= first_alias && (s->alias_links >> (k - first_alias) & 1);
+      to.inside = k >= first_alias && s->alias_entries[k - first_alias] != 0;
     }
   }
   g_prefilter.reserved_lo = s->reserved_lo;

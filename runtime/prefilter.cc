@@ -183,8 +183,9 @@ bool FastEntry(const char* p, bool follow, uint32_t* out) {
   for (const auto& spelling : g_prefilter.spellings) {  // (the first is always set)
     if (spelling.len > 0 && total >= spelling.len && total <= spelling.len + 4096 &&
         EqualBytes(p, spelling.path, spelling.len)) {
-      // an alias's symlink itself, not followed, is the kernel's (the hook sends it there)
-      if (spelling.link && total == spelling.len && !follow) return false;
+      // an alias's symlink itself, not followed, is the kernel's (the hook sends it there);
+      // below an alias of an inner directory the rest is not a key of the table
+      if ((spelling.link && total == spelling.len && !follow) || spelling.inside) return false;
       n = spelling.len;
       break;
     }

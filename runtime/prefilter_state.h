@@ -25,6 +25,7 @@ struct PrefilterState {
     char path[4096] = {};
     unsigned len = 0;   // 0: none
     bool link = false;  // an alias whose last component is the symlink (State::alias_links)
+    bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
   } spellings[kSpellings];
   int reserved_lo = 0;
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits

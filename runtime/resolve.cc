@@ -116,9 +116,6 @@ int SpellingOf(const State& s, std::string_view path, std::string_view* rest) {
     if (UnderOne(spellings[k], path, rest)) return static_cast<int>(k);
   return -1;
 }
-bool UnderMount(const State& s, std::string_view path, std::string_view* rest) {
-  return SpellingOf(s, path, rest) >= 0;
-}
 
 // Whether a path that reached the mount point through spelling k, with `rest` after it,
 // names the alias's symlink itself, not followed (lstat("data") for data -> the mount
@@ -126,6 +123,20 @@ bool UnderMount(const State& s, std::string_view path, std::string_view* rest) {
 bool AliasLinkItself(const State& s, size_t k, std::string_view rest, bool follow) {
   const size_t first_alias = s.spellings().first_alias;
   return !follow && rest.empty() && k >= first_alias && (s.alias_links >> (k - first_alias) & 1);
+}
+
+// The directory spelling k names: the root, or an alias's directory inside the dataset.
+uint32_t SpellingStart(const State& s, size_t k) {
+  const size_t first_alias = s.spellings().first_alias;
+  return k >= first_alias ? s.alias_entries[k - first_alias] : 0;
+}
+
+// Whether `path` is under a spelling of the mount point: then *rest is what follows it and
+// *start the entry it is taken from.
+bool UnderMount(const State& s, std::string_view path, std::string_view* rest, uint32_t* start) {
+  const int k = SpellingOf(s, path, rest);
+  if (k >= 0) *start = SpellingStart(s, static_cast<size_t>(k));
+  return k >= 0;
 }
 
 Resolved Error(int e) {
@@ -234,9 +245,8 @@ WalkResult WalkCore(const State& s, uint32_t start, std::string_view path, bool 
       std::string_view t = s.ns.target(ne);
       if (!t.empty() && t[0] == '/') {
         std::string_view inside;
-        if (!UnderMount(s, t, &inside)) return leave(t);
+        if (!UnderMount(s, t, &inside, &cur)) return leave(t);
         t = inside;
-        cur = 0;
       }
       stack[depth++] = t;  // at most kMaxHops + 1 deep: every push is a hop
       continue;
@@ -278,8 +288,9 @@ void RefreshCwd(const State& s) {
   char buf[4096];
   const long n = intercept::RawSyscall6(SYS_getcwd, reinterpret_cast<long>(buf), sizeof buf);
   std::string_view rest;
-  if (n > 0 && UnderMount(s, std::string_view(buf, static_cast<size_t>(n - 1)), &rest)) {
-    const Resolved r = Walk(s, 0, rest, true);
+  uint32_t from = 0;
+  if (n > 0 && UnderMount(s, std::string_view(buf, static_cast<size_t>(n - 1)), &rest, &from)) {
+    const Resolved r = Walk(s, from, rest, true);
     if (r.kind == Resolved::kVirtual && IsDir(s.ns.entry(r.entry))) {
       SetCwdVirtual(r.entry);
       return;
@@ -449,7 +460,7 @@ long ChdirInVforkChild(const char* path) {
   std::string_view rest;
   uint32_t start = 0;
   if (len > 0 && path[0] == '/') {
-    if (!UnderMount(*s, std::string_view(path, len), &rest)) return native(path);
+    if (!UnderMount(*s, std::string_view(path, len), &rest, &start)) return native(path);
   } else {
     const int64_t c = g_cwd.load(std::memory_order_relaxed);
     if (len == 0 || c < 0) return native(path);
@@ -546,7 +557,7 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
     std::string_view rest;
     if (const int k = SpellingOf(*s, p, &rest); k >= 0) {
       if (AliasLinkItself(*s, static_cast<size_t>(k), rest, follow)) return Resolved{};
-      return WalkFrom(*s, 0, rest, follow);
+      return WalkFrom(*s, SpellingStart(*s, static_cast<size_t>(k)), rest, follow);
     }
     // A virtual fd's link in /proc or /dev: the kernel would follow it to the placeholder
     // (/dev/null), so it is followed here, to the fd's entry. The link itself (the last
@@ -573,7 +584,7 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
         const std::string* down = g_cwd_to_mount[k].load();
         if (down && !down->empty() && BelowMountFromAbove(p, *down, &rest)) {
           if (AliasLinkItself(*s, k, rest, follow)) return Resolved{};
-          return WalkFrom(*s, 0, rest, follow);
+          return WalkFrom(*s, SpellingStart(*s, k), rest, follow);
         }
       }
       return Resolved{};
@@ -618,7 +629,7 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
     if (DownFromAbove(std::string_view(dir, static_cast<size_t>(n)), spellings[k], &down) &&
         BelowMountFromAbove(p, down, &rest)) {
       if (AliasLinkItself(*s, k, rest, follow)) return Resolved{};
-      return WalkFrom(*s, 0, rest, follow);
+      return WalkFrom(*s, SpellingStart(*s, k), rest, follow);
     }
   }
   return Resolved{};

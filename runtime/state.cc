@@ -147,8 +147,17 @@ Status Init() {
       const size_t nl = rest.find('\n');
       std::string a(rest.substr(0, nl));
       rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);
+      uint32_t entry = 0;  // a link to a directory inside the dataset: "LINK\tDIR"
+      if (const size_t tab = a.find('\t'); tab != std::string::npos) {
+        entry = s->ns.Lookup(std::string_view(a).substr(tab + 1));
+        a.resize(tab);
+        if (entry == meta::kNoEntry ||
+            s->ns.entry(entry).kind != static_cast<uint8_t>(meta::Kind::kDir))
+          continue;
+      }
       while (a.size() > 1 && a.back() == '/') a.pop_back();
       if (a.size() <= 1 || a[0] != '/' || a == s->mount || a == s->mount_real) continue;
+      s->alias_entries[s->aliases.size()] = entry;
       // (lstat, while the runtime is not serving yet)
       struct stat st;
       if (::lstat(a.c_str(), &st) == 0 && S_ISLNK(st.st_mode))

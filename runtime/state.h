@@ -43,10 +43,13 @@ struct State {
   meta::NamespaceView ns;
   std::string mount;               // absolute, no trailing '/'
   std::string mount_real;          // its symlinks resolved, if that differs; else ""
-  // Symlinks to the mount point or above it found in fanrun's directory at start
-  // (FANSTORE_MOUNT_ALIASES), as the mount point spelled through them: /repo/data for a
-  // link /repo/data -> /datasets/imagenet mounted there. At most two.
+  // Symlinks to the mount point, above it or to a directory inside it, found in fanrun's
+  // directory at start (FANSTORE_MOUNT_ALIASES), as the mount point spelled through them:
+  // /repo/data for a link /repo/data -> /datasets/imagenet mounted there; /repo/train for
+  // /repo/train -> /datasets/imagenet/train, with alias_entries[k] its directory's entry
+  // (0, the root, for the others). At most two.
   std::vector<std::string> aliases;
+  uint32_t alias_entries[2] = {0, 0};
   uint32_t alias_links = 0;  // bit k: alias k's last component is the symlink itself
   // The mount point as the kernel spells it (getcwd, /proc/self/fd links, "..").
   const std::string& physical_mount() const { return mount_real.empty() ? mount : mount_real; }

@@ -158,6 +158,21 @@ if native_ran "paths through a symlink to the dataset in the working directory";
     fi
   done
 fi
+# A symlink to a directory inside the dataset (deep -> .../set/deep): paths through it,
+# ".." after it (the target's parent, as the kernel takes it), a cd into it.
+mkdir -p "$S/lnn2" "$S/lnf2"
+ln -s "$S/upn/data/set/deep" "$S/lnn2/deep" && ln -s "$S/up/data/set/deep" "$S/lnf2/deep"
+inner_cmd='stat -c %F deep deep/; find deep | LC_ALL=C sort; find deep/ -printf "%p %s %y\n" | LC_ALL=C sort
+  cat deep/a/b/c/leaf.txt; ls deep/.. | LC_ALL=C sort; cat deep/../meta/one; echo; (cd deep/a && cat b/c/leaf.txt && ls)'
+(cd "$S/lnn2" && bash -c "$inner_cmd") >"$S/native.out" 2>&1
+if native_ran "paths through a symlink to a directory inside the dataset"; then
+  for packed in raw z; do
+    (cd "$S/lnf2" && "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$inner_cmd") >"$S/fan.out" 2>&1
+    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
+      bad "paths through a symlink to a directory inside the dataset ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
+    fi
+  done
+fi
 # A mount point below a symlink (/scratch -> /lustre/scratch on a cluster): both spellings
 # reach the dataset, and what the kernel spells physically (getcwd, realpath, pwd -P) is
 # the real one. $B is base/link/mnt natively (a copy of the tree) and under fanrun (the
