@@ -46,15 +46,21 @@ bool UnderPrefix(const char* s, const char* m, unsigned n) {
   return s[i] == '/' || s[i] == 0 || n == 1;
 }
 
-// A relative path from a native directory fd whose first component ("./" skipped) is one
-// of the mount point's names (either spelling): it may lead down into the dataset from a
-// directory above it (find and du walk by directory fds; runtime/resolve.cc asks the
-// kernel where the fd is).
-bool MayLeadDown(const char* s) {
+// `s` past its leading "./" components ("././/x" -> "x").
+const char* SkipDotSlashes(const char* s) {
   while (s[0] == '.' && s[1] == '/') {
     s += 2;
     while (*s == '/') ++s;
   }
+  return s;
+}
+
+// A relative path from a native directory fd whose first component ("./" skipped) is one
+// of the mount point's names (any spelling): it may lead down into the dataset from a
+// directory above it (find and du walk by directory fds; runtime/resolve.cc asks the
+// kernel where the fd is).
+bool MayLeadDown(const char* s) {
+  s = SkipDotSlashes(s);
   unsigned n = 0;
   while (s[n] != 0 && s[n] != '/') ++n;
   if (n == 0) return false;
@@ -79,10 +85,7 @@ bool MayLeadDown(const char* s) {
 // A relative path whose first component ("./" skipped) is "..": from a native cwd beside
 // the mount point, it may lead up and into the dataset ("../data/imagenet/...").
 bool LeadsUp(const char* s) {
-  while (s[0] == '.' && s[1] == '/') {
-    s += 2;
-    while (*s == '/') ++s;
-  }
+  s = SkipDotSlashes(s);
   return s[0] == '.' && s[1] == '.' && (s[2] == '/' || s[2] == 0);
 }
 
