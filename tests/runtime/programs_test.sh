@@ -103,76 +103,54 @@ same_above "relative paths from above the mount point" \
    stat -c "%s %F" "$D/deep/a/b/c/leaf.txt" "$D"
    $PY -c "import os,sys; print(sorted(os.listdir(sys.argv[1])), open(sys.argv[1] + \"/one\").read())" "$D/meta"
    (cd "$D/deep" && cat a/b/c/leaf.txt); (cd / && md5sum < "${S#/}/$D/meta/array.npy"); ls "${D}x" 2>&1 | sed "s/.*: //"'
-# find, du and tar walk by directory fds (openat(fd of data, "set")): started in a directory
-# above the mount point, they go down into the dataset as into a real directory. Natively
-# the tree is a copy at upn/data/set; under fanrun the dataset is mounted at up/data/set.
+# Ways into the dataset from outside it. Natively the tree is a copy at upn/data/set; under
+# fanrun the dataset is mounted at up/data/set, and the same command runs in the matching
+# directory of each side.
 mkdir -p "$S/upn/data" "$S/upn/code" "$S/up/code" && cp -a "$T" "$S/upn/data/set"
-walk_cmd='find . -printf "%p %s %y %m\n" | LC_ALL=C sort; du -ab . | LC_ALL=C sort -k2
-  find data -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum; tar cf - data | tar tf - | LC_ALL=C sort'
-(cd "$S/upn" && bash -c "$walk_cmd") >"$S/native.out" 2>&1
-if native_ran "walks by directory fds from above the mount point"; then
+same_from() {  # same_from DESCRIPTION NATIVE-DIR FANRUN-DIR CMD-STRING
+  local what=$1 nat=$2 fan=$3 cmd=$4 packed
+  (cd "$nat" && PY=$PY bash -c "$cmd") >"$S/native.out" 2>&1
+  native_ran "$what" || return
   for packed in raw z; do
-    (cd "$S/up" && "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$walk_cmd") >"$S/fan.out" 2>&1
+    (cd "$fan" && PY=$PY "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$cmd") >"$S/fan.out" 2>&1
     if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
-      bad "walks by directory fds from above the mount point ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
+      bad "$what ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
     fi
   done
-fi
-# A script run beside its data (from code/, the dataset at ../data/set) reaches it through
-# "..": listings, reads, os.walk and find from there.
-beside_cmd='ls -R ../data/set/meta; cat ./../data/set/meta/numbers.txt ../data//set/meta/link | md5sum
-  $PY -c "import hashlib, os
-for d, _, fs in sorted(os.walk(\"../data/set\")):
-    for f in sorted(fs):
-        p = os.path.join(d, f)
-        print(p, os.path.islink(p) or hashlib.sha256(open(p, \"rb\").read()).hexdigest())"
-  find .. -type f -printf "%p %s\n" | LC_ALL=C sort; ls ../datax 2>&1 | sed "s/.*: //"'
-(cd "$S/upn/code" && PY=$PY bash -c "$beside_cmd") >"$S/native.out" 2>&1
-if native_ran "relative paths through .. from beside the mount point"; then
-  for packed in raw z; do
-    (cd "$S/up/code" && PY=$PY "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$beside_cmd") >"$S/fan.out" 2>&1
-    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
-      bad "relative paths through .. from beside the mount point ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
-    fi
-  done
-fi
-# A symlink to the dataset in the working directory (a project's data -> /datasets/x, or a
-# link to a directory above it): paths through it reach the dataset, the link itself stays
-# a link. Natively the links point to the copy at upn/data/set, under fanrun to the mount.
-mkdir -p "$S/lnn/sub" "$S/lnf/sub"
-ln -s "$S/upn/data/set" "$S/lnn/data" && ln -s "$S/upn" "$S/lnn/up"
-ln -s "$S/up/data/set" "$S/lnf/data" && ln -s "$S/up" "$S/lnf/up"
-link_cmd='stat -c %F data data/ up/data/set; find data | LC_ALL=C sort; find data/ -printf "%p %s %y\n" | LC_ALL=C sort
-  cat data/meta/numbers.txt up/data/set/meta/one | md5sum; (cd sub && cat ../data/meta/one); echo
-  $PY -c "import hashlib, os
-for d, _, fs in sorted(os.walk(\"data\")):
+}
+# sha256 of every file os.walk finds under $1 (a symlink prints True).
+walk_py='$PY -c "import hashlib, os, sys
+for d, _, fs in sorted(os.walk(sys.argv[1])):
     for f in sorted(fs):
         p = os.path.join(d, f)
         print(p, os.path.islink(p) or hashlib.sha256(open(p, \"rb\").read()).hexdigest())"'
-(cd "$S/lnn" && PY=$PY bash -c "$link_cmd") >"$S/native.out" 2>&1
-if native_ran "paths through a symlink to the dataset in the working directory"; then
-  for packed in raw z; do
-    (cd "$S/lnf" && PY=$PY "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$link_cmd") >"$S/fan.out" 2>&1
-    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
-      bad "paths through a symlink to the dataset in the working directory ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
-    fi
-  done
-fi
+# find, du and tar walk by directory fds (openat(fd of data, "set")): started in a directory
+# above the mount point, they go down into the dataset as into a real directory.
+same_from "walks by directory fds from above the mount point" "$S/upn" "$S/up" \
+  'find . -printf "%p %s %y %m\n" | LC_ALL=C sort; du -ab . | LC_ALL=C sort -k2
+   find data -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum; tar cf - data | tar tf - | LC_ALL=C sort'
+# A script run beside its data (from code/, the dataset at ../data/set) reaches it through
+# "..": listings, reads, os.walk and find from there.
+same_from "relative paths through .. from beside the mount point" "$S/upn/code" "$S/up/code" \
+  'ls -R ../data/set/meta; cat ./../data/set/meta/numbers.txt ../data//set/meta/link | md5sum
+   '"$walk_py"' ../data/set; find .. -type f -printf "%p %s\n" | LC_ALL=C sort; ls ../datax 2>&1 | sed "s/.*: //"'
+# A symlink to the dataset in the working directory (a project's data -> /datasets/x, or a
+# link to a directory above it): paths through it reach the dataset, the link itself stays
+# a link.
+mkdir -p "$S/lnn/sub" "$S/lnf/sub"
+ln -s "$S/upn/data/set" "$S/lnn/data" && ln -s "$S/upn" "$S/lnn/up"
+ln -s "$S/up/data/set" "$S/lnf/data" && ln -s "$S/up" "$S/lnf/up"
+same_from "paths through a symlink to the dataset in the working directory" "$S/lnn" "$S/lnf" \
+  'stat -c %F data data/ up/data/set; find data | LC_ALL=C sort; find data/ -printf "%p %s %y\n" | LC_ALL=C sort
+   cat data/meta/numbers.txt up/data/set/meta/one | md5sum; (cd sub && cat ../data/meta/one); echo
+   '"$walk_py"' data'
 # A symlink to a directory inside the dataset (deep -> .../set/deep): paths through it,
 # ".." after it (the target's parent, as the kernel takes it), a cd into it.
 mkdir -p "$S/lnn2" "$S/lnf2"
 ln -s "$S/upn/data/set/deep" "$S/lnn2/deep" && ln -s "$S/up/data/set/deep" "$S/lnf2/deep"
-inner_cmd='stat -c %F deep deep/; find deep | LC_ALL=C sort; find deep/ -printf "%p %s %y\n" | LC_ALL=C sort
-  cat deep/a/b/c/leaf.txt; ls deep/.. | LC_ALL=C sort; cat deep/../meta/one; echo; (cd deep/a && cat b/c/leaf.txt && ls)'
-(cd "$S/lnn2" && bash -c "$inner_cmd") >"$S/native.out" 2>&1
-if native_ran "paths through a symlink to a directory inside the dataset"; then
-  for packed in raw z; do
-    (cd "$S/lnf2" && "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$inner_cmd") >"$S/fan.out" 2>&1
-    if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
-      bad "paths through a symlink to a directory inside the dataset ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
-    fi
-  done
-fi
+same_from "paths through a symlink to a directory inside the dataset" "$S/lnn2" "$S/lnf2" \
+  'stat -c %F deep deep/; find deep | LC_ALL=C sort; find deep/ -printf "%p %s %y\n" | LC_ALL=C sort
+   cat deep/a/b/c/leaf.txt; ls deep/.. | LC_ALL=C sort; cat deep/../meta/one; echo; (cd deep/a && cat b/c/leaf.txt && ls)'
 # A mount point below a symlink (/scratch -> /lustre/scratch on a cluster): both spellings
 # reach the dataset, and what the kernel spells physically (getcwd, realpath, pwd -P) is
 # the real one. $B is base/link/mnt natively (a copy of the tree) and under fanrun (the
