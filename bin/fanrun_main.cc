@@ -110,15 +110,42 @@ void ScrubLauncherEnvironment() {
   for (const std::string& n : names) ::unsetenv(n.c_str());
 }
 
-// Symlinks in the working directory that lead to the mount point, above it (a project's
-// `data -> /datasets/imagenet`) or to a directory inside it (`train -> .../imagenet/train`),
-// one per line: the mount point spelled through the link, or the link and the directory's
-// path in the dataset after a tab. A script that opens data/train/... then reaches the
-// dataset, not the kernel's empty skeleton of it. At most two, in name order. `physical`:
-// the mount point with its symlinks resolved.
-std::string MountAliases(const std::string& physical) {
+// Spellings of the mount point through symlinks, which the kernel would follow to its
+// empty skeleton (directories, no files), one per line: the mount point spelled through
+// the link, or, for a link to a directory inside the dataset, the link and that
+// directory's path in the dataset after a tab. Found (at most four, cwd links first) among
+//  - the symlinks in the working directory that lead to the mount point, above it or into
+//    it (a project's `data -> /datasets/imagenet`, `train -> /datasets/imagenet/train`);
+//  - the command's arguments that are paths (also after `=`): the shortest prefix of each
+//    whose realpath is the mount point or above it while it is spelled otherwise
+//    (`--data /home/u/ds/imagenet` for /home/u/ds -> /scratch/ds).
+// `physical`: the mount point with its symlinks resolved.
+std::string MountAliases(const std::string& physical, const std::vector<std::string>& cmd) {
   char cwd[PATH_MAX];
   if (!::getcwd(cwd, sizeof cwd)) return {};
+  const std::string base = std::strcmp(cwd, "/") == 0 ? "" : cwd;
+  // Where `t` (a realpath) stands to the mount point: above it or at it (the rest of the
+  // mount point below it), inside it (its path in the dataset), or neither.
+  enum class Place { kNone, kLeads, kInside };
+  auto place = [&](const std::string& t, std::string* rest) {
+    if (t == physical || (t != "/" && physical.compare(0, t.size(), t) == 0 &&
+                          physical.size() > t.size() && physical[t.size()] == '/')) {
+      *rest = physical.substr(t == "/" ? 0 : t.size());
+      return Place::kLeads;
+    }
+    if (physical != "/" && t.size() > physical.size() + 1 &&
+        t.compare(0, physical.size(), physical) == 0 && t[physical.size()] == '/') {
+      *rest = t.substr(physical.size() + 1);
+      return Place::kInside;
+    }
+    return Place::kNone;
+  };
+  std::vector<std::string> found;
+  auto add = [&](const std::string& line) {
+    if (found.size() < 4 && line.find('\n') == std::string::npos &&
+        std::find(found.begin(), found.end(), line) == found.end())
+      found.push_back(line);
+  };
   std::vector<std::string> names;
   if (DIR* d = ::opendir(".")) {
     while (const dirent* e = ::readdir(d)) {
@@ -130,30 +157,38 @@ std::string MountAliases(const std::string& physical) {
     ::closedir(d);
   }
   std::sort(names.begin(), names.end());
-  std::string aliases;
-  int count = 0;
+  char target[PATH_MAX];
   for (const std::string& name : names) {
-    char target[PATH_MAX];
-    if (count == 2 || !::realpath(name.c_str(), target)) continue;
-    const std::string t = target;
-    const bool leads = t == physical || (t != "/" && physical.compare(0, t.size(), t) == 0 &&
-                                         physical.size() > t.size() && physical[t.size()] == '/');
-    const bool inside = t.size() > physical.size() + 1 &&
-                        t.compare(0, physical.size(), physical) == 0 && t[physical.size()] == '/' &&
-                        physical != "/";
-    if ((!leads && !inside) || name.find_first_of("\t\n") != std::string::npos) continue;
-    const std::string link = std::string(std::strcmp(cwd, "/") == 0 ? "" : cwd) + "/" + name;
-    aliases +=
-        leads ? link + physical.substr(t.size()) : link + "\t" + t.substr(physical.size() + 1);
-    aliases += "\n";
-    ++count;
+    std::string rest;
+    if (name.find('\t') != std::string::npos || !::realpath(name.c_str(), target)) continue;
+    const Place p = place(target, &rest);
+    if (p == Place::kLeads) add(base + "/" + name + rest);
+    if (p == Place::kInside) add(base + "/" + name + "\t" + rest);
   }
+  for (size_t i = 1; i < cmd.size(); ++i) {  // (cmd[0] is the program)
+    std::string arg =
+        cmd[i].substr(cmd[i].find('=') == std::string::npos ? 0 : cmd[i].find('=') + 1);
+    if (arg.find('/') == std::string::npos || arg.find('\t') != std::string::npos) continue;
+    if (arg[0] != '/') arg = base + "/" + arg;
+    for (size_t end = arg.find('/', 1);; end = arg.find('/', end + 1)) {
+      const std::string prefix = arg.substr(0, end);
+      std::string rest;
+      if (::realpath(prefix.c_str(), target) && prefix != target &&
+          place(target, &rest) == Place::kLeads) {
+        add(prefix + rest);
+        break;
+      }
+      if (end == std::string::npos) break;
+    }
+  }
+  std::string aliases;
+  for (const std::string& line : found) aliases += line + "\n";
   return aliases;
 }
 
 // Sets the variables the preload runtime reads.
 Status Preload(const std::string& image, const std::string& mount, const std::string& agent,
-               const std::string& node_cache, bool staged) {
+               const std::string& node_cache, bool staged, const std::vector<std::string>& cmd) {
   const std::string preload = FindPreload();
   if (preload.empty()) return Status::Error("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
   std::string ld = preload;
@@ -170,7 +205,7 @@ Status Preload(const std::string& image, const std::string& mount, const std::st
     ::setenv("FANSTORE_MOUNT_REAL", real, 1);
   else
     ::unsetenv("FANSTORE_MOUNT_REAL");
-  if (const std::string aliases = resolved ? MountAliases(real) : ""; !aliases.empty())
+  if (const std::string aliases = resolved ? MountAliases(real, cmd) : ""; !aliases.empty())
     ::setenv("FANSTORE_MOUNT_ALIASES", aliases.c_str(), 1);
   else
     ::unsetenv("FANSTORE_MOUNT_ALIASES");
@@ -362,7 +397,9 @@ int Attach(const std::string& job_arg, std::vector<std::string>& cmd) {
   std::getline(std::ifstream(dir + "/cache-dir"), cache);
   std::getline(std::ifstream(dir + "/staged"), staged);
   if (Status s = CheckNotNested(dir + "/namespace.img"); !s.ok()) return Fail(s.message());
-  if (Status s = Preload(dir + "/namespace.img", mount, dir + "/agent.sock", cache, staged == "1"); !s.ok())
+  if (Status s =
+          Preload(dir + "/namespace.img", mount, dir + "/agent.sock", cache, staged == "1", cmd);
+      !s.ok())
     return Fail(s.message());
   std::vector<char*> args;
   for (auto& c : cmd) args.push_back(c.data());
@@ -476,7 +513,7 @@ int main(int argc, char** argv) {
   fanrun::Node node;
   if (Status s = node.Setup(opt, mpi); !s.ok()) return Fail(s.message());
   if (Status s = Preload(node.image_path(), node.mount(), mpi ? node.socket_path() : "",
-                         node.cache_dir(), node.staged());
+                         node.cache_dir(), node.staged(), cmd);
       !s.ok())
     return Fail(s.message());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.

@@ -17,7 +17,7 @@ namespace fanstore::runtime {
 
 // The mount point as given, its symlinks resolved, and symlinks to it (State::spellings;
 // hook.cc checks that the two counts agree).
-inline constexpr int kSpellings = 4;
+inline constexpr int kSpellings = 6;
 
 struct PrefilterState {
   bool active = false;

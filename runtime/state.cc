@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <iterator>  // std::size
 
 #include "intercept/clone_mark.h"
 #include "intercept/raw_syscall.h"
@@ -143,7 +144,8 @@ Status Init() {
     if (s->mount_real == s->mount) s->mount_real.clear();
   }
   if (const char* aliases = std::getenv("FANSTORE_MOUNT_ALIASES")) {
-    for (std::string_view rest(aliases); !rest.empty() && s->aliases.size() < 2;) {
+    for (std::string_view rest(aliases);
+         !rest.empty() && s->aliases.size() < std::size(s->alias_entries);) {
       const size_t nl = rest.find('\n');
       std::string a(rest.substr(0, nl));
       rest = nl == std::string_view::npos ? std::string_view() : rest.substr(nl + 1);

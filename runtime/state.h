@@ -36,8 +36,8 @@
 
 namespace fanstore::runtime {
 
-// The mount point as given, with its symlinks resolved, and through two symlinks to it.
-inline constexpr size_t kMountSpellings = 4;
+// The mount point as given, with its symlinks resolved, and through four symlinks to it.
+inline constexpr size_t kMountSpellings = 6;
 
 struct State {
   meta::NamespaceView ns;
@@ -47,9 +47,9 @@ struct State {
   // directory at start (FANSTORE_MOUNT_ALIASES), as the mount point spelled through them:
   // /repo/data for a link /repo/data -> /datasets/imagenet mounted there; /repo/train for
   // /repo/train -> /datasets/imagenet/train, with alias_entries[k] its directory's entry
-  // (0, the root, for the others). At most two.
+  // (0, the root, for the others). At most four.
   std::vector<std::string> aliases;
-  uint32_t alias_entries[2] = {0, 0};
+  uint32_t alias_entries[4] = {0, 0, 0, 0};
   uint32_t alias_links = 0;  // bit k: alias k's last component is the symlink itself
   // The mount point as the kernel spells it (getcwd, /proc/self/fd links, "..").
   const std::string& physical_mount() const { return mount_real.empty() ? mount : mount_real; }

@@ -107,12 +107,12 @@ same_above "relative paths from above the mount point" \
 # fanrun the dataset is mounted at up/data/set, and the same command runs in the matching
 # directory of each side.
 mkdir -p "$S/upn/data" "$S/upn/code" "$S/up/code" && cp -a "$T" "$S/upn/data/set"
-same_from() {  # same_from DESCRIPTION NATIVE-DIR FANRUN-DIR CMD-STRING
+same_from() {  # same_from DESCRIPTION NATIVE-DIR FANRUN-DIR CMD-STRING [NATIVE-ARG FANRUN-ARG] ($1 of CMD)
   local what=$1 nat=$2 fan=$3 cmd=$4 packed
-  (cd "$nat" && PY=$PY bash -c "$cmd") >"$S/native.out" 2>&1
+  (cd "$nat" && PY=$PY bash -c "$cmd" bash ${5:+"$5"}) >"$S/native.out" 2>&1
   native_ran "$what" || return
   for packed in raw z; do
-    (cd "$fan" && PY=$PY "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$cmd") >"$S/fan.out" 2>&1
+    (cd "$fan" && PY=$PY "$FANRUN" --data "$S/$packed" --mount "$S/up/data/set" -- bash -c "$cmd" bash ${6:+"$6"}) >"$S/fan.out" 2>&1
     if cmp -s "$S/native.out" "$S/fan.out"; then ok; else
       bad "$what ($packed): $(diff "$S/native.out" "$S/fan.out" | head -6)"
     fi
@@ -151,6 +151,12 @@ ln -s "$S/upn/data/set/deep" "$S/lnn2/deep" && ln -s "$S/up/data/set/deep" "$S/l
 same_from "paths through a symlink to a directory inside the dataset" "$S/lnn2" "$S/lnf2" \
   'stat -c %F deep deep/; find deep | LC_ALL=C sort; find deep/ -printf "%p %s %y\n" | LC_ALL=C sort
    cat deep/a/b/c/leaf.txt; ls deep/.. | LC_ALL=C sort; cat deep/../meta/one; echo; (cd deep/a && cat b/c/leaf.txt && ls)'
+# A path given to the command through a symlink elsewhere (--data /home/u/ds/... for
+# /home/u/ds -> the directory above the mount point): the argument is a spelling of it.
+mkdir -p "$S/argn" "$S/argf" && ln -s "$S/upn" "$S/argn/ds" && ln -s "$S/up" "$S/argf/ds"
+same_from "a path argument through a symlink to above the mount point" "$S/upn/code" "$S/up/code" \
+  'find "$1/" -printf "%P %s %y\n" | LC_ALL=C sort; cat "$1/meta/numbers.txt" | md5sum; (cd "$1" && '"$walk_py"' meta)' \
+  "$S/argn/ds/data/set" "$S/argf/ds/data/set"
 # A mount point below a symlink (/scratch -> /lustre/scratch on a cluster): both spellings
 # reach the dataset, and what the kernel spells physically (getcwd, realpath, pwd -P) is
 # the real one. $B is base/link/mnt natively (a copy of the tree) and under fanrun (the
