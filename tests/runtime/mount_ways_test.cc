@@ -1,0 +1,51 @@
+// The ways from a native directory to the mount point (runtime/mount_ways.h): which
+// directories are above it, the way up and down from elsewhere, and which relative paths
+// follow a way into the dataset.
+#include "runtime/mount_ways.h"
+
+#include <gtest/gtest.h>
+
+namespace fanstore::runtime {
+namespace {
+
+TEST(MountWays, DownFromDirectoriesAboveOnly) {
+  std::string_view down;
+  EXPECT_TRUE(DownFromAbove("/scratch", "/scratch/data/imagenet", &down));
+  EXPECT_EQ(down, "data/imagenet");
+  EXPECT_TRUE(DownFromAbove("/", "/scratch/data", &down));
+  EXPECT_EQ(down, "scratch/data");
+  EXPECT_FALSE(DownFromAbove("/scratch/dat", "/scratch/data/imagenet", &down));  // a name's prefix
+  EXPECT_FALSE(DownFromAbove("/scratch/data/imagenet", "/scratch/data/imagenet", &down));  // at it
+  EXPECT_FALSE(DownFromAbove("/scratch/data/imagenet/train", "/scratch/data/imagenet", &down));
+  EXPECT_FALSE(DownFromAbove("/other", "/scratch/data", &down));
+  EXPECT_FALSE(DownFromAbove("/scratch", "", &down));
+}
+
+TEST(MountWays, UpAndDownFromElsewhere) {
+  EXPECT_EQ(WayUpAndDown("/repo/code", "/repo/data/imagenet"), "../data/imagenet");
+  EXPECT_EQ(WayUpAndDown("/repo/code/a/b", "/repo/data"), "../../../data");
+  EXPECT_EQ(WayUpAndDown("/repo/dat", "/repo/data/x"), "../data/x");  // components, not bytes
+  EXPECT_EQ(WayUpAndDown("/home/u", "/scratch/d"), "../../scratch/d");
+  EXPECT_EQ(WayUpAndDown("//repo//code/", "/repo/data"), "../data");  // empty components
+  EXPECT_EQ(WayUpAndDown("/repo", "/repo/data"), "");                 // above: not this way
+  EXPECT_EQ(WayUpAndDown("/repo/data/x", "/repo/data"), "");          // below: no way out
+  EXPECT_EQ(WayUpAndDown("/repo/data", "/repo/data"), "");            // at it
+  EXPECT_EQ(WayUpAndDown("repo/code", "/repo/data"), "");             // not absolute
+}
+
+TEST(MountWays, RelativePathsThatFollowAWay) {
+  std::string_view rest;
+  EXPECT_TRUE(BelowMountFromAbove("data/imagenet/train/x.jpg", "data/imagenet", &rest));
+  EXPECT_EQ(rest, "/train/x.jpg");
+  EXPECT_TRUE(BelowMountFromAbove("./data//./imagenet", "data/imagenet", &rest));
+  EXPECT_EQ(rest, "");
+  EXPECT_TRUE(BelowMountFromAbove("../data/imagenet/a", "../data/imagenet", &rest));
+  EXPECT_EQ(rest, "/a");
+  EXPECT_FALSE(BelowMountFromAbove("data", "data/imagenet", &rest));  // ends above the mount
+  EXPECT_FALSE(BelowMountFromAbove("data/other/x", "data/imagenet", &rest));
+  EXPECT_FALSE(BelowMountFromAbove("code/../data/imagenet", "data/imagenet", &rest));
+  EXPECT_FALSE(BelowMountFromAbove("data/imagenetx", "data/imagenet", &rest));
+}
+
+}  // namespace
+}  // namespace fanstore::runtime
