@@ -31,6 +31,7 @@
 #include "bin/cli_util.h"
 #include "bin/fanrun_node.h"
 #include "io/protocol.h"
+#include "runtime/mount_ways.h"
 
 extern char** environ;
 
@@ -170,6 +171,13 @@ std::string MountAliases(const std::string& physical, const std::vector<std::str
         cmd[i].substr(cmd[i].find('=') == std::string::npos ? 0 : cmd[i].find('=') + 1);
     if (arg.find('/') == std::string::npos || arg.find('\t') != std::string::npos) continue;
     if (arg[0] != '/') arg = base + "/" + arg;
+    // ("." and ".." would make a spelling no path takes: the ways from a cwd cover "../")
+    bool dots = false;
+    for (std::string_view rest(arg); !rest.empty() && !dots;) {
+      const std::string_view c = fanstore::runtime::NextComponent(&rest);
+      dots = c == "." || c == "..";
+    }
+    if (dots) continue;
     for (size_t end = arg.find('/', 1);; end = arg.find('/', end + 1)) {
       const std::string prefix = arg.substr(0, end);
       std::string rest;
