@@ -78,4 +78,33 @@ inline bool BelowMountFromAbove(std::string_view path, std::string_view down,
   return true;
 }
 
+// Whether `name` is one of the components of path `mount`.
+inline bool IsComponentOf(std::string_view name, std::string_view mount) {
+  for (std::string_view m = mount;;) {
+    const std::string_view c = NextComponent(&m);
+    if (c.empty()) return false;
+    if (c == name) return true;
+  }
+}
+
+// A path with a ".." after a native name ("/repo/code/../data/imagenet/x", as
+// os.path.join(os.path.dirname(__file__), "..", "data") spells it) may reach the dataset
+// once the kernel has resolved its part up to the first ".." (physically: a ".." after a
+// symlink is its target's parent; runtime/resolve.cc). The length of that part, if a
+// component `is_name` accepts (one of the mount point's names) follows the ".."; 0 if none
+// does (then the path cannot be spelling the way into the dataset, and stays the kernel's).
+template <class IsName>
+size_t DotDotBeforeName(std::string_view path, IsName is_name) {
+  size_t first = 0;
+  for (std::string_view rest = path;;) {
+    const std::string_view c = NextComponent(&rest);
+    if (c.empty()) return 0;
+    if (c == "..") {
+      if (first == 0) first = path.size() - rest.size();
+    } else if (first != 0 && is_name(c)) {
+      return first;
+    }
+  }
+}
+
 }  // namespace fanstore::runtime

@@ -10,6 +10,7 @@
 #include "meta/path_hash.h"
 #include "runtime/fd_table.h"
 #include "runtime/prefilter_state.h"
+#include "runtime/word_scan.h"
 
 namespace fanstore::runtime {
 
@@ -59,10 +60,16 @@ const char* SkipDotSlashes(const char* s) {
 // of the mount point's names (any spelling): it may lead down into the dataset from a
 // directory above it (find and du walk by directory fds; runtime/resolve.cc asks the
 // kernel where the fd is).
+bool IsMountName(const char* s, unsigned n);
 bool MayLeadDown(const char* s) {
   s = SkipDotSlashes(s);
   unsigned n = 0;
   while (s[n] != 0 && s[n] != '/') ++n;
+  return IsMountName(s, n);
+}
+
+// Whether s[0, n) is one of the components of a spelling of the mount point.
+bool IsMountName(const char* s, unsigned n) {
   if (n == 0) return false;
   for (const auto& spelling : g_prefilter.spellings) {
     const char* m = spelling.path;
@@ -89,19 +96,20 @@ bool LeadsUp(const char* s) {
   return s[0] == '.' && s[1] == '.' && (s[2] == '/' || s[2] == 0);
 }
 
+bool DotDotThenName(const char* s);
 bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
   if (s[0] == '/') {
     for (const auto& spelling : g_prefilter.spellings)
       if (spelling.len > 0 && UnderPrefix(s, spelling.path, spelling.len)) return true;
-    return MaybeFdLink(s);
+    return MaybeFdLink(s) || DotDotThenName(s);
   }
   if (static_cast<int>(dirfd) == AT_FDCWD) {
     const int c = g_prefilter.cwd_virtual.load(std::memory_order_relaxed);
-    return c == 1 || (c == 2 && LeadsUp(s));
+    return c == 1 || (c == 2 && (LeadsUp(s) || DotDotThenName(s)));
   }
-  return VirtualFd(dirfd) || MayLeadDown(s);
+  return VirtualFd(dirfd) || MayLeadDown(s) || DotDotThenName(s);
 }
 
 // "/proc/..." (readlink of /proc/self/fd/N names a virtual fd's member).
@@ -113,35 +121,25 @@ bool IsProc(long p) {
 
 constexpr long kDev = 0xFA57;
 
-// Word-at-a-time string helpers (the stat of a 90-byte path spent ~150 ns in byte loops).
-constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x8080808080808080ull;
-
-inline uint64_t Load8(const char* p) {
-  uint64_t w;
-  __builtin_memcpy(&w, p, 8);
-  return w;
-}
-
-// The high bit of every byte of `w` equal to `c`, exactly (no false positives).
-inline uint64_t BytesEqual(uint64_t w, uint8_t c) {
-  const uint64_t t = w ^ (kOnes * c);
-  return ~(((t & ~kHighs) + ~kHighs) | t) & kHighs;
-}
-
-// strlen in aligned 8-byte words: an aligned word never crosses a page, so reading the
-// whole word that holds the terminating NUL cannot fault (glibc's strlen does the same).
-__attribute__((no_sanitize("address", "thread"))) size_t WordStrlen(const char* p) {
-  const uintptr_t start = reinterpret_cast<uintptr_t>(p);
-  uintptr_t at = start & ~uintptr_t{7};
-  uint64_t w = Load8(reinterpret_cast<const char*>(at));
-  if (const unsigned skip = static_cast<unsigned>(start - at)) w |= ~0ull >> (64 - 8 * skip);
+// Whether one of the mount point's names is among the components from `c` on.
+bool MountNameFollows(const char* c) {
   for (;;) {
-    // Bytes above the first zero may be flagged too (a borrow): only the lowest counts.
-    const uint64_t z = (w - kOnes) & ~w & kHighs;
-    if (z) return at + (static_cast<unsigned>(__builtin_ctzll(z)) >> 3) - start;
-    at += 8;
-    w = Load8(reinterpret_cast<const char*>(at));
+    while (*c == '/') ++c;
+    if (*c == 0) return false;
+    unsigned n = 0;
+    while (c[n] != 0 && c[n] != '/') ++n;
+    if (IsMountName(c, n)) return true;
+    c += n;
   }
+}
+
+// Whether path s has a ".." component followed by one of the mount point's names
+// ("/repo/code/../data/imagenet/x": runtime/resolve.cc ThroughDotDot; the same test as
+// runtime/mount_ways.h DotDotBeforeName). Every native path call asks: the search for the
+// ".." goes a word at a time, and only a path with one is walked by components.
+bool DotDotThenName(const char* s) {
+  const char* after = FindDotDot(s);
+  return after && MountNameFollows(after);
 }
 
 // a[0, n) == b[0, n), both readable over that range.

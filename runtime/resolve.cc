@@ -309,6 +309,67 @@ Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool fo
   return Walk(s, start, rest, follow);
 }
 
+// "/proc/self/fd/<fd>" for fd >= 0, without a library call.
+void ProcFdPath(int fd, char (&link)[32]) {
+  std::memcpy(link, "/proc/self/fd/", 14);
+  char digits[12];
+  int k = 0;
+  for (unsigned v = static_cast<unsigned>(fd); k == 0 || v > 0; v /= 10)
+    digits[k++] = static_cast<char>('0' + v % 10);
+  for (int i = 0; i < k; ++i) link[14 + i] = digits[k - 1 - i];
+  link[14 + k] = 0;
+}
+
+// A path with a ".." after a native name, relative to native directory `dirfd` (or
+// absolute): the kernel resolves the part up to the first ".." (physically, as it would the
+// whole path), and the path goes on from the directory it names: into the dataset when that
+// is a spelling of the mount point ("/repo/code/../data/imagenet/x"), round again for a
+// later "..". Only paths with one of the mount point's names after the ".." are taken
+// (DotDotBeforeName); a native answer (Resolved{}) leaves the call to the kernel as it was.
+// Allocates nothing.
+Resolved ThroughDotDot(const State& s, int dirfd, std::string_view path, bool follow) {
+  const auto spellings = s.spellings();
+  auto is_name = [&](std::string_view c) {
+    for (size_t k = 0; k < spellings.size(); ++k)
+      if (IsComponentOf(c, spellings[k])) return true;
+    return false;
+  };
+  // One buffer (a posix_spawn child's chdir runs on a small stack): the path, its head
+  // cut off by a NUL for the kernel, then the directory the kernel names in its place,
+  // with the tail kept at the buffer's end meanwhile.
+  char b[4096];
+  for (int hop = 0; hop < kMaxHops; ++hop) {
+    const size_t head = DotDotBeforeName(path, is_name);
+    if (head == 0 || path.size() >= sizeof b) return Resolved{};
+    const size_t tail = path.size() - head;
+    std::memmove(b, path.data(), path.size());  // (a no-op after the first round)
+    const char cut = b[head];
+    b[head] = 0;
+    const long fd = intercept::RawSyscall6(SYS_openat, dirfd, reinterpret_cast<long>(b),
+                                           O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return Resolved{};
+    b[head] = cut;
+    char* const kept = b + sizeof b - tail;
+    std::memmove(kept, b + head, tail);
+    char link[32];
+    ProcFdPath(static_cast<int>(fd), link);
+    const long n = intercept::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
+                                          reinterpret_cast<long>(b), sizeof b - tail);
+    intercept::RawSyscall6(SYS_close, fd);
+    // (n filling its room may be a truncated name)
+    if (n <= 0 || b[0] != '/' || static_cast<size_t>(n) + tail >= sizeof b) return Resolved{};
+    std::memmove(b + n, kept, tail);
+    path = std::string_view(b, static_cast<size_t>(n) + tail);
+    dirfd = AT_FDCWD;
+    std::string_view rest;
+    if (const int k = SpellingOf(s, path, &rest); k >= 0) {
+      if (AliasLinkItself(s, static_cast<size_t>(k), rest, follow)) return Resolved{};
+      return WalkFrom(s, SpellingStart(s, static_cast<size_t>(k)), rest, follow);
+    }
+  }
+  return Resolved{};
+}
+
 }  // namespace
 
 int FdLink(std::string_view p, std::string_view* rest) {
@@ -495,7 +556,8 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
     // (/dev/null), so it is followed here, to the fd's entry. The link itself (the last
     // component, not followed: lstat, O_NOFOLLOW) is the kernel's.
     const int fd = FdLink(p, &rest);
-    if (fd < 0 || (rest.empty() && !follow)) return Resolved{};
+    if (fd < 0) return ThroughDotDot(*s, AT_FDCWD, p, follow);
+    if (rest.empty() && !follow) return Resolved{};
     const uint32_t entry = Fds().Lookup(fd)->entry;
     if (rest.empty()) {
       Resolved r;
@@ -510,16 +572,15 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
     uint32_t cwd;
     if (!CwdIsVirtual(&cwd)) {
       const int64_t c = g_cwd.load(std::memory_order_relaxed);
-      if (c != kCwdAbove && c != kCwdBeside) return Resolved{};
       std::string_view rest;
-      for (size_t k = 0; k < kSpellings; ++k) {
+      for (size_t k = 0; (c == kCwdAbove || c == kCwdBeside) && k < kSpellings; ++k) {
         const std::string* down = g_cwd_to_mount[k].load();
         if (down && !down->empty() && BelowMountFromAbove(p, *down, &rest)) {
           if (AliasLinkItself(*s, k, rest, follow)) return Resolved{};
           return WalkFrom(*s, SpellingStart(*s, k), rest, follow);
         }
       }
-      return Resolved{};
+      return ThroughDotDot(*s, AT_FDCWD, p, follow);
     }
     if (cwd != 0) {
       // Relative to a directory below the root: prefix its path for the fast probe.
@@ -544,12 +605,8 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   // cwd above the mount point. (The prefilter sends only paths whose first component is
   // one of the mount point's names.)
   if (dirfd < 0) return Resolved{};
-  char link[32] = "/proc/self/fd/", digits[12];
-  int k = 0;
-  for (unsigned v = static_cast<unsigned>(dirfd); k == 0 || v > 0; v /= 10)
-    digits[k++] = static_cast<char>('0' + v % 10);
-  for (int i = 0; i < k; ++i) link[14 + i] = digits[k - 1 - i];
-  link[14 + k] = 0;
+  char link[32];
+  ProcFdPath(dirfd, link);
   char dir[4096];
   const long n = intercept::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
                                         reinterpret_cast<long>(dir), sizeof dir);
@@ -564,7 +621,7 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
       return WalkFrom(*s, SpellingStart(*s, k), rest, follow);
     }
   }
-  return Resolved{};
+  return ThroughDotDot(*s, dirfd, p, follow);
 }
 
 }  // namespace fanstore::runtime

@@ -47,5 +47,25 @@ TEST(MountWays, RelativePathsThatFollowAWay) {
   EXPECT_FALSE(BelowMountFromAbove("data/imagenetx", "data/imagenet", &rest));
 }
 
+TEST(MountWays, ADotDotAfterANativeNameIsResolvedUpToIt) {
+  const std::string_view mount = "/repo/data/imagenet";
+  auto is_name = [&](std::string_view c) { return IsComponentOf(c, mount); };
+  EXPECT_TRUE(IsComponentOf("data", mount));
+  EXPECT_FALSE(IsComponentOf("dat", mount));  // a name's prefix
+  EXPECT_FALSE(IsComponentOf("", mount));
+  EXPECT_EQ(DotDotBeforeName("/repo/code/../data/imagenet/x.jpg", is_name),
+            13u);  // "/repo/code/.."
+  EXPECT_EQ(DotDotBeforeName("code/../data", is_name), 7u);
+  EXPECT_EQ(DotDotBeforeName("../data/imagenet", is_name), 2u);
+  EXPECT_EQ(DotDotBeforeName("//a//..//b/../imagenet", is_name),
+            7u);  // the first "..", slashes kept
+  EXPECT_EQ(DotDotBeforeName("/repo/code/../other/x", is_name), 0u);  // no mount name after it
+  EXPECT_EQ(DotDotBeforeName("/repo/data/../code", is_name), 0u);     // names only before it
+  EXPECT_EQ(DotDotBeforeName("/repo/data/imagenet/x", is_name), 0u);  // no ".."
+  EXPECT_EQ(DotDotBeforeName("/repo/.../data", is_name), 0u);         // "..." is a name
+  EXPECT_EQ(DotDotBeforeName("/repo/..x/data", is_name), 0u);
+  EXPECT_EQ(DotDotBeforeName("", is_name), 0u);
+}
+
 }  // namespace
 }  // namespace fanstore::runtime

@@ -1,0 +1,76 @@
+// The prefilter's word-at-a-time scans (runtime/word_scan.h) against byte-by-byte
+// references, on random paths at every alignment, and with the string's NUL at the end of
+// a page followed by an inaccessible one (an aligned word never crosses it).
+#include "runtime/word_scan.h"
+
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+#include <string_view>
+
+namespace fanstore::runtime {
+namespace {
+
+// Just past the first ".." component, or npos.
+size_t DotDotReference(std::string_view p) {
+  for (size_t i = 0; i < p.size();) {
+    while (i < p.size() && p[i] == '/') ++i;
+    const size_t b = i;
+    while (i < p.size() && p[i] != '/') ++i;
+    if (p.substr(b, i - b) == "..") return i;
+  }
+  return std::string_view::npos;
+}
+
+std::string RandomPath(std::mt19937& rng) {
+  static const char* const parts[] = {"..",  ".",   ".cache", "data",     "x",         "...",
+                                      "..x", "a.b", "x..",    "imagenet", "n01440764", ".."};
+  std::string p = rng() % 2 ? "/" : "";
+  const unsigned n = rng() % 9;
+  for (unsigned k = 0; k < n; ++k) {
+    p += parts[rng() % std::size(parts)];
+    p += std::string(1 + rng() % 2 * (rng() % 3), '/');  // "/" mostly, "//" or "///" sometimes
+  }
+  if (!p.empty() && rng() % 2) p.pop_back();  // with or without a trailing slash
+  return p;
+}
+
+TEST(WordScan, FindsTheFirstDotDotAtEveryAlignment) {
+  std::mt19937 rng(7);
+  alignas(8) char buf[256];
+  for (int trial = 0; trial < 20000; ++trial) {
+    const std::string p = RandomPath(rng);
+    const size_t at = rng() % 16;
+    std::memset(buf, rng() % 2 ? '.' : '/', sizeof buf);  // what lies around must not count
+    std::memcpy(buf + at, p.c_str(), p.size() + 1);
+    const char* got = FindDotDot(buf + at);
+    const size_t want = DotDotReference(p);
+    ASSERT_EQ(got ? static_cast<size_t>(got - (buf + at)) : std::string_view::npos, want)
+        << "'" << p << "' at " << at;
+    ASSERT_EQ(WordStrlen(buf + at), p.size()) << "'" << p << "' at " << at;
+  }
+}
+
+TEST(WordScan, StopsAtTheNulBeforeAnInaccessiblePage) {
+  const long page = ::sysconf(_SC_PAGESIZE);
+  auto* mem = static_cast<char*>(
+      ::mmap(nullptr, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(mem, MAP_FAILED);
+  ASSERT_EQ(::mprotect(mem + page, page, PROT_NONE), 0);
+  for (const std::string p :
+       {"", "/", "..", "/a/..", "/a/.", "/a/..x", "a/b/../imagenet", "/.cache/."}) {
+    char* s = mem + page - p.size() - 1;
+    std::memcpy(s, p.c_str(), p.size() + 1);
+    const char* got = FindDotDot(s);
+    EXPECT_EQ(got ? static_cast<size_t>(got - s) : std::string_view::npos, DotDotReference(p)) << p;
+    EXPECT_EQ(WordStrlen(s), p.size()) << p;
+  }
+  ::munmap(mem, 2 * page);
+}
+
+}  // namespace
+}  // namespace fanstore::runtime
