@@ -136,15 +136,16 @@ same_from "relative paths through .. from beside the mount point" "$S/upn/code" 
    '"$walk_py"' ../data/set; find .. -type f -printf "%p %s\n" | LC_ALL=C sort; ls ../datax 2>&1 | sed "s/.*: //"'
 # A ".." after a native name, as os.path.join(os.path.dirname(__file__), "..", "data")
 # spells it: absolute, relative from beside (sub/../../data/set) and from above
-# (code/../data/set), from a native directory fd (os.open(..., dir_fd=)), twice over, and a cd through it. Paths are printed
-# relative to the working directory, which differs between the two sides.
+# (code/../data/set), from a native directory fd (os.open(..., dir_fd=)), twice over, and
+# a cd through it; from inside, ways out of the dataset and back into it (../../set/...).
+# Paths are printed relative to the working directory, which differs between the sides.
 mkdir -p "$S/upn/code/sub" "$S/up/code/sub"
 same_from "paths with a .. after a native name" "$S/upn/code" "$S/up/code" \
   'p=$PWD/../data/set; ls -R "$p/meta" | sed "s|$PWD|.|"; cat "$PWD/../code/../data/set/meta/one" sub/../../data/set/meta/one; echo
    (cd .. && md5sum code/../data/set/meta/numbers.txt && find code/../data/set/deep -printf "%p %s %y\n" | LC_ALL=C sort)
    '"$walk_py"' "$p" | sed "s|$PWD|.|"; stat -c "%s %F" "$p/meta/array.npy" "$p/nothing" 2>&1 | sed "s|$PWD|.|"
    $PY -c "import os; d = os.open(\".\", os.O_RDONLY); f = os.open(\"../data/set/meta/numbers.txt\", os.O_RDONLY, dir_fd=d); print(len(os.read(f, 1 << 20)))"
-   cd "$p/deep" && cat a/b/c/leaf.txt && ls -a'
+   cd "$p/deep" && cat a/b/c/leaf.txt && ls -a && cat ../../set/meta/one ../../../data/set/deep/a/b/c/leaf.txt'
 # A symlink to the dataset in the working directory (a project's data -> /datasets/x, or a
 # link to a directory above it): paths through it reach the dataset, the link itself stays
 # a link.
