@@ -24,6 +24,12 @@ for method in fork spawn; do
   [ "$(wc -l <"$S/native.$method")" -eq 96 ] && ok || bad "native epoch yields 96 samples ($method)"
   expect_same "$S/fan.$method" "$S/native.$method" "DataLoader samples under fanrun ($method)"
 done
+# The root as a script next to its data spells it (os.path.join(dirname(__file__), "..",
+# "data")): a ".." after a native name in every sample's path.
+mkdir -p "$S/code"
+"$FANRUN" --data "$S/packed" --mount "$MNT" -- $PY "$SRCDIR/tests/runtime/torch_probe.py" "$S/code/../mnt/train" fork \
+  >"$S/fan.dotdot" 2>"$S/fan.err" || bad "DataLoader under fanrun, root with a ..: $(tail -3 "$S/fan.err")"
+expect_same "$S/fan.dotdot" "$S/native.fork" "DataLoader samples under fanrun, root code/../mnt/train"
 # Two nodes (mpiexec ranks, each holding half the partitions): each rank's DistributedSampler
 # share, read with fork workers through its agent, equals the same share read natively.
 skip_without_mpi "DataLoader under mpiexec -n 2"
