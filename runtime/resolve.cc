@@ -345,7 +345,9 @@ void ProcFdPath(int fd, char (&link)[32]) {
 // (a vfork child may add one: no allocation) and never changed once published, so readers
 // take no lock. A link changed during the job under such a spelling is not seen.
 struct HeadSlot {
-  std::atomic<int> state{0};  // 0 free, 1 being written, 2 published
+  // 0 free, 1 being written, 2 published. The writer's release store of 2 after filling
+  // the slot pairs with a reader's acquire load, so a reader that sees 2 sees the bytes.
+  std::atomic<int> state{0};
   uint16_t head_len = 0, dir_len = 0;
   char head[256];
   char dir[1024];

@@ -3,6 +3,7 @@
 // by aligned 8-byte words, which never cross a page, so reading the whole word that holds
 // a string's NUL cannot fault (glibc's strlen does the same); the sanitizers are told so.
 // No vector code, no library calls: the prefilter is compiled with -mgeneral-regs-only.
+// Pure functions of their arguments: callable from any thread, and from a signal handler.
 #pragma once
 
 #include <cstddef>
