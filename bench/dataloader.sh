@@ -5,7 +5,7 @@
 # Writes bench/results/dataloader.json. Usage: bench/dataloader.sh [--files N] [--runs N]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=3000 runs=5
+files=3000 runs=9
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
