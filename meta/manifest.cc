@@ -2,6 +2,7 @@
 
 #include <cinttypes>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -173,7 +174,15 @@ Result<Manifest> Manifest::Load(const std::string& dataset_dir) {
   const std::string file = dataset_dir + "/" + kManifestName;
   std::ifstream f(file, std::ios::binary);
   if (!f) {
-    return Status::FromErrno(file, errno ? errno : ENOENT);
+    const int err = errno ? errno : ENOENT;
+    // A directory with neither a manifest nor a first partition is not a packed dataset at
+    // all (the usual slip: --data given the source tree); one with partitions has lost its
+    // manifest, and the plain error names the file.
+    std::error_code ec;
+    if (err == ENOENT && !std::filesystem::exists(dataset_dir + "/" + PartitionFileName(0), ec))
+      return Status::Error(dataset_dir + ": not a packed dataset (no " + kManifestName +
+                           "; `fanstore pack SRC OUT` makes one)");
+    return Status::FromErrno(file, err);
   }
   std::ostringstream ss;
   ss << f.rdbuf();

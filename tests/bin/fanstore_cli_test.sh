@@ -112,7 +112,7 @@ grep -q "Stored: .*(deflate-blocks)" "$S/out" && ok || bad "stat shows big.txt b
 "$FANSTORE" cat "$S/level1" big.txt | cmp -s - "$S/src/big.txt" && ok || bad "cat of big.txt deflated with -c 1"
 expect_rc 0 "verify of the -c 1 dataset" -- "$FANSTORE" verify "$S/level1"
 expect_rc 1 "ls of a non-dataset" -- "$FANSTORE" ls "$S/src"
-expect_err_line "$S/src/manifest: No such file or directory" "non-dataset error names the manifest"
+expect_err_line "fanstore: $S/src: not a packed dataset (no manifest; \`fanstore pack SRC OUT\` makes one)" "non-dataset error says so"
 
 # Damage: verify names the damaged member and exits 1; a missing partition is named.
 cp -r "$S/data" "$S/damaged"

@@ -175,6 +175,15 @@ TEST_F(Corruption, DamagedManifestIsNamed) {
   ExpectOpenFailsNaming(t_ / "out/manifest: No such file or directory");
 }
 
+TEST_F(Corruption, ASourceTreeIsNotAPackedDataset) {
+  fs::create_directories(t_ / "tree/a");
+  auto ds = Dataset::Open(t_ / "tree");
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(
+      ds.status().message(),
+      t_ / "tree" + ": not a packed dataset (no manifest; `fanstore pack SRC OUT` makes one)");
+}
+
 TEST_F(Corruption, RandomDamageNeverCrashes) {
   const std::string whole = testing::ReadFile(part_);
   std::mt19937 rng(42);
