@@ -234,8 +234,11 @@ void JoinRewritten(const WalkResult& w, Put put) {
 
 Resolved ThroughDotDot(const State& s, int dirfd, std::string_view path, bool follow, int depth);
 
-// `depth`: how many times the path has come back into the dataset after leaving it (a
-// symlink `l -> ../mnt/l` would come back for ever; the kernel gives ELOOP there too).
+// `depth`: how many times the path has left the dataset so far. A symlink `l -> ../mnt/l`
+// would leave and come back for ever (the kernel gives ELOOP there too); each return costs
+// a few KiB of the hook's stack (this function and ThroughDotDot's buffer), so the bound is
+// well below the kernel's 40 links: no real path leaves a dataset and comes back 8 times.
+constexpr int kMaxReturns = 8;
 Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow, int depth = 0) {
   const WalkResult w = WalkCore(s, start, rest, follow);
   Resolved r;
@@ -247,7 +250,7 @@ Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow
   // A path that leaves the dataset through ".." and comes back ("train/../../imagenet/val",
   // from a cwd in the dataset) or reaches it through a ".." after a native name: the kernel
   // would find the mount point's skeleton, so the walk goes on here.
-  if (++depth > kMaxHops) return Error(ELOOP);
+  if (++depth > kMaxReturns) return Error(ELOOP);
   const std::string native = r.path;  // (what the views below are of)
   std::string_view again;
   if (const int k = SpellingOf(s, native, &again); k >= 0) {
