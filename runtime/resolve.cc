@@ -400,9 +400,9 @@ Resolved ThroughDotDot(const State& s, int dirfd, std::string_view path, bool fo
       if (IsComponentOf(c, spellings[k])) return true;
     return false;
   };
-  // One buffer (a posix_spawn child's chdir runs on a small stack): the path, with its
-  // tail kept at the buffer's end while its head, cut off by a NUL for the kernel, is
-  // replaced by the directory it names.
+  // One buffer (this nests with Walk on the hook's 256 KiB stack, up to kMaxReturns deep):
+  // the path, with its tail kept at the buffer's end while its head, cut off by a NUL for
+  // the kernel, is replaced by the directory it names.
   char b[4096];
   for (int hop = 0; hop < kMaxHops; ++hop) {
     const size_t head = DotDotBeforeName(path, is_name);
