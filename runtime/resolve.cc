@@ -36,6 +36,9 @@ std::atomic<int64_t> g_cwd{kCwdUnknown};
 // Interned (Way): each distinct way is allocated once and never freed, since a reader may
 // hold the one it loaded; a program moving between directories reuses them.
 std::atomic<const std::string*> g_cwd_to_mount[kSpellings] = {};  // State::spellings()
+// With kCwdAbove or kCwdBeside: the cwd as getcwd spells it (physical), interned like the
+// ways, so that a relative path with a ".." is taken as the absolute one it names.
+std::atomic<const std::string*> g_cwd_physical{nullptr};
 
 // The interned copy of `way`; nullptr once 64 distinct ways were made (that many depths
 // and spellings: the cwd is then taken as having no way to the mount point).
@@ -251,13 +254,12 @@ Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow
   // from a cwd in the dataset) or reaches it through a ".." after a native name: the kernel
   // would find the mount point's skeleton, so the walk goes on here.
   if (++depth > kMaxReturns) return Error(ELOOP);
-  const std::string native = r.path;  // (what the views below are of)
-  std::string_view again;
-  if (const int k = SpellingOf(s, native, &again); k >= 0) {
+  std::string_view again;  // (a view of r.path, which lives until the return)
+  if (const int k = SpellingOf(s, r.path, &again); k >= 0) {
     if (AliasLinkItself(s, static_cast<size_t>(k), again, follow)) return r;
     return Walk(s, SpellingStart(s, static_cast<size_t>(k)), again, follow, depth);
   }
-  Resolved through = ThroughDotDot(s, AT_FDCWD, native, follow, depth);
+  Resolved through = ThroughDotDot(s, AT_FDCWD, r.path, follow, depth);
   return through.kind == Resolved::kNative ? r : through;
 }
 
@@ -289,6 +291,7 @@ void RefreshCwd(const State& s) {
     beside |= interned && !here;
   }
   if (above || beside) {
+    g_cwd_physical.store(Way(cwd));
     g_cwd.store(above ? kCwdAbove : kCwdBeside);
     // every relative path may lead into the dataset from above, from beside only those
     // that start with ".."
@@ -441,6 +444,18 @@ Resolved ThroughDotDot(const State& s, int dirfd, std::string_view path, bool fo
     }
   }
   return Resolved{};
+}
+
+// A relative path from native directory `dir` (absolute and physical: getcwd's, or a
+// directory fd's /proc link) through ThroughDotDot as the absolute path it names, whose
+// heads are then remembered (a relative head is asked of the kernel every time).
+Resolved ThroughDotDotFrom(const State& s, std::string_view dir, std::string_view p, bool follow) {
+  char joined[4096];
+  if (dir.size() + 1 + p.size() >= sizeof joined) return Resolved{};
+  std::memcpy(joined, dir.data(), dir.size());
+  joined[dir.size()] = '/';
+  std::memcpy(joined + dir.size() + 1, p.data(), p.size());
+  return ThroughDotDot(s, AT_FDCWD, std::string_view(joined, dir.size() + 1 + p.size()), follow);
 }
 
 }  // namespace
@@ -653,6 +668,8 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
           return WalkFrom(*s, SpellingStart(*s, k), rest, follow);
         }
       }
+      const std::string* dir = c == kCwdAbove || c == kCwdBeside ? g_cwd_physical.load() : nullptr;
+      if (dir) return ThroughDotDotFrom(*s, *dir, p, follow);
       return ThroughDotDot(*s, AT_FDCWD, p, follow);
     }
     if (cwd != 0) {
@@ -675,8 +692,9 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   }
   // A native directory fd above the mount point (find and du walk by fds: openat(fd of
   // /scratch/data, "imagenet")): where the kernel says it is, then the way down, as from a
-  // cwd above the mount point. (The prefilter sends only paths whose first component is
-  // one of the mount point's names.)
+  // cwd above the mount point; or a path with a ".." after a native name, from there. (The
+  // prefilter sends only paths whose first component is one of the mount point's names,
+  // or with one of them after a "..".)
   if (dirfd < 0) return Resolved{};
   char link[32];
   ProcFdPath(dirfd, link);
@@ -694,7 +712,7 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
       return WalkFrom(*s, SpellingStart(*s, k), rest, follow);
     }
   }
-  return ThroughDotDot(*s, dirfd, p, follow);
+  return ThroughDotDotFrom(*s, std::string_view(dir, static_cast<size_t>(n)), p, follow);
 }
 
 }  // namespace fanstore::runtime

@@ -143,6 +143,7 @@ mkdir -p "$S/upn/code/sub" "$S/up/code/sub"
 same_from "paths with a .. after a native name" "$S/upn/code" "$S/up/code" \
   'p=$PWD/../data/set; ls -R "$p/meta" | sed "s|$PWD|.|"; cat "$PWD/../code/../data/set/meta/one" sub/../../data/set/meta/one; echo
    (cd .. && md5sum code/../data/set/meta/numbers.txt && find code/../data/set/deep -printf "%p %s %y\n" | LC_ALL=C sort)
+   (cd sub && cat ../../code/../data/set/meta/one); cat ../code/../data/set/meta/one; echo
    '"$walk_py"' "$p" | sed "s|$PWD|.|"; stat -c "%s %F" "$p/meta/array.npy" "$p/nothing" 2>&1 | sed "s|$PWD|.|"
    $PY -c "import os; d = os.open(\".\", os.O_RDONLY); f = os.open(\"../data/set/meta/numbers.txt\", os.O_RDONLY, dir_fd=d); print(len(os.read(f, 1 << 20)))"
    cd "$p/deep" && cat a/b/c/leaf.txt && ls -a && cat ../../set/meta/one ../../../data/set/deep/a/b/c/leaf.txt'
