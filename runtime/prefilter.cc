@@ -56,37 +56,20 @@ const char* SkipDotSlashes(const char* s) {
   return s;
 }
 
+// Whether s[0, n) is one of the components of a spelling of the mount point.
+bool IsMountName(const char* s, unsigned n) {
+  return IsComponentOfAny(g_prefilter.spellings, kSpellings, s, n);
+}
+
 // A relative path from a native directory fd whose first component ("./" skipped) is one
 // of the mount point's names (any spelling): it may lead down into the dataset from a
 // directory above it (find and du walk by directory fds; runtime/resolve.cc asks the
 // kernel where the fd is).
-bool IsMountName(const char* s, unsigned n);
 bool MayLeadDown(const char* s) {
   s = SkipDotSlashes(s);
   unsigned n = 0;
   while (s[n] != 0 && s[n] != '/') ++n;
   return IsMountName(s, n);
-}
-
-// Whether s[0, n) is one of the components of a spelling of the mount point.
-bool IsMountName(const char* s, unsigned n) {
-  if (n == 0) return false;
-  for (const auto& spelling : g_prefilter.spellings) {
-    const char* m = spelling.path;
-    const unsigned len = spelling.len;
-    for (unsigned i = 0; i < len;) {
-      while (i < len && m[i] == '/') ++i;
-      unsigned j = i;
-      while (j < len && m[j] != '/') ++j;
-      if (j - i == n) {
-        unsigned c = 0;
-        while (c < n && m[i + c] == s[c]) ++c;
-        if (c == n) return true;
-      }
-      i = j;
-    }
-  }
-  return false;
 }
 
 // A relative path whose first component ("./" skipped) is "..": from a native cwd beside
@@ -121,25 +104,9 @@ bool IsProc(long p) {
 
 constexpr long kDev = 0xFA57;
 
-// Whether one of the mount point's names is among the components from `c` on.
-bool MountNameFollows(const char* c) {
-  for (;;) {
-    while (*c == '/') ++c;
-    if (*c == 0) return false;
-    unsigned n = 0;
-    while (c[n] != 0 && c[n] != '/') ++n;
-    if (IsMountName(c, n)) return true;
-    c += n;
-  }
-}
-
-// Whether path s has a ".." component followed by one of the mount point's names
-// ("/repo/code/../data/imagenet/x": runtime/resolve.cc ThroughDotDot; the same test as
-// runtime/mount_ways.h DotDotBeforeName). Every native path call asks: the search for the
-// ".." goes a word at a time, and only a path with one is walked by components.
+// "/repo/code/../data/imagenet/x" (runtime/resolve.cc ThroughDotDot).
 bool DotDotThenName(const char* s) {
-  const char* after = FindDotDot(s);
-  return after && MountNameFollows(after);
+  return runtime::DotDotThenName(g_prefilter.spellings, kSpellings, s);
 }
 
 // a[0, n) == b[0, n), both readable over that range.

@@ -4,6 +4,8 @@
 // a string's NUL cannot fault (glibc's strlen does the same); the sanitizers are told so.
 // No vector code, no library calls: the prefilter is compiled with -mgeneral-regs-only.
 // Pure functions of their arguments: callable from any thread, and from a signal handler.
+// Of the runtime, only prefilter.cc includes this: an inline function compiled elsewhere
+// with vector code could be the copy the linker keeps for the prefilter too.
 #pragma once
 
 #include <cstddef>
@@ -72,6 +74,48 @@ __attribute__((no_sanitize("address", "thread"))) inline const char* FindDotDot(
     carry = slash >> 56;
     at += 8;
     w = Load8(reinterpret_cast<const char*>(at));
+  }
+}
+
+// Whether s[0, n) is one of the components of one of spellings[0, count) (each with `path`
+// and `len`; len 0: none). Byte by byte: no library calls.
+template <class Spelling>
+bool IsComponentOfAny(const Spelling* spellings, int count, const char* s, unsigned n) {
+  if (n == 0) return false;
+  for (int k = 0; k < count; ++k) {
+    const char* m = spellings[k].path;
+    const unsigned len = spellings[k].len;
+    for (unsigned i = 0; i < len;) {
+      while (i < len && m[i] == '/') ++i;
+      unsigned j = i;
+      while (j < len && m[j] != '/') ++j;
+      if (j - i == n) {
+        unsigned c = 0;
+        while (c < n && m[i + c] == s[c]) ++c;
+        if (c == n) return true;
+      }
+      i = j;
+    }
+  }
+  return false;
+}
+
+// Whether path s has a ".." component followed by a component of one of the spellings
+// ("/repo/code/../data/imagenet/x"). The same test as runtime/mount_ways.h
+// DotDotBeforeName, on a C string with no library calls, for the prefilter (the two are
+// checked against each other in tests/runtime/word_scan_test.cc). The search for the ".."
+// goes a word at a time; only a path with one is walked by components.
+template <class Spelling>
+bool DotDotThenName(const Spelling* spellings, int count, const char* s) {
+  const char* c = FindDotDot(s);
+  if (!c) return false;
+  for (;;) {
+    while (*c == '/') ++c;
+    if (*c == 0) return false;
+    unsigned n = 0;
+    while (c[n] != 0 && c[n] != '/') ++n;
+    if (IsComponentOfAny(spellings, count, c, n)) return true;
+    c += n;
   }
 }
 

@@ -12,6 +12,8 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/mount_ways.h"
+
 namespace fanstore::runtime {
 namespace {
 
@@ -70,6 +72,43 @@ TEST(WordScan, StopsAtTheNulBeforeAnInaccessiblePage) {
     EXPECT_EQ(WordStrlen(s), p.size()) << p;
   }
   ::munmap(mem, 2 * page);
+}
+
+// The prefilter's test for "a '..' then one of the mount point's names" (a C string, no
+// library calls) lets through every path the hook's own test (mount_ways.h
+// DotDotBeforeName, on string_views) takes, and no other: a path the prefilter refused would
+// never reach the hook, and one it let through in vain would cost a walk.
+TEST(WordScan, DotDotThenNameAgreesWithTheHooksTest) {
+  struct Spelling {
+    const char* path;
+    unsigned len;
+  };
+  const Spelling spellings[] = {{"/repo/data/imagenet", 19}, {"/mnt/x", 6}, {"", 0}};
+  auto is_name = [&](std::string_view c) {
+    for (const Spelling& s : spellings)
+      if (IsComponentOf(c, std::string_view(s.path, s.len))) return true;
+    return false;
+  };
+  std::mt19937 rng(11);
+  alignas(8) char buf[256];
+  int taken = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const std::string p = RandomPath(rng);
+    const size_t at = rng() % 16;
+    std::memset(buf, '.', sizeof buf);
+    std::memcpy(buf + at, p.c_str(), p.size() + 1);
+    const bool hook = DotDotBeforeName(p, is_name) != 0;
+    ASSERT_EQ(DotDotThenName(spellings, 3, buf + at), hook) << "'" << p << "' at " << at;
+    taken += hook;
+  }
+  EXPECT_GT(taken, 1000);  // both answers are seen often (the paths are not all one kind)
+  EXPECT_LT(taken, 19000);
+  // Names that are a spelling's component's prefix or extension, or a whole spelling's
+  // text, are not components.
+  for (const char* p : {"../dat", "../data2", "../repo/data/imagenetx", "a/../imagenet", "../m",
+                        "../mnt", "x/../../x/"}) {
+    EXPECT_EQ(DotDotThenName(spellings, 3, p), DotDotBeforeName(p, is_name) != 0) << p;
+  }
 }
 
 }  // namespace
