@@ -1,6 +1,8 @@
 // The runtime's hook: the one function the interception layer calls for every wanted
 // system call, routing it to its handler. Also the library's start-up (PreloadHookSpec)
 // and its statistics at exit (FANSTORE_STATS).
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -11,12 +13,14 @@
 
 #include "intercept/hook_api.h"
 #include "intercept/preload_log.h"
+#include "intercept/raw_syscall.h"
 #include "runtime/counter.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
 #include "runtime/inherit.h"
 #include "runtime/member_io.h"
 #include "runtime/prefilter_state.h"
+#include "runtime/skeleton.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -101,7 +105,7 @@ constexpr Served kServed[] = {
     {SYS_preadv, OnRead, kShared},
     {SYS_preadv2, OnRead, kShared},
     {SYS_lseek, ArgsOnly<OnLseek>, kSafe},
-    {SYS_close, ArgsOnly<OnClose>, kSafe},              // checks for itself
+    {SYS_close, ArgsOnly<OnClose>, kSafe},             // checks for itself
     {SYS_close_range, ArgsOnly<OnCloseRange>, kSafe},  // checks for itself
     {SYS_dup, OnDup, kShared},
     {SYS_dup2, OnDup, kSafe},  // checks for itself (a vfork child's dup2 is its own)
@@ -167,6 +171,23 @@ constexpr Served kServed[] = {
 // kServed by number, filled once at start-up (single-threaded), read-only afterwards.
 const Served* g_routes[intercept::kMaxSyscallNr];
 
+// A call runtime/skeleton.h covers that its handler passed on: made here, and served again
+// from the dataset under its physical path when the kernel's answer came from the mount
+// point's skeleton (ENOENT below one of its directories, or one of them opened).
+HookResult ThroughSkeleton(const Served& r, long nr, const long a[6]) {
+  const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+  char physical[4096];
+  if (!SkeletonPath(nr, a, k, physical, sizeof physical)) return intercept::Handled(k);
+  long b[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
+  const int at = SkeletonPathArg(nr);
+  if (at == 1) b[0] = AT_FDCWD;
+  b[at] = reinterpret_cast<long>(physical);
+  const HookResult out = r.fn(nr, b);
+  if (!out.handled) return intercept::Handled(k);    // (the kernel's after all: its answer)
+  if (k >= 0) intercept::RawSyscall6(SYS_close, k);  // the skeleton's directory
+  return out;
+}
+
 }  // namespace
 
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
@@ -175,7 +196,9 @@ intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   const Served& r = *g_routes[nr];
   if (r.not_in_vfork_child && s->InVforkChild()) return kPassToKernel;
   s_calls.Add(1);
-  const HookResult out = r.fn(nr, a);
+  HookResult out = r.fn(nr, a);
+  if (!out.handled && SkeletonPathArg(nr) >= 0 && g_prefilter.skeleton_dev != 0)
+    out = ThroughSkeleton(r, nr, a);
   if (out.handled && out.value < 0) s_failed.Add(1);
   return out;
 }
@@ -237,6 +260,15 @@ HookSpec PreloadHookSpec() {
       to.link = k >= first_alias && (s->alias_links >> (k - first_alias) & 1);
       to.inside = k >= first_alias && s->alias_entries[k - first_alias] != 0;
     }
+  }
+  g_prefilter.physical = s->mount_real.empty() ? 0 : 1;
+  {
+    // fanrun made the mount point's directories (its skeleton) before CMD started.
+    struct stat st;
+    if (intercept::RawSyscall6(SYS_stat, reinterpret_cast<long>(s->physical_mount().c_str()),
+                               reinterpret_cast<long>(&st)) == 0 &&
+        S_ISDIR(st.st_mode))
+      g_prefilter.skeleton_dev = st.st_dev;
   }
   g_prefilter.reserved_lo = s->reserved_lo;
   g_prefilter.fd_bits = Fds().bits();

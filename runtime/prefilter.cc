@@ -2,6 +2,7 @@
 // can concern the dataset, and answers the stat family itself when a path is found by one
 // probe of the image. Compiled with -mgeneral-regs-only -fno-tree-loop-distribute-patterns
 // (no vector code, no loops turned into memset/memcpy calls); calls nothing.
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <sys/syscall.h>
@@ -9,7 +10,9 @@
 #include "meta/format.h"
 #include "meta/path_hash.h"
 #include "runtime/fd_table.h"
+#include "intercept/raw_syscall.h"
 #include "runtime/prefilter_state.h"
+#include "runtime/skeleton.h"
 #include "runtime/word_scan.h"
 
 namespace fanstore::runtime {
@@ -103,6 +106,24 @@ bool IsProc(long p) {
 }
 
 constexpr long kDev = 0xFA57;
+
+// Whether directory fd is one of the mount point's skeleton (runtime/skeleton.h): on its
+// device, and physically under the mount point (two system calls; other directories on
+// other devices, one).
+bool InSkeleton(int fd) {
+  struct stat st;
+  if (intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0 ||
+      st.st_dev != g_prefilter.skeleton_dev)
+    return false;
+  char link[32], where[4096];
+  ProcFdPath(fd, link);
+  const long n = intercept::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
+                                        reinterpret_cast<long>(where), sizeof where);
+  if (n <= 0 || n >= static_cast<long>(sizeof where)) return false;
+  where[n] = 0;
+  const auto& m = g_prefilter.spellings[g_prefilter.physical];
+  return UnderPrefix(where, m.path, m.len);
+}
 
 // "/repo/code/../data/imagenet/x" (runtime/resolve.cc ThroughDotDot).
 bool DotDotThenName(const char* s) {
@@ -303,7 +324,17 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
     default:
       break;
   }
-  return {0, Wants(nr, a) ? kToHook : kToKernel};
+  if (Wants(nr, a)) return {0, kToHook};
+  // A call runtime/skeleton.h covers is made here, so that an answer from the mount point's
+  // skeleton (a path through a symlink the runtime does not know) goes to the hook.
+  if (g_prefilter.skeleton_dev == 0 || SkeletonPathArg(nr) < 0) return {0, kToKernel};
+  const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+  if (k == -ENOENT) return {0, kToHook};  // (the hook makes the call again, and looks)
+  if (k >= 0 && OpensDirectory(nr, a) && InSkeleton(static_cast<int>(k))) {
+    intercept::RawSyscall6(SYS_close, k);
+    return {0, kToHook};
+  }
+  return {k, kAnswered};
 }
 
 namespace {

@@ -27,6 +27,8 @@ struct PrefilterState {
     bool link = false;  // an alias whose last component is the symlink (State::alias_links)
     bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
   } spellings[kSpellings];
+  int physical = 0;           // the spelling the kernel gives (/proc/self/fd links, getcwd)
+  uint64_t skeleton_dev = 0;  // st_dev of the mount point's native directory (0: none)
   int reserved_lo = 0;
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
   const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()

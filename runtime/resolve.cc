@@ -15,6 +15,7 @@
 #include "runtime/fd_table.h"
 #include "runtime/mount_ways.h"
 #include "runtime/prefilter_state.h"
+#include "runtime/skeleton.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -331,17 +332,6 @@ Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool fo
   Resolved r;
   if (start == 0 && FastLookup(s, rest, follow, &r)) return r;
   return Walk(s, start, rest, follow, depth);
-}
-
-// "/proc/self/fd/<fd>" for fd >= 0, without a library call.
-void ProcFdPath(int fd, char (&link)[32]) {
-  std::memcpy(link, "/proc/self/fd/", 14);
-  char digits[12];
-  int k = 0;
-  for (unsigned v = static_cast<unsigned>(fd); k == 0 || v > 0; v /= 10)
-    digits[k++] = static_cast<char>('0' + v % 10);
-  for (int i = 0; i < k; ++i) link[14 + i] = digits[k - 1 - i];
-  link[14 + k] = 0;
 }
 
 // The kernel's physical names of directories spelled with a "..", by their absolute

@@ -164,6 +164,19 @@ ln -s "$S/upn/data/set/deep" "$S/lnn2/deep" && ln -s "$S/up/data/set/deep" "$S/l
 same_from "paths through a symlink to a directory inside the dataset" "$S/lnn2" "$S/lnf2" \
   'stat -c %F deep deep/; find deep | LC_ALL=C sort; find deep/ -printf "%p %s %y\n" | LC_ALL=C sort
    cat deep/a/b/c/leaf.txt; ls deep/.. | LC_ALL=C sort; cat deep/../meta/one; echo; (cd deep/a && cat b/c/leaf.txt && ls)'
+# A symlink the runtime was not told of (made after the start, below the working
+# directory, named by no argument: as a config file names a project's data link): the
+# kernel follows it into the mount point's skeleton, and what it answers from there
+# (ENOENT for a file, a directory with no files) is served again from the dataset.
+mkdir -p "$S/cfgn/proj" "$S/cfgf/proj"
+echo "$S/upn/data/set" >"$S/cfgn/target" && echo "$S/up/data/set" >"$S/cfgf/target"
+same_from "paths through a symlink the runtime was not told of" "$S/cfgn" "$S/cfgf" \
+  'ln -sfn "$(cat target)" proj/data; d=$PWD/proj/data; cd / && cat "$d/meta/numbers.txt" | md5sum
+   stat -c "%s %F" "$d/meta/one" "$d/meta/nothing" "$d/" 2>&1 | sed "s|$d|D|"; ls "$d" "$d/meta" | sed "s|$d|D|"
+   find "$d/" -printf "%P %s %y\n" | LC_ALL=C sort; '"$walk_py"' "$d" | sed "s|$d|D|"
+   (cd "$d/deep" && cat a/b/c/leaf.txt && ls -a && ls a/b && cat ../meta/one); echo
+   $PY -c "import os, sys; d = os.open(sys.argv[1], os.O_RDONLY); f = os.open(\"meta/numbers.txt\", os.O_RDONLY, dir_fd=d)
+print(len(os.read(f, 1 << 20)), sorted(os.listdir(sys.argv[1] + \"/deep/a\")), os.path.isfile(sys.argv[1] + \"/meta/link\"))" "$d"'
 # A path given to the command through a symlink elsewhere (--data /home/u/ds/... for
 # /home/u/ds -> the directory above the mount point): the argument is a spelling of it.
 mkdir -p "$S/argn" "$S/argf" && ln -s "$S/upn" "$S/argn/ds" && ln -s "$S/up" "$S/argf/ds"

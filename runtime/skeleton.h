@@ -1,0 +1,71 @@
+// Paths that reach the mount point through a native symlink the runtime was not told of (a
+// config file's `/home/u/proj/data`, a link to `/datasets/imagenet` made after the job
+// started) are the kernel's: it follows the link into fanrun's skeleton of the mount point
+// (the dataset's directories, no files), so a file there is ENOENT and a directory lists
+// no files. These calls are caught after the kernel answers: an ENOENT whose parent
+// directory is physically under the mount point, or a directory opened there, is served
+// again from the dataset under its physical path.
+//   prefilter.cc  runs the covered calls itself when it would pass them to the kernel, and
+//                 sends those two answers to the hook (closing the directory it opened);
+//   hook.cc       runs a covered call the handler passed on, and on those answers serves it
+//                 again with the physical path (SkeletonPath).
+// Thread-safety: reentrant; no allocation (a vfork child may ask).
+#pragma once
+
+#include <fcntl.h>
+#include <sys/syscall.h>
+
+#include <cstddef>
+
+namespace fanstore::runtime {
+
+// The calls covered, by the position of their path argument (0: open, stat, lstat, access,
+// readlink; 1: the *at calls and statx, with the directory fd in argument 0); -1 for the
+// others. (Internal linkage: the prefilter's copy must be compiled with its own flags.)
+static inline int SkeletonPathArg(long nr) {
+  switch (nr) {
+    case SYS_open:
+    case SYS_stat:
+    case SYS_lstat:
+    case SYS_access:
+    case SYS_readlink:
+      return 0;
+    case SYS_openat:
+    case SYS_newfstatat:
+    case SYS_statx:
+    case SYS_faccessat:
+    case SYS_faccessat2:
+    case SYS_readlinkat:
+      return 1;
+    default:
+      return -1;
+  }
+}
+
+// Whether call nr opens a directory (O_DIRECTORY: opendir, os.scandir, ls, find).
+static inline bool OpensDirectory(long nr, const long a[6]) {
+  return (nr == SYS_open && (a[1] & O_DIRECTORY)) || (nr == SYS_openat && (a[2] & O_DIRECTORY));
+}
+
+// "/proc/self/fd/N" for fd, in link. Byte by byte (the prefilter calls no memcpy).
+static inline void ProcFdPath(int fd, char (&link)[32]) {
+  const char* prefix = "/proc/self/fd/";
+  int at = 0;
+  while (prefix[at]) {
+    link[at] = prefix[at];
+    ++at;
+  }
+  char digits[12];
+  int k = 0;
+  for (unsigned v = static_cast<unsigned>(fd); k == 0 || v > 0; v /= 10)
+    digits[k++] = static_cast<char>('0' + v % 10);
+  while (k > 0) link[at++] = digits[--k];
+  link[at] = 0;
+}
+
+// After the kernel answered covered call nr with `k`: if it looked for something in the
+// skeleton (ENOENT below one of its directories, or one of them opened), the physical path
+// it meant, in out[room]; false otherwise (the kernel's answer stands).
+bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room);
+
+}  // namespace fanstore::runtime
