@@ -7,10 +7,10 @@
 #include <linux/fs.h>
 #include <sys/syscall.h>
 
+#include "intercept/raw_syscall.h"
 #include "meta/format.h"
 #include "meta/path_hash.h"
 #include "runtime/fd_table.h"
-#include "intercept/raw_syscall.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/skeleton.h"
 #include "runtime/word_scan.h"
