@@ -171,17 +171,23 @@ constexpr Served kServed[] = {
 // kServed by number, filled once at start-up (single-threaded), read-only afterwards.
 const Served* g_routes[intercept::kMaxSyscallNr];
 
-// A call runtime/skeleton.h covers that its handler passed on: made here, and served again
-// from the dataset under its physical path when the kernel's answer came from the mount
-// point's skeleton (ENOENT below one of its directories, or one of them opened).
+// A call runtime/skeleton.h covers that its handler passed on: served from the dataset
+// under its physical path when it is below a spelling learned before; otherwise made
+// here, and served again so when the kernel's answer came from the mount point's skeleton
+// (ENOENT below one of its directories, or one of them opened).
 HookResult ThroughSkeleton(const Served& r, long nr, const long a[6]) {
-  const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
   char physical[4096];
-  if (!SkeletonPath(nr, a, k, physical, sizeof physical)) return intercept::Handled(k);
-  long b[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
   const int at = SkeletonPathArg(nr);
+  long b[6] = {a[0], a[1], a[2], a[3], a[4], a[5]};
   if (at == 1) b[0] = AT_FDCWD;
   b[at] = reinterpret_cast<long>(physical);
+  const char* path = reinterpret_cast<const char*>(a[at]);
+  if (path && LearnedPath(path, physical, sizeof physical)) {
+    const HookResult out = r.fn(nr, b);
+    if (out.handled) return out;
+  }
+  const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+  if (!SkeletonPath(nr, a, k, physical, sizeof physical)) return intercept::Handled(k);
   const HookResult out = r.fn(nr, b);
   if (!out.handled) return intercept::Handled(k);    // (the kernel's after all: its answer)
   if (k >= 0) intercept::RawSyscall6(SYS_close, k);  // the skeleton's directory

@@ -125,6 +125,16 @@ bool InSkeleton(int fd) {
   return UnderPrefix(where, m.path, m.len);
 }
 
+// Whether path s is at or under a spelling learned from the kernel (runtime/skeleton.h).
+bool UnderLearned(const char* s) {
+  if (g_prefilter.learned_count.load(std::memory_order_acquire) == 0 || !s || s[0] != '/')
+    return false;
+  for (const auto& l : g_prefilter.learned)
+    if (l.state.load(std::memory_order_acquire) == 2 && UnderPrefix(s, l.from, l.from_len))
+      return true;
+  return false;
+}
+
 // "/repo/code/../data/imagenet/x" (runtime/resolve.cc ThroughDotDot).
 bool DotDotThenName(const char* s) {
   return runtime::DotDotThenName(g_prefilter.spellings, kSpellings, s);
@@ -327,7 +337,9 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
   if (Wants(nr, a)) return {0, kToHook};
   // A call runtime/skeleton.h covers is made here, so that an answer from the mount point's
   // skeleton (a path through a symlink the runtime does not know) goes to the hook.
-  if (g_prefilter.skeleton_dev == 0 || SkeletonPathArg(nr) < 0) return {0, kToKernel};
+  const int at = SkeletonPathArg(nr);
+  if (g_prefilter.skeleton_dev == 0 || at < 0) return {0, kToKernel};
+  if (UnderLearned(reinterpret_cast<const char*>(a[at]))) return {0, kToHook};
   const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
   if (k == -ENOENT) return {0, kToHook};  // (the hook makes the call again, and looks)
   if (k >= 0 && OpensDirectory(nr, a) && InSkeleton(static_cast<int>(k))) {

@@ -19,23 +19,35 @@ namespace fanstore::runtime {
 // hook.cc checks that the two counts agree).
 inline constexpr int kSpellings = 6;
 
+// Spellings learned from the kernel's answers (runtime/skeleton.h), at most this many.
+inline constexpr int kLearned = 8;
+
 struct PrefilterState {
   bool active = false;
   struct Spelling {
     char path[4096] = {};
-    unsigned len = 0;   // 0: none
-    bool link = false;  // an alias whose last component is the symlink (State::alias_links)
+    unsigned len = 0;     // 0: none
+    bool link = false;    // an alias whose last component is the symlink (State::alias_links)
     bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
   } spellings[kSpellings];
   int physical = 0;           // the spelling the kernel gives (/proc/self/fd links, getcwd)
   uint64_t skeleton_dev = 0;  // st_dev of the mount point's native directory (0: none)
+  // A directory spelled `from` (through a symlink the runtime was not told of) that is
+  // physically `to`, at or under the mount point. Written once: state 0 free, 1 being
+  // written, 2 published (release; read after an acquire load of 2).
+  struct Learned {
+    std::atomic<int> state{0};
+    unsigned from_len = 0, to_len = 0;
+    char from[1024] = {}, to[1024] = {};
+  } learned[kLearned];
+  std::atomic<int> learned_count{0};
   int reserved_lo = 0;
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
   const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()
   const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
   const OpenFile* descs = nullptr;                 // FdTable::slab()
   std::atomic<int> cwd_virtual{1};  // 1: relative paths may be ours; 2: those starting with ".."
-  ShardedCounter answered_stats;                   // stat calls answered in the prefilter
+  ShardedCounter answered_stats;    // stat calls answered in the prefilter
   // The namespace image, for stat answered in the prefilter.
   const meta::ImageEntry* entries = nullptr;
   const meta::ImageBucket* buckets = nullptr;

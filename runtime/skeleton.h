@@ -9,6 +9,10 @@
 //                 sends those two answers to the hook (closing the directory it opened);
 //   hook.cc       runs a covered call the handler passed on, and on those answers serves it
 //                 again with the physical path (SkeletonPath).
+// The directory the kernel names in such an answer is remembered by its spelling, widened
+// to the symlink's own spelling where the kernel confirms it (at most kLearned per
+// process), and paths below it are served from then on without asking the kernel: a
+// DataLoader reading through such a link pays for it once.
 // Thread-safety: reentrant; no allocation (a vfork child may ask).
 #pragma once
 
@@ -67,5 +71,9 @@ static inline void ProcFdPath(int fd, char (&link)[32]) {
 // skeleton (ENOENT below one of its directories, or one of them opened), the physical path
 // it meant, in out[room]; false otherwise (the kernel's answer stands).
 bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room);
+
+// The physical path of absolute `path`, in out[room], when it is at or under a spelling
+// learned by SkeletonPath; false otherwise.
+bool LearnedPath(const char* path, char* out, size_t room);
 
 }  // namespace fanstore::runtime

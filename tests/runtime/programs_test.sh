@@ -167,7 +167,9 @@ same_from "paths through a symlink to a directory inside the dataset" "$S/lnn2" 
 # A symlink the runtime was not told of (made after the start, below the working
 # directory, named by no argument: as a config file names a project's data link): the
 # kernel follows it into the mount point's skeleton, and what it answers from there
-# (ENOENT for a file, a directory with no files) is served again from the dataset.
+# (ENOENT for a file, a directory with no files) is served again from the dataset. The
+# link's spelling is remembered: p2/set/deep -> .../set/deep ends in the same two names as
+# its target, and p2/set/meta beside it stays native.
 mkdir -p "$S/cfgn/proj" "$S/cfgf/proj"
 echo "$S/upn/data/set" >"$S/cfgn/target" && echo "$S/up/data/set" >"$S/cfgf/target"
 same_from "paths through a symlink the runtime was not told of" "$S/cfgn" "$S/cfgf" \
@@ -176,7 +178,9 @@ same_from "paths through a symlink the runtime was not told of" "$S/cfgn" "$S/cf
    find "$d/" -printf "%P %s %y\n" | LC_ALL=C sort; '"$walk_py"' "$d" | sed "s|$d|D|"
    (cd "$d/deep" && cat a/b/c/leaf.txt && ls -a && ls a/b && cat ../meta/one); echo
    $PY -c "import os, sys; d = os.open(sys.argv[1], os.O_RDONLY); f = os.open(\"meta/numbers.txt\", os.O_RDONLY, dir_fd=d)
-print(len(os.read(f, 1 << 20)), sorted(os.listdir(sys.argv[1] + \"/deep/a\")), os.path.isfile(sys.argv[1] + \"/meta/link\"))" "$d"'
+print(len(os.read(f, 1 << 20)), sorted(os.listdir(sys.argv[1] + \"/deep/a\")), os.path.isfile(sys.argv[1] + \"/meta/link\"))" "$d"
+   cd "$OLDPWD"; mkdir -p p2/set/meta && echo native >p2/set/meta/one && ln -sfn "$(cat target)/deep" p2/set/deep; e=$PWD/p2/set
+   cat "$e/deep/a/b/c/leaf.txt" "$e/meta/one" "$e/deep/a/b/c/leaf.txt"; ls "$e" "$e/meta" "$e/deep/a" | sed "s|$e|E|"'
 # A path given to the command through a symlink elsewhere (--data /home/u/ds/... for
 # /home/u/ds -> the directory above the mount point): the argument is a spelling of it.
 mkdir -p "$S/argn" "$S/argf" && ln -s "$S/upn" "$S/argn/ds" && ln -s "$S/up" "$S/argf/ds"

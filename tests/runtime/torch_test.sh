@@ -30,6 +30,12 @@ mkdir -p "$S/code"
 "$FANRUN" --data "$S/packed" --mount "$MNT" -- $PY "$SRCDIR/tests/runtime/torch_probe.py" "$S/code/../mnt/train" fork \
   >"$S/fan.dotdot" 2>"$S/fan.err" || bad "DataLoader under fanrun, root with a ..: $(tail -3 "$S/fan.err")"
 expect_same "$S/fan.dotdot" "$S/native.fork" "DataLoader samples under fanrun, root code/../mnt/train"
+# The root through a symlink the runtime was not told of (made after the start, as a
+# config file names a project's data link): served from the dataset all the same.
+"$FANRUN" --data "$S/packed" --mount "$MNT" -- sh -c 'ln -sfn "$1" "$2" && exec "$3" "$4" "$2/train" fork' \
+  sh "$MNT" "$S/code/data" "$PY" "$SRCDIR/tests/runtime/torch_probe.py" >"$S/fan.link" 2>"$S/fan.err" ||
+  bad "DataLoader under fanrun, root through a new symlink: $(tail -3 "$S/fan.err")"
+expect_same "$S/fan.link" "$S/native.fork" "DataLoader samples under fanrun, root through a symlink made after the start"
 # Two nodes (mpiexec ranks, each holding half the partitions): each rank's DistributedSampler
 # share, read with fork workers through its agent, equals the same share read natively.
 skip_without_mpi "DataLoader under mpiexec -n 2"
