@@ -125,13 +125,17 @@ bool InSkeleton(int fd) {
   return UnderPrefix(where, m.path, m.len);
 }
 
-// Whether path s is at or under a spelling learned from the kernel (runtime/skeleton.h).
+// Whether path s is below a spelling learned from the kernel (runtime/skeleton.h
+// LearnedPath; the spelling itself may be the link, the kernel's to answer).
 bool UnderLearned(const char* s) {
   if (g_prefilter.learned_count.load(std::memory_order_acquire) == 0 || !s || s[0] != '/')
     return false;
-  for (const auto& l : g_prefilter.learned)
-    if (l.state.load(std::memory_order_acquire) == 2 && UnderPrefix(s, l.from, l.from_len))
-      return true;
+  for (const auto& l : g_prefilter.learned) {
+    if (l.state.load(std::memory_order_acquire) != 2) continue;
+    unsigned i = 0;
+    while (i < l.from_len && s[i] == l.from[i]) ++i;
+    if (i == l.from_len && s[i] == '/') return true;
+  }
   return false;
 }
 

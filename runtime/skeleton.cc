@@ -125,9 +125,11 @@ bool LearnedPath(const char* path, char* out, size_t room) {
   for (const PrefilterState::Learned& l : g_prefilter.learned) {
     if (l.state.load(std::memory_order_acquire) != 2) continue;
     const std::string_view from(l.from, l.from_len), to(l.to, l.to_len);
-    if (p.substr(0, from.size()) != from || (p.size() > from.size() && p[from.size()] != '/'))
+    // Below it only: the spelling itself may end in the link, which lstat, readlink and
+    // O_NOFOLLOW see as a link (the kernel's answer then stands).
+    if (p.size() <= from.size() || p[from.size()] != '/' || p.substr(0, from.size()) != from)
       continue;
-    const std::string_view rest = p.substr(from.size());  // "" or "/..."
+    const std::string_view rest = p.substr(from.size());  // "/..."
     if (to.size() + rest.size() >= room) return false;
     std::memcpy(out, to.data(), to.size());
     std::memcpy(out + to.size(), rest.data(), rest.size());
@@ -148,8 +150,11 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
       return false;
     const size_t n = UnderMountByFd(*s, static_cast<int>(k), out, room);
     if (n == 0) return false;
-    if (pa == 0 || static_cast<int>(a[0]) == AT_FDCWD)
-      Learn(*s, reinterpret_cast<const char*>(a[pa]), std::string_view(out, n));
+    if (pa == 0 || static_cast<int>(a[0]) == AT_FDCWD) {
+      std::string_view spelled(reinterpret_cast<const char*>(a[pa]));
+      while (spelled.size() > 1 && spelled.back() == '/') spelled.remove_suffix(1);
+      Learn(*s, spelled, std::string_view(out, n));
+    }
     return true;
   }
   if (k != -ENOENT) return false;

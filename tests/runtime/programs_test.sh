@@ -178,9 +178,11 @@ same_from "paths through a symlink the runtime was not told of" "$S/cfgn" "$S/cf
    find "$d/" -printf "%P %s %y\n" | LC_ALL=C sort; '"$walk_py"' "$d" | sed "s|$d|D|"
    (cd "$d/deep" && cat a/b/c/leaf.txt && ls -a && ls a/b && cat ../meta/one); echo
    $PY -c "import os, sys; d = os.open(sys.argv[1], os.O_RDONLY); f = os.open(\"meta/numbers.txt\", os.O_RDONLY, dir_fd=d)
-print(len(os.read(f, 1 << 20)), sorted(os.listdir(sys.argv[1] + \"/deep/a\")), os.path.isfile(sys.argv[1] + \"/meta/link\"))" "$d"
+print(len(os.read(f, 1 << 20)), sorted(os.listdir(sys.argv[1] + \"/deep/a\")), os.path.isfile(sys.argv[1] + \"/meta/link\"))
+print(os.path.islink(sys.argv[1]), os.path.basename(os.readlink(sys.argv[1])), os.path.isdir(sys.argv[1]), os.path.islink(sys.argv[1] + \"/meta/link\"))" "$d"
    cd "$OLDPWD"; mkdir -p p2/set/meta && echo native >p2/set/meta/one && ln -sfn "$(cat target)/deep" p2/set/deep; e=$PWD/p2/set
-   cat "$e/deep/a/b/c/leaf.txt" "$e/meta/one" "$e/deep/a/b/c/leaf.txt"; ls "$e" "$e/meta" "$e/deep/a" | sed "s|$e|E|"'
+   cat "$e/deep/a/b/c/leaf.txt" "$e/meta/one" "$e/deep/a/b/c/leaf.txt"; ls "$e" "$e/meta" "$e/deep/a" | sed "s|$e|E|"
+   stat -c %F "$d" "$e/deep" "$d/" "$d/deep"; readlink "$d" "$e/deep" | sed "s|.*/||"; find "$d" "$e/deep" | sed "s|$PWD||"'
 # A path given to the command through a symlink elsewhere (--data /home/u/ds/... for
 # /home/u/ds -> the directory above the mount point): the argument is a spelling of it.
 mkdir -p "$S/argn" "$S/argf" && ln -s "$S/upn" "$S/argn/ds" && ln -s "$S/up" "$S/argf/ds"
