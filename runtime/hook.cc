@@ -182,7 +182,8 @@ HookResult ThroughSkeleton(const Served& r, long nr, const long a[6]) {
   if (at == 1) b[0] = AT_FDCWD;
   b[at] = reinterpret_cast<long>(physical);
   const char* path = reinterpret_cast<const char*>(a[at]);
-  if (path && LearnedPath(path, physical, sizeof physical)) {
+  if (path &&
+      LearnedPathAt(at == 1 ? static_cast<int>(a[0]) : AT_FDCWD, path, physical, sizeof physical)) {
     const HookResult out = r.fn(nr, b);
     if (out.handled) return out;
   }

@@ -116,7 +116,32 @@ void Learn(const State& s, std::string_view spelled, std::string_view physical) 
   }
 }
 
+// `path` as an absolute spelling in out[room]: itself, or joined to the kernel's cwd
+// (physical) when relative to it; false when it does not fit or the cwd cannot be named.
+bool Absolute(int dirfd, std::string_view path, char* out, size_t room) {
+  size_t n = 0;
+  if (path.empty() || path[0] != '/') {
+    if (dirfd != AT_FDCWD) return false;
+    const long c = RawSyscall6(SYS_getcwd, reinterpret_cast<long>(out), static_cast<long>(room));
+    if (c <= 1 || out[0] != '/') return false;
+    n = static_cast<size_t>(c - 1);  // (getcwd counts the NUL)
+    if (path == ".") path = {};
+    if (n > 1 && !path.empty()) out[n++] = '/';
+  }
+  if (n + path.size() >= room) return false;
+  std::memcpy(out + n, path.data(), path.size());
+  out[n + path.size()] = 0;
+  return true;
+}
+
 }  // namespace
+
+bool LearnedPathAt(int dirfd, const char* path, char* out, size_t room) {
+  if (g_prefilter.learned_count.load(std::memory_order_acquire) == 0) return false;
+  if (path[0] == '/') return LearnedPath(path, out, room);
+  char joined[4096];  // (relative: one getcwd, against six calls through the skeleton)
+  return Absolute(dirfd, path, joined, sizeof joined) && LearnedPath(joined, out, room);
+}
 
 bool LearnedPath(const char* path, char* out, size_t room) {
   if (g_prefilter.learned_count.load(std::memory_order_acquire) == 0 || path[0] != '/')
@@ -150,11 +175,11 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
       return false;
     const size_t n = UnderMountByFd(*s, static_cast<int>(k), out, room);
     if (n == 0) return false;
-    if (pa == 0 || static_cast<int>(a[0]) == AT_FDCWD) {
-      std::string_view spelled(reinterpret_cast<const char*>(a[pa]));
-      while (spelled.size() > 1 && spelled.back() == '/') spelled.remove_suffix(1);
-      Learn(*s, spelled, std::string_view(out, n));
-    }
+    std::string_view spelled(reinterpret_cast<const char*>(a[pa]));
+    while (spelled.size() > 1 && spelled.back() == '/') spelled.remove_suffix(1);
+    char absolute[4096];
+    if (Absolute(pa == 1 ? static_cast<int>(a[0]) : AT_FDCWD, spelled, absolute, sizeof absolute))
+      Learn(*s, absolute, std::string_view(out, n));
     return true;
   }
   if (k != -ENOENT) return false;
@@ -191,7 +216,9 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
   const size_t n = room > tail + 1 ? UnderMountByFd(*s, static_cast<int>(fd), out, room - tail) : 0;
   RawSyscall6(SYS_close, fd);
   if (n == 0) return false;
-  if (dirfd == AT_FDCWD) Learn(*s, parent, std::string_view(out, n));
+  char absolute[4096];
+  if (Absolute(dirfd, parent, absolute, sizeof absolute))
+    Learn(*s, absolute, std::string_view(out, n));
   size_t at = n;
   if (out[at - 1] != '/') out[at++] = '/';  // (the mount point "/" ends in one)
   std::memcpy(out + at, name.data(), name.size());

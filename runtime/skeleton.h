@@ -75,5 +75,8 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room);
 // The physical path of absolute `path`, in out[room], when it is at or under a spelling
 // learned by SkeletonPath; false otherwise.
 bool LearnedPath(const char* path, char* out, size_t room);
+// The same for `path` relative to dirfd: a relative path from the cwd is first joined to
+// the kernel's cwd (one getcwd); one from another directory fd is not looked up.
+bool LearnedPathAt(int dirfd, const char* path, char* out, size_t room);
 
 }  // namespace fanstore::runtime

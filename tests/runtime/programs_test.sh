@@ -182,7 +182,8 @@ print(len(os.read(f, 1 << 20)), sorted(os.listdir(sys.argv[1] + \"/deep/a\")), o
 print(os.path.islink(sys.argv[1]), os.path.basename(os.readlink(sys.argv[1])), os.path.isdir(sys.argv[1]), os.path.islink(sys.argv[1] + \"/meta/link\"))" "$d"
    cd "$OLDPWD"; mkdir -p p2/set/meta && echo native >p2/set/meta/one && ln -sfn "$(cat target)/deep" p2/set/deep; e=$PWD/p2/set
    cat "$e/deep/a/b/c/leaf.txt" "$e/meta/one" "$e/deep/a/b/c/leaf.txt"; ls "$e" "$e/meta" "$e/deep/a" | sed "s|$e|E|"
-   stat -c %F "$d" "$e/deep" "$d/" "$d/deep"; readlink "$d" "$e/deep" | sed "s|.*/||"; find "$d" "$e/deep" | sed "s|$PWD||"'
+   stat -c %F "$d" "$e/deep" "$d/" "$d/deep"; readlink "$d" "$e/deep" | sed "s|.*/||"; find "$d" "$e/deep" | sed "s|$PWD||"
+   $PY -c "import os; print([open(p).read() for p in (\"proj/data/meta/one\", \"proj/data/deep/a/b/c/leaf.txt\", \"./proj/data/meta/one\", \"proj/data/meta/one\")], sorted(os.listdir(\"proj/data/meta\")), os.path.islink(\"proj/data\"))"'
 # A path given to the command through a symlink elsewhere (--data /home/u/ds/... for
 # /home/u/ds -> the directory above the mount point): the argument is a spelling of it.
 mkdir -p "$S/argn" "$S/argf" && ln -s "$S/upn" "$S/argn/ds" && ln -s "$S/up" "$S/argf/ds"
