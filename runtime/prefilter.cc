@@ -11,6 +11,7 @@
 #include "meta/format.h"
 #include "meta/path_hash.h"
 #include "runtime/fd_table.h"
+#include "runtime/kernel_names.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/skeleton.h"
 #include "runtime/word_scan.h"
@@ -115,11 +116,9 @@ bool InSkeleton(int fd) {
   if (intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0 ||
       st.st_dev != g_prefilter.skeleton_dev)
     return false;
-  char link[32], where[4096];
-  ProcFdPath(fd, link);
-  const long n = intercept::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
-                                        reinterpret_cast<long>(where), sizeof where);
-  if (n <= 0 || n >= static_cast<long>(sizeof where)) return false;
+  char where[4096];
+  const long n = FdName(fd, where, sizeof where);
+  if (n < 0) return false;
   where[n] = 0;
   const auto& m = g_prefilter.spellings[g_prefilter.physical];
   return UnderPrefix(where, m.path, m.len);
@@ -131,10 +130,10 @@ bool UnderLearned(const char* s) {
   if (g_prefilter.learned_count.load(std::memory_order_acquire) == 0 || !s || s[0] != '/')
     return false;
   for (const auto& l : g_prefilter.learned) {
-    if (l.state.load(std::memory_order_acquire) != 2) continue;
+    if (!l.Published()) continue;
     unsigned i = 0;
-    while (i < l.from_len && s[i] == l.from[i]) ++i;
-    if (i == l.from_len && s[i] == '/') return true;
+    while (i < l.key_len && s[i] == l.key[i]) ++i;
+    if (i == l.key_len && s[i] == '/') return true;
   }
   return false;
 }

@@ -12,6 +12,7 @@
 #include "meta/namespace_image.h"
 #include "runtime/counter.h"
 #include "runtime/fd_table.h"
+#include "runtime/path_pair.h"
 
 namespace fanstore::runtime {
 
@@ -32,14 +33,9 @@ struct PrefilterState {
   } spellings[kSpellings];
   int physical = 0;           // the spelling the kernel gives (/proc/self/fd links, getcwd)
   uint64_t skeleton_dev = 0;  // st_dev of the mount point's native directory (0: none)
-  // A directory spelled `from` (through a symlink the runtime was not told of) that is
-  // physically `to`, at or under the mount point. Written once: state 0 free, 1 being
-  // written, 2 published (release; read after an acquire load of 2).
-  struct Learned {
-    std::atomic<int> state{0};
-    unsigned from_len = 0, to_len = 0;
-    char from[1024] = {}, to[1024] = {};
-  } learned[kLearned];
+  // A directory spelled as the key (through a symlink the runtime was not told of) that is
+  // physically the value, at or under the mount point (runtime/skeleton.h).
+  PathPair<1024, 1024> learned[kLearned];
   std::atomic<int> learned_count{0};
   int reserved_lo = 0;
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits

@@ -14,8 +14,9 @@
 #include "meta/format.h"
 #include "runtime/fd_table.h"
 #include "runtime/mount_ways.h"
+#include "runtime/path_pair.h"
 #include "runtime/prefilter_state.h"
-#include "runtime/skeleton.h"
+#include "runtime/kernel_names.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -337,45 +338,25 @@ Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool fo
 // The kernel's physical names of directories spelled with a "..", by their absolute
 // spelling ("/repo/code/.." -> "/repo"), remembered for the process's life: a DataLoader
 // opens every sample as root + "/class/file" with the root's ".." in it, and asking the
-// kernel each time cost 3 system calls per file (130 k -> 75 k files/s). Written in place
-// (a vfork child may add one: no allocation) and never changed once published, so readers
-// take no lock. A link changed during the job under such a spelling is not seen.
-struct HeadSlot {
-  // 0 free, 1 being written, 2 published. The writer's release store of 2 after filling
-  // the slot pairs with a reader's acquire load, so a reader that sees 2 sees the bytes.
-  std::atomic<int> state{0};
-  uint16_t head_len = 0, dir_len = 0;
-  char head[256];
-  char dir[1024];
-};
-HeadSlot g_heads[16];
+// kernel each time cost 3 system calls per file (130 k -> 75 k files/s). A link changed
+// during the job under such a spelling is not seen.
+PathPair<256, 1024> g_heads[16];
 
 // The remembered directory of `head` written to out[0, room), its length; -1 if none.
 long RememberedDir(std::string_view head, char* out, size_t room) {
-  for (HeadSlot& h : g_heads) {
-    const int st = h.state.load(std::memory_order_acquire);
-    if (st == 0) return -1;  // (slots are taken in order)
-    if (st == 2 && h.head_len == head.size() && h.dir_len < room &&
-        std::memcmp(h.head, head.data(), head.size()) == 0) {
-      std::memcpy(out, h.dir, h.dir_len);
-      return h.dir_len;
+  for (const auto& h : g_heads) {
+    if (h.Free()) return -1;  // (slots are taken in order)
+    if (h.Published() && h.Key() == head && h.value_len < room) {
+      std::memcpy(out, h.value, h.value_len);
+      return h.value_len;
     }
   }
   return -1;
 }
 
 void RememberDir(std::string_view head, std::string_view dir) {
-  if (head.size() > sizeof g_heads[0].head || dir.size() > sizeof g_heads[0].dir) return;
-  for (HeadSlot& h : g_heads) {
-    int expected = 0;
-    if (!h.state.compare_exchange_strong(expected, 1, std::memory_order_acq_rel)) continue;
-    std::memcpy(h.head, head.data(), head.size());
-    std::memcpy(h.dir, dir.data(), dir.size());
-    h.head_len = static_cast<uint16_t>(head.size());
-    h.dir_len = static_cast<uint16_t>(dir.size());
-    h.state.store(2, std::memory_order_release);
-    return;
-  }
+  for (auto& h : g_heads)
+    if (h.TryFill(head, dir) || !PathPair<256, 1024>::Fits(head, dir)) return;
 }
 
 // A path with a ".." after a native name, relative to native directory `dirfd` (or
@@ -408,19 +389,11 @@ Resolved ThroughDotDot(const State& s, int dirfd, std::string_view path, bool fo
     const bool absolute = b[0] == '/';
     long n = absolute ? RememberedDir(std::string_view(b, head), b, sizeof b - tail) : -1;
     if (n < 0) {
-      char key[sizeof g_heads[0].head];
+      char key[sizeof g_heads[0].key];
       const size_t key_len = absolute && head <= sizeof key ? head : 0;
       std::memcpy(key, b, key_len);
-      const long fd = intercept::RawSyscall6(SYS_openat, dirfd, reinterpret_cast<long>(b),
-                                             O_PATH | O_DIRECTORY | O_CLOEXEC);
-      if (fd < 0) return Resolved{};
-      char link[32];
-      ProcFdPath(static_cast<int>(fd), link);
-      n = intercept::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
-                                 reinterpret_cast<long>(b), sizeof b - tail);
-      intercept::RawSyscall6(SYS_close, fd);
-      // (n filling its room may be a truncated name)
-      if (n <= 0 || b[0] != '/' || static_cast<size_t>(n) + tail >= sizeof b) return Resolved{};
+      n = DirName(dirfd, b, b, sizeof b - tail);  // (b, the head, is read before it is written)
+      if (n < 0) return Resolved{};
       if (key_len > 0)
         RememberDir(std::string_view(key, key_len), std::string_view(b, static_cast<size_t>(n)));
     }
@@ -686,12 +659,9 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
   // prefilter sends only paths whose first component is one of the mount point's names,
   // or with one of them after a "..".)
   if (dirfd < 0) return Resolved{};
-  char link[32];
-  ProcFdPath(dirfd, link);
   char dir[4096];
-  const long n = intercept::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
-                                        reinterpret_cast<long>(dir), sizeof dir);
-  if (n <= 0 || n >= static_cast<long>(sizeof dir) || dir[0] != '/') return Resolved{};
+  const long n = FdName(dirfd, dir, sizeof dir);
+  if (n < 0) return Resolved{};
   std::string_view rest;
   const auto spellings = s->spellings();
   for (size_t k = 0; k < spellings.size(); ++k) {

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "intercept/raw_syscall.h"
+#include "runtime/kernel_names.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/state.h"
 
@@ -16,19 +17,19 @@ namespace {
 
 using intercept::RawSyscall6;
 
-// The physical path of directory fd into out[room], NUL-terminated, when it is the mount
-// point or under it: its length; 0 otherwise.
-size_t UnderMountByFd(const State& s, int fd, char* out, size_t room) {
-  char link[32];
-  ProcFdPath(fd, link);
-  const long n = RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
-                             reinterpret_cast<long>(out), static_cast<long>(room));
-  if (n <= 0 || static_cast<size_t>(n) >= room) return 0;  // (filling its room: maybe cut)
+// Whether physical path p is the mount point or under it.
+bool AtOrUnder(std::string_view p, std::string_view m) {
+  return m == "/" || p == m ||
+         (p.size() > m.size() && p.substr(0, m.size()) == m && p[m.size()] == '/');
+}
+
+// `n` (a kernel name's length in out, or -1) when that name is the mount point or under
+// it, NUL-terminated there; 0 otherwise.
+size_t UnderMount(const State& s, long n, char* out) {
+  if (n < 0 || !AtOrUnder(std::string_view(out, static_cast<size_t>(n)), s.physical_mount()))
+    return 0;
   out[n] = 0;
-  const std::string_view p(out, static_cast<size_t>(n)), m = s.physical_mount();
-  const bool under = m == "/" || p == m ||
-                     (p.size() > m.size() && p.substr(0, m.size()) == m && p[m.size()] == '/');
-  return under ? static_cast<size_t>(n) : 0;
+  return static_cast<size_t>(n);
 }
 
 bool OnSkeletonDevice(const struct stat& st) {
@@ -46,12 +47,6 @@ bool Clean(std::string_view p) {
     i = j + 1;
   }
   return true;
-}
-
-// Whether physical path p is the mount point or under it.
-bool AtOrUnder(std::string_view p, std::string_view m) {
-  return m == "/" || p == m ||
-         (p.size() > m.size() && p.substr(0, m.size()) == m && p[m.size()] == '/');
 }
 
 // Remembers that the kernel resolves directory `spelled` (absolute, clean) to `physical` at
@@ -76,43 +71,25 @@ void Learn(const State& s, std::string_view spelled, std::string_view physical) 
     cut_from[cuts] = from.size();
     cut_to[cuts++] = to.size();
   }
-  size_t use_from = spelled.size(), use_to = physical.size();
-  char name[1024], where[1024];
-  for (size_t c = cuts; c-- > 0;) {  // the shortest first
-    if (cut_from[c] >= sizeof name) continue;
-    std::memcpy(name, spelled.data(), cut_from[c]);
+  std::string_view key = spelled, value = physical;
+  char name[4096], where[4096];
+  for (size_t c = cuts; c-- > 0;) {                  // the shortest first
+    std::memcpy(name, spelled.data(), cut_from[c]);  // (shorter than spelled, < 4096)
     name[cut_from[c]] = 0;
-    const long fd = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(name),
-                                O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) continue;
-    char link[32];
-    ProcFdPath(static_cast<int>(fd), link);
-    const long n = RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
-                               reinterpret_cast<long>(where), sizeof where);
-    RawSyscall6(SYS_close, fd);
-    if (n > 0 && static_cast<size_t>(n) < sizeof where &&
-        std::string_view(where, static_cast<size_t>(n)) == physical.substr(0, cut_to[c])) {
-      use_from = cut_from[c];
-      use_to = cut_to[c];
+    const long n = DirName(AT_FDCWD, name, where, sizeof where);
+    if (n > 0 && std::string_view(where, static_cast<size_t>(n)) == physical.substr(0, cut_to[c])) {
+      key = spelled.substr(0, cut_from[c]);
+      value = physical.substr(0, cut_to[c]);
       break;
     }
   }
-  if (use_from >= sizeof name || use_to >= sizeof where) return;
-  for (PrefilterState::Learned& l : g_prefilter.learned) {
-    int free = 0;
-    if (l.state.load(std::memory_order_acquire) == 2 && l.from_len == use_from &&
-        std::memcmp(l.from, spelled.data(), use_from) == 0)
-      return;  // (another thread was first)
-    if (!l.state.compare_exchange_strong(free, 1, std::memory_order_acq_rel)) continue;
-    std::memcpy(l.from, spelled.data(), use_from);
-    l.from[use_from] = 0;
-    l.from_len = static_cast<unsigned>(use_from);
-    std::memcpy(l.to, physical.data(), use_to);
-    l.to[use_to] = 0;
-    l.to_len = static_cast<unsigned>(use_to);
-    l.state.store(2, std::memory_order_release);
-    g_prefilter.learned_count.fetch_add(1, std::memory_order_release);
-    return;
+  for (auto& l : g_prefilter.learned) {
+    if (l.Published() && l.Key() == key) return;  // (another thread was first)
+    if (l.TryFill(key, value)) {
+      g_prefilter.learned_count.fetch_add(1, std::memory_order_release);
+      return;
+    }
+    if (!l.Fits(key, value)) return;
   }
 }
 
@@ -147,9 +124,9 @@ bool LearnedPath(const char* path, char* out, size_t room) {
   if (g_prefilter.learned_count.load(std::memory_order_acquire) == 0 || path[0] != '/')
     return false;
   const std::string_view p(path, strnlen(path, 4096));
-  for (const PrefilterState::Learned& l : g_prefilter.learned) {
-    if (l.state.load(std::memory_order_acquire) != 2) continue;
-    const std::string_view from(l.from, l.from_len), to(l.to, l.to_len);
+  for (const auto& l : g_prefilter.learned) {
+    if (!l.Published()) continue;
+    const std::string_view from = l.Key(), to = l.Value();
     // Below it only: the spelling itself may end in the link, which lstat, readlink and
     // O_NOFOLLOW see as a link (the kernel's answer then stands).
     if (p.size() <= from.size() || p[from.size()] != '/' || p.substr(0, from.size()) != from)
@@ -173,7 +150,7 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
     if (!OpensDirectory(nr, a) || RawSyscall6(SYS_fstat, k, reinterpret_cast<long>(&st)) != 0 ||
         !OnSkeletonDevice(st))
       return false;
-    const size_t n = UnderMountByFd(*s, static_cast<int>(k), out, room);
+    const size_t n = UnderMount(*s, FdName(static_cast<int>(k), out, room), out);
     if (n == 0) return false;
     std::string_view spelled(reinterpret_cast<const char*>(a[pa]));
     while (spelled.size() > 1 && spelled.back() == '/') spelled.remove_suffix(1);
@@ -208,13 +185,10 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
                   reinterpret_cast<long>(&st), 0) != 0 ||
       !OnSkeletonDevice(st))
     return false;  // (one system call for an ENOENT elsewhere: Python's imports make many)
-  const long fd = RawSyscall6(SYS_openat, dirfd, reinterpret_cast<long>(parent),
-                              O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return false;
   const bool slash = len > end;  // a trailing slash is kept: directories only
   const size_t tail = 1 + name.size() + slash;
-  const size_t n = room > tail + 1 ? UnderMountByFd(*s, static_cast<int>(fd), out, room - tail) : 0;
-  RawSyscall6(SYS_close, fd);
+  const size_t n =
+      room > tail + 1 ? UnderMount(*s, DirName(dirfd, parent, out, room - tail), out) : 0;
   if (n == 0) return false;
   char absolute[4096];
   if (Absolute(dirfd, parent, absolute, sizeof absolute))

@@ -51,22 +51,6 @@ static inline bool OpensDirectory(long nr, const long a[6]) {
   return (nr == SYS_open && (a[1] & O_DIRECTORY)) || (nr == SYS_openat && (a[2] & O_DIRECTORY));
 }
 
-// "/proc/self/fd/N" for fd, in link. Byte by byte (the prefilter calls no memcpy).
-static inline void ProcFdPath(int fd, char (&link)[32]) {
-  const char* prefix = "/proc/self/fd/";
-  int at = 0;
-  while (prefix[at]) {
-    link[at] = prefix[at];
-    ++at;
-  }
-  char digits[12];
-  int k = 0;
-  for (unsigned v = static_cast<unsigned>(fd); k == 0 || v > 0; v /= 10)
-    digits[k++] = static_cast<char>('0' + v % 10);
-  while (k > 0) link[at++] = digits[--k];
-  link[at] = 0;
-}
-
 // After the kernel answered covered call nr with `k`: if it looked for something in the
 // skeleton (ENOENT below one of its directories, or one of them opened), the physical path
 // it meant, in out[room]; false otherwise (the kernel's answer stands).
