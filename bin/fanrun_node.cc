@@ -28,6 +28,7 @@
 #include "io/pieces.h"
 #include "io/stage.h"
 #include "meta/dataset.h"
+#include "runtime/skeleton.h"
 #include "meta/exchange.h"
 #include "meta/manifest.h"
 #include "meta/namespace_image.h"
@@ -70,9 +71,11 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
   std::vector<std::string> parents;
   for (fs::path p = mount; !p.empty() && !fs::exists(p, ec); p = p.parent_path())
     parents.push_back(p.string());
+  std::vector<std::pair<std::string, int64_t>> marks;  // made at or below the mount point
   for (auto it = parents.rbegin(); it != parents.rend(); ++it) {
     if (::mkdir(it->c_str(), 0755) == 0) {
       made.push_back(*it);
+      if (*it == mount) marks.emplace_back(*it, ns.entry(0).mtime_ns);
     } else if (errno != EEXIST) {
       // The dataset is served all the same, and the runtime passes a working directory
       // inside it across exec (runtime/inherit.h); a program without the runtime finds no
@@ -94,9 +97,19 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
       const meta::ImageEntry& e = ns.entry(i);
       if (e.kind != static_cast<uint8_t>(meta::Kind::kDir)) continue;
       const std::string p = mount + "/" + std::string(ns.path(e));
-      if (::mkdir(p.c_str(), 0755) == 0) made.push_back(p);
+      if (::mkdir(p.c_str(), 0755) == 0) {
+        made.push_back(p);
+        marks.emplace_back(p, e.mtime_ns);
+      }
       todo.push_back(i);
     }
+  }
+  // The mark (runtime/skeleton.h), once every directory is made (a mkdir below one changes
+  // its mtime): the dataset directory's second, kSkeletonMarkNs nanoseconds.
+  for (const auto& [p, mtime_ns] : marks) {
+    const timespec times[2] = {
+        {0, UTIME_OMIT}, {static_cast<time_t>(mtime_ns / 1'000'000'000), runtime::kSkeletonMarkNs}};
+    ::utimensat(AT_FDCWD, p.c_str(), times, 0);
   }
   return made;
 }

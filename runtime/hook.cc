@@ -274,8 +274,10 @@ HookSpec PreloadHookSpec() {
     struct stat st;
     if (intercept::RawSyscall6(SYS_stat, reinterpret_cast<long>(s->physical_mount().c_str()),
                                reinterpret_cast<long>(&st)) == 0 &&
-        S_ISDIR(st.st_mode))
+        S_ISDIR(st.st_mode)) {
       g_prefilter.skeleton_dev = st.st_dev;
+      g_prefilter.skeleton_marked = st.st_mtim.tv_nsec == kSkeletonMarkNs;
+    }
   }
   g_prefilter.reserved_lo = s->reserved_lo;
   g_prefilter.fd_bits = Fds().bits();

@@ -114,7 +114,7 @@ constexpr long kDev = 0xFA57;
 bool InSkeleton(int fd) {
   struct stat st;
   if (intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0 ||
-      st.st_dev != g_prefilter.skeleton_dev)
+      !IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked))
     return false;
   char where[4096];
   const long n = FdName(fd, where, sizeof where);
@@ -122,6 +122,19 @@ bool InSkeleton(int fd) {
   where[n] = 0;
   const auto& m = g_prefilter.spellings[g_prefilter.physical];
   return UnderPrefix(where, m.path, m.len);
+}
+
+// Whether the parent directory of path s's last component, from dirfd, is a skeleton
+// directory (one newfstatat).
+bool ParentInSkeleton(long dirfd, const char* s) {
+  char parent[4096];
+  LastComponent c;
+  struct stat st;
+  return ParentOf(s, parent, &c) &&
+         intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd),
+                                reinterpret_cast<long>(parent), reinterpret_cast<long>(&st),
+                                0) == 0 &&
+         IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked);
 }
 
 // Whether path s is below a spelling learned from the kernel (runtime/skeleton.h
@@ -344,7 +357,10 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
   if (g_prefilter.skeleton_dev == 0 || at < 0) return {0, kToKernel};
   if (UnderLearned(reinterpret_cast<const char*>(a[at]))) return {0, kToHook};
   const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-  if (k == -ENOENT) return {0, kToHook};  // (the hook makes the call again, and looks)
+  if (k == -ENOENT)  // below a skeleton directory: the hook makes the call again, and looks
+    return {k, ParentInSkeleton(at == 1 ? a[0] : AT_FDCWD, reinterpret_cast<const char*>(a[at]))
+                   ? kToHook
+                   : kAnswered};
   if (k >= 0 && OpensDirectory(nr, a) && InSkeleton(static_cast<int>(k))) {
     intercept::RawSyscall6(SYS_close, k);
     return {0, kToHook};

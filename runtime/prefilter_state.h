@@ -31,8 +31,9 @@ struct PrefilterState {
     bool link = false;    // an alias whose last component is the symlink (State::alias_links)
     bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
   } spellings[kSpellings];
-  int physical = 0;           // the spelling the kernel gives (/proc/self/fd links, getcwd)
-  uint64_t skeleton_dev = 0;  // st_dev of the mount point's native directory (0: none)
+  int physical = 0;              // the spelling the kernel gives (/proc/self/fd links, getcwd)
+  uint64_t skeleton_dev = 0;     // st_dev of the mount point's native directory (0: none)
+  bool skeleton_marked = false;  // it carries runtime/skeleton.h's mark
   // A directory spelled as the key (through a symlink the runtime was not told of) that is
   // physically the value, at or under the mount point (runtime/skeleton.h).
   PathPair<1024, 1024> learned[kLearned];

@@ -33,7 +33,7 @@ size_t UnderMount(const State& s, long n, char* out) {
 }
 
 bool OnSkeletonDevice(const struct stat& st) {
-  return S_ISDIR(st.st_mode) && st.st_dev == g_prefilter.skeleton_dev;
+  return IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked);
 }
 
 // Whether `p` is absolute and clean: no empty, "." or ".." component, no trailing '/'
@@ -164,23 +164,11 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
   // it is readable.)
   const char* path = reinterpret_cast<const char*>(a[pa]);
   const int dirfd = pa == 1 ? static_cast<int>(a[0]) : AT_FDCWD;
-  const size_t len = strnlen(path, 4096);
-  if (len == 0 || len >= 4096) return false;
-  size_t end = len;  // the last component: [start, end)
-  while (end > 1 && path[end - 1] == '/') --end;
-  size_t start = end;
-  while (start > 0 && path[start - 1] != '/') --start;
-  const std::string_view name(path + start, end - start);
-  if (name.empty() || name == "." || name == ".." || name.find('/') != std::string_view::npos)
-    return false;
   char parent[4096];
-  if (start == 0) {
-    std::memcpy(parent, ".", 2);
-  } else {
-    const size_t plen = start == 1 ? 1 : start - 1;  // "/x" -> "/", "a/x" -> "a"
-    std::memcpy(parent, path, plen);
-    parent[plen] = 0;
-  }
+  LastComponent c;
+  if (!ParentOf(path, parent, &c)) return false;
+  const std::string_view name(path + c.start, c.end - c.start);
+  const size_t len = c.len, end = c.end;
   if (RawSyscall6(SYS_newfstatat, dirfd, reinterpret_cast<long>(parent),
                   reinterpret_cast<long>(&st), 0) != 0 ||
       !OnSkeletonDevice(st))

@@ -17,9 +17,11 @@
 #pragma once
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace fanstore::runtime {
 
@@ -49,6 +51,48 @@ static inline int SkeletonPathArg(long nr) {
 // Whether call nr opens a directory (O_DIRECTORY: opendir, os.scandir, ls, find).
 static inline bool OpensDirectory(long nr, const long a[6]) {
   return (nr == SYS_open && (a[1] & O_DIRECTORY)) || (nr == SYS_openat && (a[2] & O_DIRECTORY));
+}
+
+// fanrun marks the skeleton directories it makes: their mtime is the dataset directory's
+// second with these nanoseconds (bin/fanrun_node.cc MakeSkeleton). One stat of an ENOENT's
+// parent then tells a skeleton directory from any other on the same file system, without
+// asking where it is (a native ENOENT costs one newfstatat more, not the hook).
+inline constexpr long kSkeletonMarkNs = 999'999'937;
+
+// Whether `st` is a skeleton directory: on the mount point's device (`dev`), and marked
+// when the mount point is (`marked`; a mount point that existed before the job is not, nor
+// is one on a file system that keeps no nanoseconds: then the device alone tells).
+static inline bool IsSkeletonDir(const struct stat& st, uint64_t dev, bool marked) {
+  return S_ISDIR(st.st_mode) && st.st_dev == dev &&
+         (!marked || st.st_mtim.tv_nsec == kSkeletonMarkNs);
+}
+
+// The last component of `path` (its trailing slashes aside) and its parent directory,
+// NUL-terminated in parent[4096] ("." for a bare name, "/" for "/x"): false when there is
+// no such component (an empty path, ".", "..", a path of 4096 bytes or more). Byte loops
+// only: the prefilter asks this of every ENOENT.
+struct LastComponent {
+  size_t start, end, len;  // the name is path[start, end); path[end, len) its slashes
+};
+static inline bool ParentOf(const char* path, char (&parent)[4096], LastComponent* c) {
+  size_t len = 0;
+  while (len < 4096 && path[len]) ++len;
+  if (len == 0 || len >= 4096) return false;
+  size_t end = len;
+  while (end > 1 && path[end - 1] == '/') --end;
+  size_t start = end;
+  while (start > 0 && path[start - 1] != '/') --start;
+  const size_t n = end - start;
+  if (n == 0 || path[start] == '/' ||
+      (path[start] == '.' && (n == 1 || (n == 2 && path[start + 1] == '.'))))
+    return false;
+  size_t plen = start == 0   ? 1
+                : start == 1 ? 1
+                             : start - 1;  // "x" -> ".", "/x" -> "/", "a/x" -> "a"
+  for (size_t i = 0; i < plen; ++i) parent[i] = start == 0 ? '.' : path[i];
+  parent[plen] = 0;
+  *c = LastComponent{start, end, len};
+  return true;
 }
 
 // After the kernel answered covered call nr with `k`: if it looked for something in the

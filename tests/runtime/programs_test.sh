@@ -184,6 +184,13 @@ print(os.path.islink(sys.argv[1]), os.path.basename(os.readlink(sys.argv[1])), o
    cat "$e/deep/a/b/c/leaf.txt" "$e/meta/one" "$e/deep/a/b/c/leaf.txt"; ls "$e" "$e/meta" "$e/deep/a" | sed "s|$e|E|"
    stat -c %F "$d" "$e/deep" "$d/" "$d/deep"; readlink "$d" "$e/deep" | sed "s|.*/||"; find "$d" "$e/deep" | sed "s|$PWD||"
    $PY -c "import os; print([open(p).read() for p in (\"proj/data/meta/one\", \"proj/data/deep/a/b/c/leaf.txt\", \"./proj/data/meta/one\", \"proj/data/meta/one\")], sorted(os.listdir(\"proj/data/meta\")), os.path.islink(\"proj/data\"))"'
+# The same with a mount point that existed before the job (fanrun marks only the skeleton
+# directories it makes, so the device alone tells the skeleton there).
+mkdir -p "$S/pre/mnt" "$S/pre/p"
+got=$("$FANRUN" --data "$S/raw" --mount "$S/pre/mnt" -- sh -c 'ln -s "$1" "$2" && cat "$2/meta/one" && ls "$2/deep" "$2/deep/a" | sed "s|$2/||"' \
+  sh "$S/pre/mnt" "$S/pre/p/data" 2>&1)
+want=$(cd "$T" && cat meta/one && ls deep deep/a)
+[ -n "$want" ] && [ "$got" = "$want" ] && ok || bad "a new symlink to a mount point that existed before: got '$got', want '$want'"
 # A path given to the command through a symlink elsewhere (--data /home/u/ds/... for
 # /home/u/ds -> the directory above the mount point): the argument is a spelling of it.
 mkdir -p "$S/argn" "$S/argf" && ln -s "$S/upn" "$S/argn/ds" && ln -s "$S/up" "$S/argf/ds"
