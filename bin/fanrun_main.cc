@@ -314,22 +314,34 @@ Status FinishOptions(fanrun::NodeOptions* o, const SizeOptions& sizes) {
   return Status::Ok();
 }
 
-// The job directories of this user that a `fanrun serve` made.
+// The jobs of this user on this host that a `fanrun serve` made, found only in private
+// directories (bin/private_dir.h): a job planted by another user is never attached to.
 std::vector<std::string> ServedJobs() {
   std::vector<std::string> jobs;
   std::error_code ec;
-  for (const auto& d : fs::directory_iterator(fanrun::JobsBase(), ec)) {
-    const std::string name = d.path().filename().string();
-    if (name.rfind("job-", 0) == 0 && fs::exists(d.path() / "serve", ec)) jobs.push_back(name.substr(4));
-  }
+  for (const std::string& base : fanrun::TrustedJobsBases())
+    for (const auto& d : fs::directory_iterator(base, ec)) {
+      const std::string name = d.path().filename().string();
+      if (name.rfind("job-", 0) == 0 && fs::exists(d.path() / "serve", ec))
+        jobs.push_back(name.substr(4));
+    }
   std::sort(jobs.begin(), jobs.end());
+  jobs.erase(std::unique(jobs.begin(), jobs.end()), jobs.end());
   return jobs;
+}
+
+// True while any private base of this user holds the job's directory.
+bool JobExists(const std::string& job) {
+  std::error_code ec;
+  for (const std::string& base : fanrun::TrustedJobsBases())
+    if (fs::exists(base + "/job-" + job, ec)) return true;
+  return false;
 }
 
 Result<std::string> PickJob(const std::string& job) {
   if (!job.empty()) {
-    std::error_code ec;
-    if (!fs::exists(fanrun::JobsBase() + "/job-" + job + "/serve", ec))
+    const auto jobs = ServedJobs();
+    if (std::find(jobs.begin(), jobs.end(), job) == jobs.end())
       return Status::Error("job '" + job + "': no such served job on this host (see fanrun serve)");
     return job;
   }
@@ -343,12 +355,12 @@ Result<std::string> PickJob(const std::string& job) {
 std::vector<std::string> RankDirs(const std::string& job) {
   std::vector<std::pair<int, std::string>> dirs;
   std::error_code ec;
-  const std::string jd = fanrun::JobsBase() + "/job-" + job;
-  for (const auto& d : fs::directory_iterator(jd, ec)) {
-    const std::string name = d.path().filename().string();
-    if (name.rfind("rank-", 0) == 0 && fs::exists(d.path() / "agent.sock", ec))
-      dirs.emplace_back(std::atoi(name.c_str() + 5), d.path().string());
-  }
+  for (const std::string& base : fanrun::TrustedJobsBases())
+    for (const auto& d : fs::directory_iterator(base + "/job-" + job, ec)) {
+      const std::string name = d.path().filename().string();
+      if (name.rfind("rank-", 0) == 0 && fs::exists(d.path() / "agent.sock", ec))
+        dirs.emplace_back(std::atoi(name.c_str() + 5), d.path().string());
+    }
   std::sort(dirs.begin(), dirs.end());
   std::vector<std::string> out;
   for (auto& [r, d] : dirs) out.push_back(d);
@@ -427,8 +439,7 @@ int Stop(const std::string& job_arg) {
   if (Status s = SendLocal(dirs[0] + "/agent.sock", io::LocalOp::kStop); !s.ok())
     return Fail("job '" + *job + "': " + s.message());
   for (int i = 0; i < 600; ++i) {  // wait (up to a minute) until it is gone from this host
-    std::error_code ec;
-    if (!fs::exists(fanrun::JobsBase() + "/job-" + *job, ec)) return 0;
+    if (!JobExists(*job)) return 0;
     ::usleep(100000);
   }
   return Fail("job '" + *job + "': still running a minute after the stop request");

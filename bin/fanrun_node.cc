@@ -24,6 +24,8 @@
 #include <spdlog/spdlog.h>
 
 #include "bin/cli_util.h"
+#include "bin/mount_choice.h"
+#include "bin/private_dir.h"
 #include "io/node_cache.h"
 #include "io/pieces.h"
 #include "io/stage.h"
@@ -148,19 +150,25 @@ bool SayAndAgree(bool mpi, const Status& st, int rank, int nodes, const std::str
 }
 
 // Removes what fanrun ranks that died without cleaning up (killed, or crashed) left under
-// `base`: a rank directory whose recorded pid is gone, its local directory, and job
-// directories left empty.
+// `base` (a private directory: everything in it was written by this user's fanruns): a
+// rank directory whose recorded pid is gone, its local directory if it is still the one
+// that rank made (its recorded device and inode), and job directories left empty.
 void RemoveStale(const std::string& base) {
   std::error_code ec;
   for (const auto& job : fs::directory_iterator(base, ec)) {
-    if (job.path().filename().string().rfind("job-", 0) != 0) continue;
+    if (job.path().filename().string().rfind("job-", 0) != 0 || job.is_symlink(ec)) continue;
     for (const auto& rank : fs::directory_iterator(job.path(), ec)) {
       int pid = 0;
       std::ifstream(rank.path() / "pid") >> pid;
       if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
-      std::string local;
-      std::getline(std::ifstream(rank.path() / "local"), local);
-      if (!local.empty() && local.find("/fanstore-") != std::string::npos) fs::remove_all(local, ec);
+      std::string local, id_text;
+      {
+        std::ifstream in(rank.path() / "local");
+        std::getline(in, local);
+        std::getline(in, id_text);
+      }
+      DirId id;
+      if (!local.empty() && ParseDirId(id_text, &id)) RemoveIfSame(local, id);
       fs::remove_all(rank.path(), ec);
     }
     bool ranks_left = false;
@@ -171,6 +179,26 @@ void RemoveStale(const std::string& base) {
       ::rmdir(job.path().c_str());
     }
   }
+}
+
+// The parent given as --local-dir, made (like mkdir -p, new directories 0700) if missing.
+// Another user must not be able to rename fanrun's directory inside it and put their own
+// in its place: a directory others can write to must be sticky, as /tmp is.
+Status MakeLocalParent(const std::string& dir) {
+  std::error_code ec;
+  const mode_t old = ::umask(077);
+  fs::create_directories(dir, ec);
+  ::umask(old);
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) return Status::FromErrno("--local-dir " + dir, errno);
+  if (!S_ISDIR(st.st_mode)) return Status::Error("--local-dir " + dir + ": not a directory");
+  if ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))
+    return Status::Error("--local-dir " + dir +
+                         ": others can write to it and it is not sticky (chmod +t), so another "
+                         "user could swap fanrun's files there; use a directory of your own");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return Status::FromErrno("--local-dir " + dir, errno);
+  return Status::Ok();
 }
 
 // The namespace exchange: each rank encodes the partitions it is primary for (rank 0 the
@@ -205,10 +233,6 @@ Result<std::string> ExchangeNamespace(bool mpi, int rank, int nodes, const meta:
 }
 
 }  // namespace
-
-std::string JobsBase() {
-  return "/dev/shm/fanstore-" + std::to_string(::getuid());
-}
 
 Result<uint64_t> ParseSize(const std::string& s) {
   char* end = nullptr;
@@ -355,14 +379,22 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
   else if (st.ok())
     st = abs.status();
   std::error_code ec;
-  const std::string base = JobsBase();
-  ::mkdir(base.c_str(), 0700);
-  if (rank_ == 0) RemoveStale(base);
+  // Every rank needs its own base (ranks on other hosts have their own /dev/shm).
+  auto base = JobsBaseForNewJob();
+  if (!base.ok()) {
+    if (st.ok()) st = base.status();
+    if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
+    return;
+  }
+  if (rank_ == 0) RemoveStale(*base);
   if (mpi_) MPI_Barrier(MPI_COMM_WORLD);  // before any rank of this job creates its directory
-  job_dir_ = base + "/job-" + job_;
+  job_dir_ = *base + "/job-" + job_;
   rank_dir_ = job_dir_ + "/rank-" + std::to_string(rank_);
   if (st.ok()) {
-    ::mkdir(job_dir_.c_str(), 0700);
+    if (::mkdir(job_dir_.c_str(), 0700) != 0 && errno != EEXIST) st = Status::FromErrno(job_dir_, errno);
+  }
+  if (st.ok()) st = CheckPrivateDir(job_dir_).status();
+  if (st.ok()) {
     fs::remove_all(rank_dir_, ec);
     if (::mkdir(rank_dir_.c_str(), 0700) != 0) st = Status::FromErrno(rank_dir_, errno);
   }
@@ -376,14 +408,24 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
       st = abs_local.status();
       return;
     }
-    local_dir_ = *abs_local + "/fanstore-" + std::to_string(::getuid()) + "-" + job_ + "-rank" +
-                 std::to_string(rank_);
-    fs::remove_all(local_dir_, ec);
-    if (::mkdir(local_dir_.c_str(), 0700) != 0)
-      st = Status::FromErrno(local_dir_, errno);
-    else
-      own_local_dir_ = true;
-    if (st.ok()) st = WriteFile(rank_dir_ + "/local", local_dir_ + "\n");
+    st = MakeLocalParent(*abs_local);
+    if (!st.ok()) return;
+    // A fresh name (mkdtemp): a name known in advance could be made first by another user.
+    auto made = MakeFreshPrivateDir(*abs_local + "/fanstore-" + std::to_string(::getuid()) + "-" +
+                                    job_ + "-rank" + std::to_string(rank_) + "-");
+    if (!made.ok()) {
+      st = Status::Error("--local-dir " + opt.local_dir + ": " + made.status().message());
+      return;
+    }
+    local_dir_ = *made;
+    auto id = CheckPrivateDir(local_dir_);
+    if (!id.ok()) {
+      st = id.status();
+      return;
+    }
+    local_id_ = *id;
+    own_local_dir_ = true;
+    st = WriteFile(rank_dir_ + "/local", local_dir_ + "\n" + FormatDirId(local_id_) + "\n");
   }
 }
 
@@ -474,6 +516,8 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   std::string().swap(*all);
   std::string mount = opt.mount.empty() ? s->manifest.source : opt.mount;
   while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
+  if (st.ok() && opt.mount.empty())  // a dataset made by someone else does not choose it
+    if (std::string why = DefaultMountRefusal(mount); !why.empty()) st = Status::Error(why);
   if (st.ok() && (mount.empty() || mount[0] != '/'))
     st = Status::Error("--mount: must be an absolute path, got '" + mount + "'");
   if (st.ok()) st = CheckMountPoint(mount);
@@ -601,7 +645,7 @@ void Node::Teardown() {
   }
   for (auto it = skeleton_.rbegin(); it != skeleton_.rend(); ++it) ::rmdir(it->c_str());
   std::error_code ec;
-  if (own_local_dir_) fs::remove_all(local_dir_, ec);
+  if (own_local_dir_) RemoveIfSame(local_dir_, local_id_);
   if (!rank_dir_.empty()) fs::remove_all(rank_dir_, ec);
   if (!job_dir_.empty()) {
     ::unlink((job_dir_ + "/serve").c_str());

@@ -1,7 +1,8 @@
 // One fanrun rank's node: stage-in of its partitions, the namespace exchange
 // (MPI_Allgatherv), the namespace image in shared memory, and the node agent. Without
 // mpiexec it is one node serving every partition in place, with no MPI at all.
-// Shared objects live in /dev/shm/fanstore-<uid>/job-<JOB>/rank-<R>/ (namespace.img,
+// Shared objects live in a private directory (bin/private_dir.h), usually
+// /dev/shm/fanstore-<uid>/job-<JOB>/rank-<R>/ (namespace.img,
 // agent.sock, mount) and staged blobs plus the node cache in the local directory; all of it
 // is removed by Teardown.
 // Thread-safety: used by fanrun's main thread.
@@ -13,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bin/private_dir.h"
 #include "io/agent.h"
 #include "meta/status.h"
 
@@ -78,6 +80,7 @@ class Node {
   int rank_ = 0, nodes_ = 1;
   std::string job_, job_dir_, rank_dir_, local_dir_, image_path_, socket_path_, mount_;
   bool own_local_dir_ = false;
+  DirId local_id_;  // (proves at clean-up that local_dir_ is still the directory made)
   bool staged_ = false;
   uint8_t* image_ = nullptr;  // the shared mapping of the image file (the agent's view)
   uint64_t image_size_ = 0;
@@ -88,7 +91,5 @@ class Node {
 
 // "1G", "512M", "64k", "1000" (bytes; K/M/G/T are powers of 1024).
 Result<uint64_t> ParseSize(const std::string& s);
-// The job directory of this user under /dev/shm.
-std::string JobsBase();
 
 }  // namespace fanstore::fanrun
