@@ -36,6 +36,10 @@ int main(int argc, char** argv) {
   pack->add_option("--threads,-t", po.threads, "Worker threads (default: all cores)")
       ->check(CLI::Range(1u, 1024u));
   pack->add_flag("--force,-f", po.force, "Replace OUT if it is an existing dataset");
+  pack->add_flag("--public", po.public_output,
+                 "Make OUT readable by everyone even when some members are not (their bytes "
+                 "are then readable by anyone who can read OUT; default: such a tree makes OUT "
+                 "readable by you only)");
   pack->add_flag("--quiet,-q", quiet, "No progress bar and no summary line");
 
   std::string data, path = "/";

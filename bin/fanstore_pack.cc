@@ -22,6 +22,18 @@ int Pack(const meta::PackOptions& in, bool quiet) {
     return cli::kExitFailure;
   }
   const meta::PackStats& s = *r;
+  if (!s.restricted_member.empty()) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", s.restricted_mode & 07777);
+    const std::string what = "'" + s.restricted_member + "' (mode " + mode + ")";
+    if (s.private_output)
+      cli::Error("fanstore", "pack: not every member is readable by everyone (first: " + what +
+                                 "), so " + o.out + " is readable by you only (0700, files 0600); "
+                                 "--public makes it readable by all");
+    else
+      cli::Error("fanstore", "warning: --public: " + o.out + " is readable by all, and so are "
+                                 "the bytes of members that are not, such as " + what);
+  }
   if (!quiet) {
     std::printf(
         "packed %llu files, %llu dirs, %llu symlinks (%llu skipped) into %u partitions: "

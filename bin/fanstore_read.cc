@@ -2,10 +2,14 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <algorithm>
+#include <cstring>
 #include <functional>
+#include <vector>
 
 #include "bin/cli_util.h"
 #include "bin/fanstore_commands.h"
+#include "meta/access.h"
 #include "meta/dataset.h"
 
 namespace fanstore::tool {
@@ -54,6 +58,46 @@ std::string Display(std::string_view path) {
   return path.empty() ? "/" : std::string(path);
 }
 
+// A name as `ls` shows it on a terminal: control bytes (a newline, an escape sequence)
+// become '?', so a dataset's names cannot move the cursor or forge lines. Anywhere else
+// the bytes go out as they are, as coreutils does.
+std::string ForTerminal(std::string_view name) {
+  static const bool tty = ::isatty(STDOUT_FILENO);
+  std::string out(name);
+  if (tty)
+    for (char& c : out)
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  return out;
+}
+
+// Whether this process may `want` (meta::kMay*) on the member at `path` (a path of the
+// dataset, symlinks resolved) and search every directory above it, by the members' modes
+// as the kernel would judge them under fanrun: reading OUT's files is not enough.
+bool CallerMay(const Dataset& ds, std::string_view path, unsigned want) {
+  std::vector<gid_t> groups(static_cast<size_t>(std::max(0, ::getgroups(0, nullptr))));
+  const int n = ::getgroups(static_cast<int>(groups.size()), groups.data());
+  static_assert(sizeof(gid_t) == sizeof(uint32_t));
+  const meta::Credentials c{::geteuid(), ::getegid(), reinterpret_cast<const uint32_t*>(groups.data()),
+                            std::max(0, n)};
+  const auto may = [&](std::string_view p, unsigned w) {
+    const MemberRef* r = ds.Resolve(p, false);
+    if (!r) return true;  // (reported as missing by the caller)
+    const MemberView v = ds.View(*r);
+    return meta::MayAccess(c, v.rec.mode, v.rec.uid, v.rec.gid, w);
+  };
+  if (want && !may(path, want)) return false;
+  for (std::string_view p = path; !p.empty();) {
+    p = meta::ParentPath(p);
+    if (!may(p, meta::kMayExec)) return false;
+  }
+  return true;
+}
+
+int Denied(const char* cmd, const std::string& path) {
+  cli::Error("fanstore", std::string(cmd) + ": " + path + ": " + std::strerror(EACCES));
+  return cli::kExitFailure;
+}
+
 }  // namespace
 
 int Ls(const std::string& data, const std::string& path, bool long_format, bool recursive) {
@@ -66,27 +110,36 @@ int Ls(const std::string& data, const std::string& path, bool long_format, bool 
     return cli::kExitFailure;
   }
   const MemberView top = ds->View(*ref);
+  if (!CallerMay(*ds, top.path, top.kind() == meta::Kind::kDir ? meta::kMayRead : 0))
+    return Denied("ls", path);
   if (top.kind() != meta::Kind::kDir) {
-    PrintEntry(top, top.path, long_format);
+    PrintEntry(top, ForTerminal(top.path), long_format);
     return cli::kExitOk;
   }
+  bool denied = false;
   std::function<void(std::string_view, bool)> list = [&](std::string_view dir, bool header) {
-    if (header) std::printf("%s:\n", Display(dir).c_str());
+    if (header) std::printf("%s:\n", ForTerminal(Display(dir)).c_str());
     const auto& kids = ds->Children(dir);
     for (const MemberRef& k : kids) {
       const MemberView v = ds->View(k);
-      PrintEntry(v, meta::BaseName(v.path), long_format);
+      PrintEntry(v, ForTerminal(meta::BaseName(v.path)), long_format);
     }
     if (!recursive) return;
     for (const MemberRef& k : kids) {
       const MemberView v = ds->View(k);
       if (v.kind() != meta::Kind::kDir) continue;
       std::printf("\n");
+      if (!CallerMay(*ds, v.path, meta::kMayRead)) {
+        std::fflush(stdout);
+        denied = true;
+        Denied("ls", Display(v.path));
+        continue;
+      }
       list(v.path, true);
     }
   };
   list(top.path, recursive);
-  return std::fflush(stdout) == 0 ? cli::kExitOk : cli::kExitFailure;
+  return std::fflush(stdout) == 0 && !denied ? cli::kExitOk : cli::kExitFailure;
 }
 
 int Stat(const std::string& data, const std::string& path) {
@@ -98,10 +151,11 @@ int Stat(const std::string& data, const std::string& path) {
     return cli::kExitFailure;
   }
   const MemberView v = ds->View(*ref);
+  if (!CallerMay(*ds, v.path, 0)) return Denied("stat", path);
   std::printf(
       "      Path: %s\n      Type: %s\n      Mode: %04o (%s)\n       Uid: %u\n"
       "       Gid: %u\n      Size: %llu\n    Modify: %s\n",
-      Display(v.path).c_str(), meta::KindName(v.kind()), v.rec.mode & 07777,
+      ForTerminal(Display(v.path)).c_str(), meta::KindName(v.kind()), v.rec.mode & 07777,
       cli::ModeString(v.rec.mode).c_str(), v.rec.uid, v.rec.gid,
       static_cast<unsigned long long>(v.rec.size), cli::TimeString(v.rec.mtime_ns).c_str());
   if (v.kind() == meta::Kind::kSymlink)
@@ -125,15 +179,35 @@ int Cat(const std::string& data, const std::string& path) {
     cli::Error("fanstore", "cat: " + path + ": no such file in " + data);
     return cli::kExitFailure;
   }
-  if (ds->View(*ref).kind() == meta::Kind::kDir) {
+  const MemberView v = ds->View(*ref);
+  if (v.kind() == meta::Kind::kDir) {
     cli::Error("fanstore", "cat: " + path + ": is a directory");
+    return cli::kExitFailure;
+  }
+  if (!CallerMay(*ds, v.path, meta::kMayRead)) return Denied("cat", path);
+  // Nothing is written unless every byte checks out: a member up to kBuffered is read
+  // whole first; a larger one is read (inflated, checksummed) once to check it, then again
+  // to write it.
+  constexpr uint64_t kBuffered = 256ull << 20;
+  std::string whole;
+  if (v.rec.size <= kBuffered) {
+    whole.reserve(v.rec.size);
+  } else if (const Status check = ds->ReadMember(*ref, [](std::span<const uint8_t>) { return true; });
+             !check.ok()) {
+    cli::Error("fanstore", "cat: " + check.message());
     return cli::kExitFailure;
   }
   bool write_failed = false;
   const Status s = ds->ReadMember(*ref, [&](std::span<const uint8_t> b) {
+    if (v.rec.size <= kBuffered) {
+      whole.append(reinterpret_cast<const char*>(b.data()), b.size());
+      return true;
+    }
     write_failed = !WriteAll(STDOUT_FILENO, b.data(), b.size());
     return !write_failed;
   });
+  if (s.ok() && v.rec.size <= kBuffered)
+    write_failed = !WriteAll(STDOUT_FILENO, reinterpret_cast<const uint8_t*>(whole.data()), whole.size());
   if (write_failed) {
     cli::Error("fanstore", std::string("cat: standard output: ") + std::strerror(errno));
     return cli::kExitFailure;

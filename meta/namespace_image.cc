@@ -7,6 +7,7 @@
 #include <functional>
 #include <cstring>
 
+#include "meta/access.h"
 #include "meta/dataset.h"
 #include "meta/exchange.h"
 #include "meta/member.h"
@@ -20,6 +21,16 @@ uint64_t Align8(uint64_t x) {
 
 bool IsDir(const ImageEntry& e) {
   return e.kind == static_cast<uint8_t>(Kind::kDir);
+}
+
+// The type bits of st_mode are those of the kind (a member is a file, directory or link).
+bool ModeMatchesKind(uint32_t mode, uint8_t kind) {
+  switch (static_cast<Kind>(kind)) {
+    case Kind::kFile: return S_ISREG(mode);
+    case Kind::kDir: return S_ISDIR(mode);
+    case Kind::kSymlink: return S_ISLNK(mode);
+  }
+  return false;
 }
 
 // The phases of a build, over an image laid out for `total` entries (every member
@@ -53,7 +64,7 @@ struct Builder {
       BlockDecoder dec(b, strings + string_pos);
       IndexRecord r;
       while (dec.Next(&r)) {
-        if (r.mode > UINT16_MAX)
+        if (r.mode > UINT16_MAX || !ModeMatchesKind(r.mode, r.kind))
           return Status::Error("namespace: member '" +
                                std::string(strings + string_pos + r.path_offset, r.path_length) +
                                "' of partition " + std::to_string(b.partition) +
@@ -189,6 +200,13 @@ struct Builder {
       const uint32_t idx = remap[keys[i].k];
       ImageEntry& parent = entries[entries[idx].parent];
       children[parent.first_child + parent.child_count++] = idx;
+    }
+    // Path order puts every parent before its children.
+    entries[0].flags = kEntryPathOpen;
+    for (uint32_t i = 1; i < n; ++i) {
+      ImageEntry& e = entries[remap[keys[i].k]];
+      const ImageEntry& parent = entries[e.parent];
+      e.flags = (parent.flags & kEntryPathOpen) && OpenToAll(parent.mode, kMayExec) ? kEntryPathOpen : 0;
     }
     return Status::Ok();
   }

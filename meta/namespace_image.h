@@ -27,9 +27,14 @@ namespace fanstore::meta {
 
 class Dataset;
 
-inline constexpr std::string_view kImageMagic = "FSNSIMG5";
-// 4: buckets of 16 bytes (path offset and length); 5: 64-byte entries, 64-aligned.
-inline constexpr uint32_t kImageVersion = 5;
+inline constexpr std::string_view kImageMagic = "FSNSIMG6";
+// 4: buckets of 16 bytes (path offset and length); 5: 64-byte entries, 64-aligned;
+// 6: entry flags (kEntryPathOpen).
+inline constexpr uint32_t kImageVersion = 6;
+
+// ImageEntry::flags. kEntryPathOpen: every directory above the entry in the dataset lets
+// anyone search it (meta::OpenToAll), so reaching the entry needs no permission check.
+inline constexpr uint16_t kEntryPathOpen = 1u << 0;
 
 // A bucket repeats its entry's path offset and length, so a probe loads the entry and the
 // stored path at once instead of one after the other (a `stat` is bound by these dependent
@@ -81,7 +86,7 @@ struct ImageEntry {
   uint16_t mode;      // st_mode (type and permission bits fit 16 bits)
   uint8_t kind;       // Kind
   uint8_t codec;      // Codec
-  uint16_t reserved;
+  uint16_t flags;     // kEntry*
 };
 static_assert(sizeof(ImageEntry) == 64);
 
@@ -115,7 +120,13 @@ std::string BuildNamespaceImage(const Dataset& ds, const std::vector<std::string
 // A view of an image in memory (typically a read-only mapping).
 class NamespaceView {
  public:
-  // Checks the header and that every section lies inside `bytes`.
+  // Checks every byte that a lookup, a walk or a read will trust: the header and sections
+  // (sizes computed without overflow, aligned, inside `bytes`), every entry (kind and
+  // mode agree, its path and target inside the string table, a parent that is a directory
+  // whose path is the entry's parent path, children that name it as their parent, a
+  // partition that exists, flags that follow from the parents' modes) and every bucket
+  // (an entry and its path, as many as there are entries, at least one empty). A damaged or
+  // hostile image is an error naming what is wrong, never a crash or an endless probe.
   static Result<NamespaceView> Attach(std::span<const uint8_t> bytes);
 
   uint64_t size() const { return h_->entry_count; }
@@ -142,6 +153,8 @@ class NamespaceView {
   const char* strings() const { return strings_; }
 
  private:
+  Status CheckEntries(uint64_t child_slots, uint64_t string_bytes) const;
+
   const ImageHeader* h_ = nullptr;
   const ImageEntry* entries_ = nullptr;
   const ImageBucket* buckets_ = nullptr;

@@ -1,5 +1,7 @@
 #include "meta/pack.h"
 
+#include "meta/access.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -328,6 +330,15 @@ Status PrepareOutput(const PackOptions& o, std::string* src_abs, std::string* ou
   return Status::Ok();
 }
 
+// The files of a directory made 0700: readable by their owner only (0600), like it.
+Status MakeOwnerOnly(const std::string& dir) {
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(dir, ec))
+    if (::chmod(f.path().c_str(), 0600) != 0) return Status::FromErrno(f.path().string(), errno);
+  if (ec) return Status::Error(dir + ": " + ec.message());
+  return Status::Ok();
+}
+
 Status WriteFileAtomically(const std::string& path, const std::string& data) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -412,6 +423,15 @@ Result<PackStats> Pack(const PackOptions& o) {
     }
   }
   prog.files_total = stats.files;
+  for (const Member& m : members) {
+    const unsigned need = m.kind == Kind::kDir ? kMayRead | kMayExec : kMayRead;
+    if (m.kind != Kind::kSymlink && !OpenToAll(m.mode, need)) {
+      stats.restricted_member = m.path.empty() ? "." : m.path;
+      stats.restricted_mode = m.mode;
+      break;
+    }
+  }
+  stats.private_output = !stats.restricted_member.empty() && !o.public_output;
   if (o.on_scanned) o.on_scanned(prog);
   const uint32_t nparts = o.partitions ? o.partitions : DefaultPartitions(prog.bytes_total);
   const std::vector<PartitionPlan> plans = PlanPartitions(members, nparts, o.broadcast);
@@ -431,7 +451,7 @@ Result<PackStats> Pack(const PackOptions& o) {
   const std::string tmp = out + ".fanstore-partial-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  if (::mkdir(tmp.c_str(), 0755) != 0) {
+  if (::mkdir(tmp.c_str(), stats.private_output ? 0700 : 0755) != 0) {
     const int e = errno;
     ::close(rootfd);
     return Status::FromErrno(tmp, e);
@@ -506,6 +526,7 @@ Result<PackStats> Pack(const PackOptions& o) {
   ::close(rootfd);
 
   if (st.ok()) st = WriteFileAtomically(tmp + "/" + kManifestName, manifest.Encode());
+  if (st.ok() && stats.private_output) st = MakeOwnerOnly(tmp);
   if (st.ok()) {
     const std::string old = out + ".fanstore-old-" + std::to_string(::getpid());
     const bool replace = fs::exists(out, ec);

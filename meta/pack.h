@@ -44,6 +44,10 @@ struct PackOptions {
   CompressMode compress;
   unsigned threads = 0;  // 0: all cores
   bool force = false;
+  // Make OUT readable by everyone even when some members are not (they are then exposed
+  // to anyone who can read OUT). Without it, such a tree gives OUT mode 0700 and its files
+  // 0600: the partitions hold every member's bytes.
+  bool public_output = false;
   std::function<void(const std::string&)> warn;
   std::function<void(const PackProgress&)> progress;  // called after each member
   // Called once the tree is scanned and before any file is read (totals in the argument).
@@ -56,6 +60,11 @@ struct PackStats {
   uint64_t compressed_members = 0;
   uint32_t partitions = 0;
   double seconds = 0;
+  // The first member (in path order) that not everyone may read (a file or link without
+  // read for all, a directory without read and search for all), "" when none; and its mode.
+  std::string restricted_member;
+  uint32_t restricted_mode = 0;
+  bool private_output = false;  // OUT was made readable by its owner only
 };
 
 Result<PackStats> Pack(const PackOptions& opts);

@@ -18,6 +18,7 @@
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
 #include "runtime/inherit.h"
+#include "runtime/permission.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/state.h"
 
@@ -138,6 +139,8 @@ HookResult OpenPath(long nr, const long a[6], int path_arg, long dirfd, const ch
     if (flags & O_DIRECTORY) return Err(ENOTDIR);
     if (acc != O_RDONLY || (flags & O_TRUNC)) return Err(EROFS);
   }
+  // Reading a file or listing a directory needs read permission; O_PATH needs none.
+  if (!(flags & O_PATH) && !Caller().May(Get()->ns.entry(e), meta::kMayRead)) return Err(EACCES);
   return Handled(OpenVirtual(e, flags));
 }
 
@@ -290,18 +293,12 @@ HookResult OnAccess(long nr, const long a[6]) {
   const Resolved r = Resolve(dirfd, Str(at ? a[1] : a[0]), rflags);
   if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, at ? 1 : 0);
   if (mode & W_OK) return Err(EROFS);
-  const meta::ImageEntry& e = Get()->ns.entry(r.entry);
-  const uid_t uid = static_cast<uid_t>(
-      RawSyscall6((nr == SYS_faccessat2 && (a[3] & AT_EACCESS)) ? SYS_geteuid : SYS_getuid));
-  const gid_t gid = static_cast<gid_t>(RawSyscall6(SYS_getgid));
-  if (uid == 0) {
-    if ((mode & X_OK) && !S_ISDIR(e.mode) && !(e.mode & 0111)) return Err(EACCES);
-    return Handled(0);
-  }
-  const unsigned shift = uid == e.uid ? 6 : (gid == e.gid ? 3 : 0);
-  const unsigned have = (e.mode >> shift) & 7;
-  const unsigned want = ((mode & R_OK) ? 4 : 0) | ((mode & X_OK) ? 1 : 0);
-  return Handled((have & want) == want ? 0 : -EACCES);
+  // access(2) asks with the real ids (AT_EACCESS: the effective ones); the walk that
+  // reached the entry searched with the fs ids, which equal the effective ones.
+  Caller caller(nr == SYS_faccessat2 && (a[3] & AT_EACCESS) ? Caller::Ids::kEffective
+                                                          : Caller::Ids::kReal);
+  const unsigned want = ((mode & R_OK) ? meta::kMayRead : 0) | ((mode & X_OK) ? meta::kMayExec : 0);
+  return Handled(caller.May(Get()->ns.entry(r.entry), want) ? 0 : -EACCES);
 }
 
 HookResult OnReadlink(long nr, const long a[6]) {
@@ -353,6 +350,7 @@ HookResult OnChdir(long nr, const long a[6]) {
     }
   }
   if (!IsDirEntry(r.entry)) return Err(ENOTDIR);
+  if (!Caller().May(Get()->ns.entry(r.entry), meta::kMayExec)) return Err(EACCES);
   // Follow natively too when the directory exists there (fanrun's skeleton), so children
   // inherit a kernel cwd that means the same place.
   RawSyscall6(SYS_chdir, reinterpret_cast<long>(MountPath(r.entry).c_str()));
@@ -582,7 +580,7 @@ HookResult OnExec(long nr, const long a[6]) {
   if (r.kind == Resolved::kRewritten) b[path_arg] = reinterpret_cast<long>(r.path.c_str());
   if (r.kind != Resolved::kVirtual) return Handled(ExecPassingFds(nr, b, passing));
   const meta::ImageEntry& e = Get()->ns.entry(r.entry);
-  if (IsDirEntry(r.entry) || !(e.mode & 0111)) return Err(EACCES);
+  if (IsDirEntry(r.entry) || !Caller().May(e, meta::kMayExec)) return Err(EACCES);
   if (IsSymlink(r.entry)) return Err(ELOOP);
   // The program's bytes in a memfd, executed in place.
   const long mfd = MemfdOf(r.entry, false);

@@ -233,6 +233,7 @@ bool FastEntry(const char* p, bool follow, uint32_t* out) {
     __builtin_prefetch(&e);  // (one line)
     if (!EqualBytes(g_prefilter.strings + k.path_off, rest, len)) continue;
     if (follow && e.kind == static_cast<uint8_t>(meta::Kind::kSymlink)) return false;
+    if (!(e.flags & meta::kEntryPathOpen)) return false;  // (the hook checks the permissions)
     *out = k.entry_plus_one - 1;
     return true;
   }

@@ -17,6 +17,7 @@
 #include "runtime/path_pair.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/kernel_names.h"
+#include "runtime/permission.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -182,10 +183,13 @@ WalkResult WalkCore(const State& s, uint32_t start, std::string_view path, bool 
   };
   uint32_t cur = start;
   int hops = 0;
+  Caller caller;
   while (pending()) {
     const std::string_view c = NextComponent(&stack[depth - 1]);
     const ImageEntry& ce = s.ns.entry(cur);
     if (!IsDir(ce)) return error(ENOTDIR);
+    // The kernel looks a name up only in a directory the caller may search, ".." too.
+    if (!caller.May(ce, meta::kMayExec)) return error(EACCES);
     if (c == ".") continue;
     if (c == "..") {
       if (cur == 0) {
@@ -322,6 +326,8 @@ bool FastLookup(const State& s, std::string_view rest, bool follow, Resolved* ou
   const uint32_t e = s.ns.Lookup(rest);
   if (e == meta::kNoEntry) return false;
   if (follow && s.ns.entry(e).kind == static_cast<uint8_t>(Kind::kSymlink)) return false;
+  // A directory on the way that not everyone may search: the walk checks each.
+  if (!(s.ns.entry(e).flags & meta::kEntryPathOpen)) return false;
   out->kind = Resolved::kVirtual;
   out->entry = e;
   return true;
@@ -527,6 +533,7 @@ long ChdirInVforkChild(const char* path) {
     return native(buf);
   }
   if (!IsDir(s->ns.entry(w.entry))) return -ENOTDIR;
+  if (!Caller().May(s->ns.entry(w.entry), meta::kMayExec)) return -EACCES;
   // Follow natively too where fanrun made the directory; record it either way.
   const std::string& m = s->physical_mount();
   const std::string_view dir = s->ns.path(s->ns.entry(w.entry));
