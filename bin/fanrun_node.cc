@@ -113,7 +113,30 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
         {0, UTIME_OMIT}, {static_cast<time_t>(mtime_ns / 1'000'000'000), runtime::kSkeletonMarkNs}};
     ::utimensat(AT_FDCWD, p.c_str(), times, 0);
   }
+  // Read-only: a program that reaches a skeleton directory through a link the runtime was
+  // not told of gets the kernel's EACCES (which the runtime turns into the dataset's EROFS)
+  // instead of creating files there, invisible through the mount and left behind. Root is
+  // not stopped by mode bits (docs/design.md).
+  for (const std::string& p : made) ::chmod(p.c_str(), 0555);
   return made;
+}
+
+// Removes the skeleton directories this rank made (deepest first). They are read-only
+// (0555): each is made writable again first, and so is its parent when that is another
+// rank's skeleton directory on this host (ranks share a mount point; the parent still
+// carries the skeleton mark, runtime/skeleton.h, and nothing else under the mount point is
+// touched).
+void RemoveSkeleton(const std::vector<std::string>& made, const std::string& mount) {
+  for (const std::string& p : made) ::chmod(p.c_str(), 0700);
+  for (auto it = made.rbegin(); it != made.rend(); ++it) {
+    const std::string parent = fs::path(*it).parent_path().string();
+    struct stat st;
+    if (parent.size() >= mount.size() && parent.compare(0, mount.size(), mount) == 0 &&
+        ::lstat(parent.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+        st.st_mtim.tv_nsec == runtime::kSkeletonMarkNs && !(st.st_mode & S_IWUSR))
+      ::chmod(parent.c_str(), 0700);
+    ::rmdir(it->c_str());
+  }
 }
 
 // A mount point can be a directory (shadowed while the job runs) or nothing yet (made, with
@@ -386,6 +409,7 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
     if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
     return;
   }
+  if (*base != JobsBaseName()) fresh_base_ = *base;  // (removed at the end, when empty)
   if (rank_ == 0) RemoveStale(*base);
   if (mpi_) MPI_Barrier(MPI_COMM_WORLD);  // before any rank of this job creates its directory
   job_dir_ = *base + "/job-" + job_;
@@ -643,7 +667,7 @@ void Node::Teardown() {
     MPI_Ibarrier(MPI_COMM_WORLD, &barrier);  // (the agents' end-of-job barrier is an Ibarrier)
     MPI_Wait(&barrier, MPI_STATUS_IGNORE);
   }
-  for (auto it = skeleton_.rbegin(); it != skeleton_.rend(); ++it) ::rmdir(it->c_str());
+  RemoveSkeleton(skeleton_, mount_);
   std::error_code ec;
   if (own_local_dir_) RemoveIfSame(local_dir_, local_id_);
   if (!rank_dir_.empty()) fs::remove_all(rank_dir_, ec);
@@ -651,6 +675,7 @@ void Node::Teardown() {
     ::unlink((job_dir_ + "/serve").c_str());
     ::rmdir(job_dir_.c_str());  // the last rank on this host removes it
   }
+  if (!fresh_base_.empty()) ::rmdir(fresh_base_.c_str());
   if (mpi_) {
     int finalized = 0;
     MPI_Finalized(&finalized);

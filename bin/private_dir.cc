@@ -37,11 +37,11 @@ std::string WhyNotPrivate(const struct stat& st) {
   return "";
 }
 
-std::string UserBase() {
+}  // namespace
+
+std::string JobsBaseName() {
   return std::string(kShm) + "/fanstore-" + std::to_string(::getuid());
 }
-
-}  // namespace
 
 Result<DirId> CheckPrivateDir(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -99,7 +99,7 @@ bool ParseDirId(const std::string& s, DirId* id) {
 }
 
 Result<std::string> JobsBaseForNewJob() {
-  const std::string base = UserBase();
+  const std::string base = JobsBaseName();
   auto id = MakePrivateDir(base);
   if (id.ok()) return base;
   auto fresh = MakeFreshPrivateDir(base + "-");
@@ -112,7 +112,7 @@ Result<std::string> JobsBaseForNewJob() {
 
 std::vector<std::string> TrustedJobsBases() {
   std::vector<std::string> bases;
-  const std::string base = UserBase();
+  const std::string base = JobsBaseName();
   if (CheckPrivateDir(base).ok()) bases.push_back(base);
   const std::string prefix = "fanstore-" + std::to_string(::getuid()) + "-";
   if (DIR* d = ::opendir(kShm)) {

@@ -45,6 +45,8 @@ bool ParseDirId(const std::string& s, DirId* id);
 // open to others), it is not touched: one warning line names it, and a fresh private
 // directory /dev/shm/fanstore-<uid>-XXXXXX is used instead.
 Result<std::string> JobsBaseForNewJob();
+// The usual base's name, /dev/shm/fanstore-<uid>.
+std::string JobsBaseName();
 // Every private base of this user on this host (the usual one and fresh ones), where
 // `fanrun attach` and `stop` look for served jobs. Foreign objects are skipped.
 std::vector<std::string> TrustedJobsBases();

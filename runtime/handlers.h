@@ -45,6 +45,8 @@ HookResult OnXattrPath(long nr, const long a[6]);
 HookResult OnMutationPath(long nr, const long a[6]);
 HookResult OnUtimensat(long nr, const long a[6]);
 HookResult OnExec(long nr, const long a[6]);
+// runtime/unserved_calls.h
+HookResult OnUnserved(long nr, const long a[6]);
 
 // Fd calls.
 HookResult OnRead(long nr, const long a[6]);

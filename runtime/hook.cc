@@ -22,6 +22,7 @@
 #include "runtime/prefilter_state.h"
 #include "runtime/skeleton.h"
 #include "runtime/state.h"
+#include "runtime/unserved_calls.h"
 
 namespace fanstore::runtime {
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept;
@@ -166,6 +167,31 @@ constexpr Served kServed[] = {
     {SYS_utimensat, OnUtimensat, kSafe},
     {SYS_futimesat, OnMutationPath, kSafe},
     {SYS_exit_group, ExitGroup, kSafe},
+    // runtime/unserved_calls.h (resolution only: safe in a vfork child)
+    {134, OnUnserved, kSafe},
+    {SYS_pivot_root, OnUnserved, kSafe},
+    {SYS_chroot, OnUnserved, kSafe},
+    {SYS_acct, OnUnserved, kSafe},
+    {SYS_mount, OnUnserved, kSafe},
+    {SYS_umount2, OnUnserved, kSafe},
+    {SYS_swapon, OnUnserved, kSafe},
+    {SYS_swapoff, OnUnserved, kSafe},
+    {SYS_quotactl, OnUnserved, kSafe},
+    {SYS_inotify_add_watch, OnUnserved, kSafe},
+    {SYS_fanotify_mark, OnUnserved, kSafe},
+    {SYS_name_to_handle_at, OnUnserved, kSafe},
+    {kNrOpenTree, OnUnserved, kSafe},
+    {kNrMoveMount, OnUnserved, kSafe},
+    {kNrFspick, OnUnserved, kSafe},
+    {kNrMountSetattr, OnUnserved, kSafe},
+    {kNrFchmodat2, OnUnserved, kSafe},
+    {kNrSetxattrat, OnUnserved, kSafe},
+    {kNrGetxattrat, OnUnserved, kSafe},
+    {kNrListxattrat, OnUnserved, kSafe},
+    {kNrRemovexattrat, OnUnserved, kSafe},
+    {kNrOpenTreeAttr, OnUnserved, kSafe},
+    {kNrFileGetattr, OnUnserved, kSafe},
+    {kNrFileSetattr, OnUnserved, kSafe},
 };
 
 // kServed by number, filled once at start-up (single-threaded), read-only afterwards.

@@ -14,6 +14,7 @@
 #include "runtime/kernel_names.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/skeleton.h"
+#include "runtime/unserved_calls.h"
 #include "runtime/word_scan.h"
 
 namespace fanstore::runtime {
@@ -84,13 +85,15 @@ bool LeadsUp(const char* s) {
 }
 
 bool DotDotThenName(const char* s);
+bool IsProc(long p);
 bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
   if (s[0] == '/') {
     for (const auto& spelling : g_prefilter.spellings)
       if (spelling.len > 0 && UnderPrefix(s, spelling.path, spelling.len)) return true;
-    return MaybeFdLink(s) || DotDotThenName(s);
+    return MaybeFdLink(s) || DotDotThenName(s) ||
+           (IsProc(p) && g_prefilter.cwd_virtual.load(std::memory_order_relaxed) == 1);
   }
   if (static_cast<int>(dirfd) == AT_FDCWD) {
     const int c = g_prefilter.cwd_virtual.load(std::memory_order_relaxed);
@@ -358,7 +361,8 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
   if (g_prefilter.skeleton_dev == 0 || at < 0) return {0, kToKernel};
   if (UnderLearned(reinterpret_cast<const char*>(a[at]))) return {0, kToHook};
   const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-  if (k == -ENOENT)  // below a skeleton directory: the hook makes the call again, and looks
+  // (EACCES: an O_CREAT in a skeleton directory, which fanrun made read-only)
+  if (k == -ENOENT || k == -EACCES)  // below a skeleton directory: the hook makes the call again, and looks
     return {k, ParentInSkeleton(at == 1 ? a[0] : AT_FDCWD, reinterpret_cast<const char*>(a[at]))
                    ? kToHook
                    : kAnswered};
@@ -493,6 +497,37 @@ int Wants(long nr, const long a[6]) noexcept {
       return MaybeOurs(a[0], a[1]) || MaybeOurs(a[2], a[3]);
     case SYS_symlinkat:
       return MaybeOurs(a[1], a[2]);
+    // runtime/unserved_calls.h: refused on dataset paths
+    case 134:  // uselib
+    case SYS_chroot:
+    case SYS_acct:
+    case SYS_umount2:
+    case SYS_swapon:
+    case SYS_swapoff:
+      return MaybeOurs(AT_FDCWD, a[0]);
+    case SYS_pivot_root:
+      return MaybeOurs(AT_FDCWD, a[0]) || MaybeOurs(AT_FDCWD, a[1]);
+    case SYS_mount:
+    case SYS_quotactl:
+    case SYS_inotify_add_watch:
+      return MaybeOurs(AT_FDCWD, a[1]);
+    case SYS_fanotify_mark:
+      return MaybeOurs(a[3], a[4]) || VirtualFd(a[3]);
+    case kNrMoveMount:
+      return MaybeOurs(a[0], a[1]) || MaybeOurs(a[2], a[3]) || VirtualFd(a[0]) || VirtualFd(a[2]);
+    case SYS_name_to_handle_at:
+    case kNrOpenTree:
+    case kNrFspick:
+    case kNrMountSetattr:
+    case kNrFchmodat2:
+    case kNrSetxattrat:
+    case kNrGetxattrat:
+    case kNrListxattrat:
+    case kNrRemovexattrat:
+    case kNrOpenTreeAttr:
+    case kNrFileGetattr:
+    case kNrFileSetattr:
+      return MaybeOurs(a[0], a[1]) || VirtualFd(a[0]);
     default:
       return 0;
   }

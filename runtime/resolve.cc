@@ -429,6 +429,18 @@ Resolved ThroughDotDotFrom(const State& s, std::string_view dir, std::string_vie
 
 }  // namespace
 
+size_t CwdLinkLength(std::string_view p) {
+  for (std::string_view link : {"/proc/self/cwd", "/proc/thread-self/cwd"})
+    if (p.substr(0, link.size()) == link) return link.size();
+  const State* s = Get();
+  if (!s || p.substr(0, 6) != "/proc/") return 0;
+  size_t i = 6;
+  long pid = 0;
+  while (i < p.size() && i < 16 && p[i] >= '0' && p[i] <= '9') pid = pid * 10 + (p[i++] - '0');
+  if (i == 6 || pid != s->pid.load(std::memory_order_relaxed) || p.substr(i, 4) != "/cwd") return 0;
+  return i + 4;
+}
+
 int FdLink(std::string_view p, std::string_view* rest) {
   auto eat = [&](std::string_view prefix) {
     if (p.substr(0, prefix.size()) != prefix) return false;
@@ -609,6 +621,21 @@ Resolved Resolve(long dirfd_arg, const char* path, int flags) {
     if (const int k = SpellingOf(*s, p, &rest); k >= 0) {
       if (AliasLinkItself(*s, static_cast<size_t>(k), rest, follow)) return Resolved{};
       return WalkFrom(*s, SpellingStart(*s, static_cast<size_t>(k)), rest, follow);
+    }
+    // Below the cwd's link in /proc (/proc/self/cwd/x): the kernel would follow it to the
+    // skeleton directory, so it is taken as x relative to the cwd. (The link itself is the
+    // kernel's: it names the skeleton directory where the cwd is.)
+    if (const size_t n = CwdLinkLength(p); n > 0 && (p.size() == n || p[n] == '/')) {
+      size_t i = n;
+      while (i < p.size() && p[i] == '/') ++i;
+      uint32_t cwd;
+      if (i < p.size()) return Resolve(AT_FDCWD, path + i, flags);
+      if (follow && CwdIsVirtual(&cwd)) {  // the link itself, followed: the cwd
+        Resolved r;
+        r.kind = Resolved::kVirtual;
+        r.entry = cwd;
+        return r;
+      }
     }
     // A virtual fd's link in /proc or /dev: the kernel would follow it to the placeholder
     // (/dev/null), so it is followed here, to the fd's entry. The link itself (the last

@@ -28,6 +28,9 @@ Resolved Resolve(long dirfd, const char* path, int flags);
 // /proc/thread-self/fd/N, /proc/<pid>/fd/N, /dev/fd/N, /dev/stdin, /dev/stdout,
 // /dev/stderr), its fd, with what follows the link in *rest ("" or "/..."); else -1.
 int FdLink(std::string_view path, std::string_view* rest);
+// If `path` starts with this process's cwd link in /proc (/proc/self/cwd,
+// /proc/thread-self/cwd, /proc/<pid>/cwd), that prefix's length; else 0.
+size_t CwdLinkLength(std::string_view path);
 // The absolute path of an entry under the mount point.
 std::string MountPath(uint32_t entry);  // (spelled as the kernel does: State::physical_mount)
 // The cached current directory: an entry when it is inside the dataset.

@@ -159,7 +159,8 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
       Learn(*s, absolute, std::string_view(out, n));
     return true;
   }
-  if (k != -ENOENT) return false;
+  // EACCES: a name created in a skeleton directory, which fanrun makes read-only (0555).
+  if (k != -ENOENT && k != -EACCES) return false;
   // ENOENT: is the parent directory one of the skeleton's? (The kernel read the path, so
   // it is readable.)
   const char* path = reinterpret_cast<const char*>(a[pa]);

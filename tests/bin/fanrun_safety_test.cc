@@ -18,7 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class Scratch : public ::testing::Test {
+class SharedNode : public ::testing::Test {
  protected:
   void SetUp() override {
     char t[] = "/tmp/fanrun-safety-XXXXXX";
@@ -29,7 +29,7 @@ class Scratch : public ::testing::Test {
   std::string dir_;
 };
 
-TEST_F(Scratch, PrivateDirIsMadeWithMode0700) {
+TEST_F(SharedNode, PrivateDirIsMadeWithMode0700) {
   auto id = MakePrivateDir(dir_ + "/p");
   ASSERT_TRUE(id.ok()) << id.status().message();
   struct stat st;
@@ -38,7 +38,7 @@ TEST_F(Scratch, PrivateDirIsMadeWithMode0700) {
   EXPECT_EQ(id->ino, st.st_ino);
 }
 
-TEST_F(Scratch, DirectoryOthersCanWriteIsNotPrivate) {
+TEST_F(SharedNode, DirectoryOthersCanWriteIsNotPrivate) {
   const std::string p = dir_ + "/open";
   ASSERT_EQ(::mkdir(p.c_str(), 0700), 0);
   ASSERT_EQ(::chmod(p.c_str(), 0777), 0);
@@ -47,7 +47,7 @@ TEST_F(Scratch, DirectoryOthersCanWriteIsNotPrivate) {
   EXPECT_EQ(id.status().message(), p + ": mode 0777: others can write to it");
 }
 
-TEST_F(Scratch, SymlinkToAPrivateDirIsNotPrivate) {
+TEST_F(SharedNode, SymlinkToAPrivateDirIsNotPrivate) {
   ASSERT_TRUE(MakePrivateDir(dir_ + "/real").ok());
   ASSERT_EQ(::symlink((dir_ + "/real").c_str(), (dir_ + "/link").c_str()), 0);
   auto id = CheckPrivateDir(dir_ + "/link");
@@ -55,14 +55,14 @@ TEST_F(Scratch, SymlinkToAPrivateDirIsNotPrivate) {
   EXPECT_EQ(id.status().message(), dir_ + "/link: a symbolic link");
 }
 
-TEST_F(Scratch, PlainFileIsNotPrivate) {
+TEST_F(SharedNode, PlainFileIsNotPrivate) {
   std::ofstream(dir_ + "/f") << "x";
   auto id = MakePrivateDir(dir_ + "/f");
   ASSERT_FALSE(id.ok());
   EXPECT_EQ(id.status().message(), dir_ + "/f: not a directory");
 }
 
-TEST_F(Scratch, DirectoryOfAnotherUserIsNotPrivate) {
+TEST_F(SharedNode, DirectoryOfAnotherUserIsNotPrivate) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root to give a directory to another uid";
   const std::string p = dir_ + "/theirs";
   ASSERT_EQ(::mkdir(p.c_str(), 0700), 0);
@@ -73,7 +73,7 @@ TEST_F(Scratch, DirectoryOfAnotherUserIsNotPrivate) {
       << id.status().message();
 }
 
-TEST_F(Scratch, FreshPrivateDirsGetDistinctUnpredictableNames) {
+TEST_F(SharedNode, FreshPrivateDirsGetDistinctUnpredictableNames) {
   auto a = MakeFreshPrivateDir(dir_ + "/job-");
   auto b = MakeFreshPrivateDir(dir_ + "/job-");
   ASSERT_TRUE(a.ok() && b.ok());
@@ -82,7 +82,7 @@ TEST_F(Scratch, FreshPrivateDirsGetDistinctUnpredictableNames) {
   EXPECT_TRUE(CheckPrivateDir(*a).ok());
 }
 
-TEST_F(Scratch, RemoveIfSameRemovesOnlyTheDirectoryItMade) {
+TEST_F(SharedNode, RemoveIfSameRemovesOnlyTheDirectoryItMade) {
   const std::string p = dir_ + "/local";
   auto id = MakePrivateDir(p);
   ASSERT_TRUE(id.ok());
@@ -139,7 +139,7 @@ TEST(SystemPathReason, SystemDirectoriesAndWhatHidesCode) {
   for (const Case& c : cases) EXPECT_EQ(SystemPathReason(c.path), c.reason) << c.path;
 }
 
-TEST_F(Scratch, DefaultMountRefusesSystemAndAbnormalPaths) {
+TEST_F(SharedNode, DefaultMountRefusesSystemAndAbnormalPaths) {
   const std::string tail = ": it is not mounted there by default; choose where with --mount DIR";
   EXPECT_EQ(DefaultMountRefusal("/etc"),
             "the dataset was packed from /etc, a system directory" + tail);
@@ -156,7 +156,7 @@ TEST_F(Scratch, DefaultMountRefusesSystemAndAbnormalPaths) {
       << DefaultMountRefusal(dir_ + "/l/x");
 }
 
-TEST_F(Scratch, DefaultMountRefusesWhatHoldsTheWorkingDirectory) {
+TEST_F(SharedNode, DefaultMountRefusesWhatHoldsTheWorkingDirectory) {
   ASSERT_EQ(::mkdir((dir_ + "/proj").c_str(), 0700), 0);
   char old[4096];
   ASSERT_NE(::getcwd(old, sizeof old), nullptr);
@@ -166,13 +166,13 @@ TEST_F(Scratch, DefaultMountRefusesWhatHoldsTheWorkingDirectory) {
   EXPECT_NE(why.find("which holds the working directory"), std::string::npos) << why;
 }
 
-TEST_F(Scratch, DefaultMountAcceptsTheUsersOwnPlaces) {
+TEST_F(SharedNode, DefaultMountAcceptsTheUsersOwnPlaces) {
   EXPECT_EQ(DefaultMountRefusal(dir_), "");                  // exists, ours
   EXPECT_EQ(DefaultMountRefusal(dir_ + "/new/deeper"), "");  // below ours
   EXPECT_EQ(DefaultMountRefusal("/tmp/fanrun-safety-none/x"), "");  // below sticky /tmp
 }
 
-TEST_F(Scratch, DefaultMountRefusesAnotherUsersDirectory) {
+TEST_F(SharedNode, DefaultMountRefusesAnotherUsersDirectory) {
   if (::geteuid() == 0) GTEST_SKIP() << "root may make a directory anywhere";
   EXPECT_NE(DefaultMountRefusal("/home").find("not yours"), std::string::npos);
 }
