@@ -117,7 +117,9 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
   // not told of gets the kernel's EACCES (which the runtime turns into the dataset's EROFS)
   // instead of creating files there, invisible through the mount and left behind. Root is
   // not stopped by mode bits (docs/design.md).
-  for (const std::string& p : made) ::chmod(p.c_str(), 0555);
+  // (The mount point's missing parents, made too, are not the dataset's: they stay 0755.)
+  for (const std::string& p : made)
+    if (p.size() >= mount.size() && p.compare(0, mount.size(), mount) == 0) ::chmod(p.c_str(), 0555);
   return made;
 }
 

@@ -11,6 +11,8 @@
 #include "bin/fanstore_commands.h"
 #include "meta/access.h"
 #include "meta/dataset.h"
+#include "meta/exchange.h"
+#include "meta/namespace_image.h"
 
 namespace fanstore::tool {
 namespace {
@@ -225,7 +227,8 @@ int Verify(const std::string& data, bool quiet) {
     cli::Error("fanstore", "verify: " + m.status().message());
     return cli::kExitFailure;
   }
-  uint64_t members = 0, damaged = 0, bad_parts = 0;
+  uint64_t members = 0, damaged = 0, bad_parts = 0, files = 0, symlinks = 0;
+  std::string wire;  // every partition's members, as fanrun's ranks exchange them
   for (uint32_t p = 0; p < m->partitions.size(); ++p) {
     meta::PartitionReader r;
     Status s = r.Open(data + "/" + meta::PartitionFileName(p));
@@ -236,9 +239,11 @@ int Verify(const std::string& data, bool quiet) {
       continue;
     }
     uint64_t part_damaged = 0;
+    meta::EncodeMembers(r, p, &wire);
     for (size_t i = 0; i < r.size(); ++i) {
       ++members;
       if (r.member(i).kind() == meta::Kind::kDir) continue;
+      ++(r.member(i).kind() == meta::Kind::kFile ? files : symlinks);
       s = r.ReadMember(i, [](std::span<const uint8_t>) { return true; });
       if (!s.ok()) {
         cli::Error("fanstore", "verify: " + s.message());
@@ -251,11 +256,35 @@ int Verify(const std::string& data, bool quiet) {
       std::printf("%s %s: %zu members\n", part_damaged ? "DAMAGED" : "ok     ",
                   meta::PartitionFileName(p).c_str(), r.size());
   }
+  // The namespace fanrun would build from them: one root, every member's parent a
+  // directory, no path in two partitions, and the manifest's totals.
+  bool bad_namespace = false;
+  if (bad_parts == 0) {
+    auto image = meta::BuildNamespaceImage(
+        wire, std::vector<std::string>(m->partitions.size(), ""), m->dataset_id);
+    std::string why;
+    if (!image.ok()) {
+      why = image.status().message();
+    } else if (auto v = meta::NamespaceView::Attach(
+                   {reinterpret_cast<const uint8_t*>(image->data()), image->size()});
+               !v.ok()) {
+      why = v.status().message();
+    } else if (m->files != files || m->symlinks != symlinks || m->dirs != v->size() - files - symlinks) {
+      why = "manifest: its counts of files, dirs and symlinks differ from the partitions'";
+    }
+    if (!why.empty()) {
+      cli::Error("fanstore", "verify: " + why);
+      bad_namespace = true;
+    } else if (!quiet) {
+      std::printf("ok      namespace: %llu entries\n", static_cast<unsigned long long>(files + symlinks + m->dirs));
+    }
+  }
   std::printf(
-      "verified %llu members in %zu partitions: %llu damaged members, %llu bad partitions\n",
+      "verified %llu members in %zu partitions: %llu damaged members, %llu bad partitions%s\n",
       static_cast<unsigned long long>(members), m->partitions.size(),
-      static_cast<unsigned long long>(damaged), static_cast<unsigned long long>(bad_parts));
-  return damaged || bad_parts ? cli::kExitFailure : cli::kExitOk;
+      static_cast<unsigned long long>(damaged), static_cast<unsigned long long>(bad_parts),
+      bad_namespace ? ", a bad namespace" : "");
+  return damaged || bad_parts || bad_namespace ? cli::kExitFailure : cli::kExitOk;
 }
 
 int Info(const std::string& data, bool json) {

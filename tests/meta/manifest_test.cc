@@ -17,14 +17,14 @@ Manifest Sample() {
   m.stored = 900;
   m.partitions.push_back({.id = 0,
                           .flags = 0,
-                          .members = 7,
+                          .members = 9,
                           .bytes = 600,
                           .stored = 500,
                           .file_size = 12345,
                           .index_crc = 0x1234});
   m.partitions.push_back({.id = 1,
                           .flags = kFlagBroadcast,
-                          .members = 5,
+                          .members = 6,
                           .bytes = 400,
                           .stored = 400,
                           .file_size = 777,
@@ -43,6 +43,26 @@ TEST(Manifest, RoundTrips) {
   EXPECT_EQ(d->partitions[1].flags, kFlagBroadcast);
   EXPECT_EQ(d->partitions[1].index_crc, 0xffffffffu);
   EXPECT_EQ(d->partitions[0].file_size, 12345u);
+}
+
+// Totals that the partitions do not hold: a forged file count would size a node cache for
+// billions of members before any partition is read.
+TEST(Manifest, TotalsMustFollowFromThePartitions) {
+  Manifest m = Sample();
+  m.files = 4000000000;
+  auto d = Manifest::Decode(m.Encode());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("do not fit the partitions' 15 members"), std::string::npos)
+      << d.status().message();
+  m = Sample();
+  m.bytes += 1;
+  EXPECT_FALSE(Manifest::Decode(m.Encode()).ok());
+  m = Sample();
+  m.partitions[1].members = UINT64_MAX;  // the sum wraps
+  EXPECT_FALSE(Manifest::Decode(m.Encode()).ok());
+  m = Sample();
+  m.files = m.dirs = m.symlinks = 0;
+  EXPECT_FALSE(Manifest::Decode(m.Encode()).ok());
 }
 
 TEST(Manifest, IsOneRecordPerLineText) {
