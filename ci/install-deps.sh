@@ -7,7 +7,7 @@ set -euo pipefail
 build_pkgs=(cmake g++ make pkg-config git
   liburing-dev libisal-dev robin-map-dev libspdlog-dev libfmt-dev
   libmpich-dev mpich libzydis-dev libcli11-dev libgtest-dev libgmock-dev)
-test_pkgs=(python3 python3-numpy python3-pil python3-torch python3-torchvision python3-lmdb python3-h5py
+test_pkgs=(clang libfuzzer-14-dev libclang-rt-14-dev python3 python3-numpy python3-pil python3-torch python3-torchvision python3-lmdb python3-h5py
   squashfs-tools squashfuse fuse3 gnuplot-nox bc coreutils findutils tar diffutils procps util-linux
   util-linux-extra
   strace)
