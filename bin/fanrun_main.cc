@@ -465,9 +465,13 @@ int main(int argc, char** argv) {
                  "Bytes read around a member that is not in the page cache, so its neighbours "
                  "are cached when they are read (e.g. 1M, 0 = off; default auto: 1M when the "
                  "node's partitions fit in half of the memory) (FANSTORE_READAHEAD)");
-  app.add_option("--stats", stats, "Write per-process statistics at exit: 1 for stderr, or a file")
-      ->expected(0, 1)
-      ->default_str("1");
+  CLI::Option* stats_opt =
+      app.add_option("--stats", stats,
+                     "At exit, one JSON line per process of CMD (opens, stats, reads, bytes, "
+                     "cache hits, ...): on stderr (a copy taken at start, so programs that close "
+                     "stderr still report), or appended to FILE if given (FANSTORE_STATS)")
+          ->expected(0, 1)
+          ->type_name("[FILE]");
   app.add_option("CMD", cmd, "The command and its arguments (after --)");
   app.positionals_at_end();
 
@@ -504,6 +508,7 @@ int main(int argc, char** argv) {
   if (!log_level.empty()) ::setenv("FANSTORE_LOG_LEVEL", log_level.c_str(), 1);
   // A statistics file named relative to here: every process writes to it from wherever its
   // own working directory is by then (often the read-only mount), so it is made absolute.
+  if (stats.empty() && stats_opt->count() > 0) stats = "1";  // --stats with no FILE
   if (stats.empty())
     if (const char* env = std::getenv("FANSTORE_STATS")) stats = env;
   if (!stats.empty() && stats != "1") {

@@ -388,18 +388,20 @@ Status Node::Join(const NodeOptions& opt, bool mpi, StartUp* s) {
 void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
   Status& st = s->st;
   struct stat data_st;
+  // Every error about DATA names the option, as the user wrote it.
+  const std::string data = "--data " + opt.data;
   if (::stat(opt.data.c_str(), &data_st) != 0)
-    st = Status::FromErrno(opt.data, errno);
+    st = errno == ENOENT ? Status::Error(data + ": no such directory") : Status::FromErrno(data, errno);
   else if (!S_ISDIR(data_st.st_mode))
-    st = Status::Error(opt.data + ": not a directory (expected a packed dataset)");
+    st = Status::Error(data + ": not a directory (expected a packed dataset)");
   if (st.ok()) {
     auto manifest = meta::Manifest::Load(opt.data);
     if (manifest.ok())
       s->manifest = std::move(manifest).value();
     else
-      st = manifest.status();
+      st = Status::Error("--data " + manifest.status().message());
   }
-  if (auto abs = cli::AbsolutePath(opt.data, opt.data); abs.ok())
+  if (auto abs = cli::AbsolutePath(data, opt.data); abs.ok())
     s->abs_data = *abs;
   else if (st.ok())
     st = abs.status();

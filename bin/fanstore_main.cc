@@ -5,6 +5,12 @@
 #include "bin/fanstore_commands.h"
 #include "meta/format.h"
 
+namespace {
+const std::string kPathHelp =
+    "Member path: relative to the dataset root, with or without a leading '/', or the "
+    "absolute path it had when packed (under the manifest's source)";
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace fanstore;
   CLI::App app{
@@ -46,17 +52,17 @@ int main(int argc, char** argv) {
   bool long_format = false, recursive = false, json = false;
   auto* ls = app.add_subcommand("ls", "List a directory (or show a file) of a packed dataset");
   ls->add_option("DATA", data, "Packed dataset directory")->required();
-  ls->add_option("PATH", path, "Path inside the dataset (default: the root)");
+  ls->add_option("PATH", path, kPathHelp + " (default: the root)");
   ls->add_flag("-l,--long", long_format, "Mode, owner, size, modification time, symlink target");
   ls->add_flag("-R,--recursive", recursive, "List subdirectories recursively");
 
   auto* stat = app.add_subcommand("stat", "Show one member's metadata and where it is stored");
   stat->add_option("DATA", data, "Packed dataset directory")->required();
-  stat->add_option("PATH", path, "Path inside the dataset")->required();
+  stat->add_option("PATH", path, kPathHelp)->required();
 
   auto* cat = app.add_subcommand("cat", "Write a member's bytes to standard output");
   cat->add_option("DATA", data, "Packed dataset directory")->required();
-  cat->add_option("PATH", path, "Path inside the dataset")->required();
+  cat->add_option("PATH", path, kPathHelp)->required();
 
   auto* verify = app.add_subcommand("verify", "Check every checksum; exit 0 only if all is intact");
   verify->add_option("DATA", data, "Packed dataset directory")->required();

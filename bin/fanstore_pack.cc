@@ -34,13 +34,21 @@ int Pack(const meta::PackOptions& in, bool quiet) {
       cli::Error("fanstore", "warning: --public: " + o.out + " is readable by all, and so are "
                                  "the bytes of members that are not, such as " + what);
   }
+  if (s.partitions_asked > s.sharded)
+    cli::Error("fanstore", "pack: --partitions " + std::to_string(s.partitions_asked) +
+                               ": the data fills only " + std::to_string(s.sharded) +
+                               " (each partition holds at least one non-empty file)");
   if (!quiet) {
+    const std::string parts =
+        s.partitions > s.sharded ? std::to_string(s.partitions) + " partitions (" +
+                                       std::to_string(s.sharded) + " sharded + 1 broadcast)"
+                                 : std::to_string(s.partitions) + " partition" + (s.partitions == 1 ? "" : "s");
     std::printf(
-        "packed %llu files, %llu dirs, %llu symlinks (%llu skipped) into %u partitions: "
+        "packed %llu files, %llu dirs, %llu symlinks (%llu skipped) into %s: "
         "%s in, %s stored (ratio %.3f, %llu compressed), %.2f s, %s/s\n",
         static_cast<unsigned long long>(s.files), static_cast<unsigned long long>(s.dirs),
         static_cast<unsigned long long>(s.symlinks), static_cast<unsigned long long>(s.skipped),
-        s.partitions, cli::HumanBytes(s.bytes_in).c_str(), cli::HumanBytes(s.bytes_stored).c_str(),
+        parts.c_str(), cli::HumanBytes(s.bytes_in).c_str(), cli::HumanBytes(s.bytes_stored).c_str(),
         s.bytes_in ? static_cast<double>(s.bytes_stored) / s.bytes_in : 1.0,
         static_cast<unsigned long long>(s.compressed_members), s.seconds,
         cli::HumanBytes(s.seconds > 0 ? s.bytes_in / s.seconds : 0).c_str());

@@ -100,13 +100,27 @@ int Denied(const char* cmd, const std::string& path) {
   return cli::kExitFailure;
 }
 
+// A member's path as the user typed it, as a path of the dataset: the absolute path it had
+// when packed (below the manifest's source), or relative to the root with or without a
+// leading '/'.
+std::string MemberPath(const Dataset& ds, std::string_view typed) {
+  const std::string& source = ds.manifest().source;
+  if (source.size() > 1 && typed.substr(0, source.size()) == source &&
+      (typed.size() == source.size() || typed[source.size()] == '/'))
+    typed.remove_prefix(source.size());
+  while (!typed.empty() && typed.front() == '/') typed.remove_prefix(1);
+  while (!typed.empty() && typed.back() == '/') typed.remove_suffix(1);
+  return std::string(typed);
+}
+
 }  // namespace
 
 int Ls(const std::string& data, const std::string& path, bool long_format, bool recursive) {
   auto ds = OpenOrReport(data);
   if (!ds) return cli::kExitFailure;
-  const MemberRef* ref = ds->Resolve(path, /*follow_last=*/true);
-  if (!ref) ref = ds->Resolve(path, false);
+  const std::string member = MemberPath(*ds, path);
+  const MemberRef* ref = ds->Resolve(member, /*follow_last=*/true);
+  if (!ref) ref = ds->Resolve(member, false);
   if (!ref) {
     cli::Error("fanstore", "ls: " + path + ": no such file or directory in " + data);
     return cli::kExitFailure;
@@ -147,7 +161,7 @@ int Ls(const std::string& data, const std::string& path, bool long_format, bool 
 int Stat(const std::string& data, const std::string& path) {
   auto ds = OpenOrReport(data);
   if (!ds) return cli::kExitFailure;
-  const MemberRef* ref = ds->Resolve(path, /*follow_last=*/false);
+  const MemberRef* ref = ds->Resolve(MemberPath(*ds, path), /*follow_last=*/false);
   if (!ref) {
     cli::Error("fanstore", "stat: " + path + ": no such file or directory in " + data);
     return cli::kExitFailure;
@@ -176,7 +190,7 @@ int Stat(const std::string& data, const std::string& path) {
 int Cat(const std::string& data, const std::string& path) {
   auto ds = OpenOrReport(data);
   if (!ds) return cli::kExitFailure;
-  const MemberRef* ref = ds->Resolve(path, /*follow_last=*/true);
+  const MemberRef* ref = ds->Resolve(MemberPath(*ds, path), /*follow_last=*/true);
   if (!ref) {
     cli::Error("fanstore", "cat: " + path + ": no such file in " + data);
     return cli::kExitFailure;

@@ -433,8 +433,23 @@ Result<PackStats> Pack(const PackOptions& o) {
   }
   stats.private_output = !stats.restricted_member.empty() && !o.public_output;
   if (o.on_scanned) o.on_scanned(prog);
-  const uint32_t nparts = o.partitions ? o.partitions : DefaultPartitions(prog.bytes_total);
-  const std::vector<PartitionPlan> plans = PlanPartitions(members, nparts, o.broadcast);
+  // As many partitions as asked (or the default), but never one without a non-empty file
+  // (a few large files cut by bytes can leave some with none): fewer, until each has one.
+  uint32_t nparts = o.partitions ? o.partitions : DefaultPartitions(prog.bytes_total);
+  std::vector<PartitionPlan> plans;
+  for (;;) {
+    plans = PlanPartitions(members, nparts, o.broadcast);
+    uint32_t filled = 0;
+    for (uint32_t p = 0; p < nparts; ++p) {
+      bool has = false;
+      for (size_t i : plans[p].members)
+        has = has || (members[i].kind != Kind::kDir && (members[i].size > 0 || prog.bytes_total == 0));
+      filled += has;
+    }
+    if (filled == nparts || nparts == 1) break;
+    nparts = std::max(1u, filled);
+  }
+  stats.partitions_asked = o.partitions;
   const uint32_t total_parts = static_cast<uint32_t>(plans.size());
   std::string salt = "parts=" + std::to_string(nparts) + ";compress=" + o.compress.ToString();
   for (const std::string& g : o.broadcast) salt += ";bcast=" + g;
@@ -545,6 +560,7 @@ Result<PackStats> Pack(const PackOptions& o) {
   stats.bytes_stored = manifest.stored;
   stats.output_bytes += manifest.Encode().size();
   stats.partitions = total_parts;
+  stats.sharded = nparts;
   stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return stats;
 }

@@ -259,7 +259,9 @@ void WriteStats() {
       static_cast<unsigned long long>(io.trusted_reads),
       static_cast<unsigned long long>(io.node_cache_hits));
   if (s->stats_target == "1") {
-    std::fputs(line, stderr);
+    const int fd = s->stats_fd >= 0 ? s->stats_fd : 2;
+    intercept::RawSyscall6(SYS_write, fd, reinterpret_cast<long>(line),
+                           static_cast<long>(std::strlen(line)));
   } else if (FILE* f = std::fopen(s->stats_target.c_str(), "a")) {
     std::fputs(line, f);
     std::fclose(f);

@@ -195,6 +195,8 @@ Status Init() {
   const long soft = static_cast<long>(rl.rlim_cur);
   const long need = static_cast<long>(s->parts.size()) + 8;
   s->reserved_lo = static_cast<int>(soft - need > 64 ? soft - need : 0);
+  if (s->stats_target == "1" && s->reserved_lo > 0)
+    s->stats_fd = ::fcntl(2, F_DUPFD_CLOEXEC, s->reserved_lo + static_cast<int>(s->parts.size()) + 2);
   s->pid.store(::getpid());
   pthread_atfork(nullptr, nullptr, AfterFork);
   g_state = s;

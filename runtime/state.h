@@ -79,6 +79,8 @@ struct State {
   int64_t readahead = -1;     // FANSTORE_READAHEAD: bytes around a cold member (-1: auto)
   bool mapped_reads = true;   // FANSTORE_MAPPED_READS=0: always read, never copy from a mapping
   std::string stats_target;   // "" | "1" | path
+  int stats_fd = -1;          // stats_target "1": a copy of stderr taken at start, in the
+                              // reserved range (programs such as cat close fd 2 at exit)
   int reserved_lo = 0;        // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)
   std::atomic<pid_t> pid{0};  // this process (updated in forked children)
   std::unique_ptr<std::atomic<int>[]> blob_fds;

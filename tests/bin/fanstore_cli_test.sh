@@ -39,7 +39,7 @@ expect_err_line "fanstore: pack: $S/nope: No such file or directory" "missing SR
 
 expect_rc 0 "pack" -- "$FANSTORE" pack --partitions 3 --broadcast 'val/**' "$S/src" "$S/data"
 grep -q "fifo: skipped" "$S/err" && ok || bad "FIFO skipped with a warning"
-grep -qE '^packed 61 files, [0-9]+ dirs, 2 symlinks \(1 skipped\) into 4 partitions' "$S/out" && ok || bad "summary line: $(cat "$S/out")"
+grep -qE '^packed 61 files, [0-9]+ dirs, 2 symlinks \(1 skipped\) into 4 partitions \(3 sharded \+ 1 broadcast\)' "$S/out" && ok || bad "summary line: $(cat "$S/out")"
 expect_rc 1 "pack onto existing OUT" -- "$FANSTORE" pack "$S/src" "$S/data"
 expect_err_line "already exists (use --force" "existing OUT error"
 expect_rc 0 "pack --force" -- "$FANSTORE" pack --force --partitions 3 --broadcast 'val/**' -q "$S/src" "$S/data"
@@ -155,5 +155,24 @@ if mount -t tmpfs -o size=20k tmpfs "$S/full" 2>/dev/null; then
 else
   skip "pack onto a full disk: mounting a small tmpfs failed (not root, or no mount permission)"
 fi
+
+# A member's path in the three ways a user types it: relative, with a leading '/', and as
+# it was when packed (the manifest's source).
+for spelled in val/v3.txt /val/v3.txt "$S/src/val/v3.txt"; do
+  "$FANSTORE" cat "$S/data" "$spelled" | cmp -s - "$S/src/val/v3.txt" && ok || bad "cat of '$spelled'"
+  "$FANSTORE" stat "$S/data" "$spelled" | grep -q "Path: val/v3.txt" && ok || bad "stat of '$spelled'"
+done
+[ "$("$FANSTORE" ls "$S/data" "$S/src/val" | wc -l)" -eq 10 ] && ok || bad "ls of the pack-time path of a directory"
+"$FANSTORE" cat --help | grep -q "absolute path it had when packed" && ok || bad "cat --help says how paths are spelled"
+
+# --partitions never makes a partition without a non-empty file, and says so.
+mkdir -p "$S/few/d" && head -c 100000 /dev/urandom >"$S/few/d/big" && : >"$S/few/a" && : >"$S/few/b"
+expect_rc 0 "pack of three files into 4 partitions" -- "$FANSTORE" pack --partitions 4 "$S/few" "$S/fewp"
+expect_err_line "fanstore: pack: --partitions 4: the data fills only 1" "the capped --partitions is said"
+grep -q "into 1 partition:" "$S/out" && ok || bad "capped partitions: $(cat "$S/out")"
+
+# verify builds the namespace too.
+expect_rc 0 "verify" -- "$FANSTORE" verify "$S/data"
+grep -q "^ok      namespace: " "$S/out" && ok || bad "verify reports the namespace: $(cat "$S/out")"
 
 finish

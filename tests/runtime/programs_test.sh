@@ -278,6 +278,14 @@ rows = [json.loads(l) for l in open('$S/stats')]
 r = rows[-1]
 assert r['opens'] >= 2 and r['bytes'] >= $(stat -c %s "$T/meta/numbers.txt") and r['inflates'] >= 1, r
 " && ok || bad "--stats writes per-process statistics: $(cat "$S/stats")"
+# --stats with no FILE reports on stderr for every program, also those that close their
+# stderr at exit (coreutils do; the report once went missing for cat, ls and head).
+for prog in "cat $MNT/meta/one" "ls $MNT/meta" "head -c 10 $MNT/meta/numbers.txt" \
+  "$PY -c open('$MNT/meta/one').read()"; do
+  "$FANRUN" --data "$S/z" --mount "$MNT" --stats -- $prog >/dev/null 2>"$S/stats.err"
+  [ "$(grep -c '^{"pid": [0-9]*, "calls": [1-9]' "$S/stats.err")" -eq 1 ] && ok ||
+    bad "--stats on stderr for '$prog': $(cat "$S/stats.err")"
+done
 # A statistics file named relative to fanrun's directory stays there, also for processes
 # that have moved into the (read-only) mount.
 (cd "$S" && "$FANRUN" --data "$S/z" --mount "$MNT" --stats stats.rel -- bash -c "cd '$MNT/meta' && cat numbers.txt" >/dev/null)
@@ -298,8 +306,14 @@ from_removed_dir() {
     bad "$what relative to a removed directory: exit $rc, '$out'"
 }
 from_removed_dir --stats "fanrun: --stats stats.rel: No such file or directory" --data "$S/z" --stats stats.rel
-from_removed_dir --data "fanrun: z: No such file or directory" --data z
+from_removed_dir --data "fanrun: --data z: no such directory" --data z
 from_removed_dir --local-dir "fanrun: --local-dir rel: No such file or directory" --data "$S/z" --local-dir rel
+# --local-dir: made when missing; a file there is named as the option.
+: >"$S/a-file"
+expect_rc 125 "--local-dir that is a file" -- "$FANRUN" --data "$S/z" --mount "$MNT" --local-dir "$S/a-file" -- true
+expect_err_line "fanrun: --local-dir $S/a-file: not a directory" "--local-dir that is a file names the option"
+expect_rc 0 "--local-dir made when missing" -- "$FANRUN" --data "$S/z" --mount "$MNT" --local-dir "$S/new-local/x" -- cat "$MNT/meta/one"
+[ -d "$S/new-local/x" ] && [ -z "$(ls -A "$S/new-local/x")" ] && ok || bad "--local-dir made and left empty"
 
 # Cold data: with the blobs' pages dropped (inside the job: fanrun's start-up reads the
 # indexes), member reads go to the device through io_uring (counted as device_reads) and
@@ -506,7 +520,9 @@ done
 "$FANRUN" --data "$S/raw" --mount "$MNT" -- sh -c 'kill -TERM $$'
 [ $? -eq 143 ] && ok || bad "CMD killed by SIGTERM: fanrun dies the same way"
 expect_rc 125 "fanrun with a missing dataset" -- "$FANRUN" --data "$S/nope" -- true
-expect_err_line "fanrun: $S/nope: No such file or directory" "missing dataset error"
+expect_err_line "fanrun: --data $S/nope: no such directory" "missing dataset error names the option"
+expect_rc 125 "fanrun with a source tree as --data" -- "$FANRUN" --data "$T" -- true
+expect_err_line "fanrun: --data $T: not a packed dataset (no manifest" "a source tree as --data names the option and the fix"
 expect_rc 127 "fanrun with a missing command" -- "$FANRUN" --data "$S/raw" --mount "$MNT" -- no-such-command-xyz
 expect_rc 2 "fanrun without a command" -- "$FANRUN" --data "$S/raw"
 expect_rc 2 "fanrun with a bad --log-level" -- "$FANRUN" --log-level verbose --data "$S/raw" -- true
