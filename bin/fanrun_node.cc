@@ -580,7 +580,7 @@ void Node::Announce(const StartUp& s, double ready_s, double stage_to_ready_s) {
   if (agent_) agent_->Start();
   // Alone, fanrun stays silent: the summary is for jobs with a start-up worth reporting.
   if (!mpi_ || rank_ != 0 || std::getenv("FANSTORE_QUIET")) return;
-  auto view = meta::NamespaceView::Attach({image_, image_size_});
+  auto view = meta::NamespaceView::AttachLayout({image_, image_size_});  // (checked at start-up)
   if (!view.ok()) return;
   uint64_t path_bytes = 0;  // names (and symlink targets) in the image's string table
   for (uint32_t i = 0; i < view->size(); ++i) {

@@ -128,6 +128,11 @@ class NamespaceView {
   // (an entry and its path, as many as there are entries, at least one empty). A damaged or
   // hostile image is an error naming what is wrong, never a crash or an endless probe.
   static Result<NamespaceView> Attach(std::span<const uint8_t> bytes);
+  // Only the header and the sections' layout (sizes without overflow, alignment, bounds):
+  // O(1), for an image that Attach checked already and that nobody else can have changed
+  // since (the runtime's, in the user's private job directory, owned by the user and not
+  // writable by others: runtime/state.cc). Entries are then trusted as they are.
+  static Result<NamespaceView> AttachLayout(std::span<const uint8_t> bytes);
 
   uint64_t size() const { return h_->entry_count; }
   const ImageEntry& entry(uint32_t i) const { return entries_[i]; }

@@ -33,6 +33,16 @@ Status Bad(const std::string& what) {
 }  // namespace
 
 Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {
+  auto v = AttachLayout(b);
+  if (!v.ok()) return v;
+  if (Status st = v->CheckEntries((v->h_->strings_off - v->h_->children_off) / 4,
+                                  v->h_->parts_off - v->h_->strings_off);
+      !st.ok())
+    return st;
+  return v;
+}
+
+Result<NamespaceView> NamespaceView::AttachLayout(std::span<const uint8_t> b) {
   if (b.size() < sizeof(ImageHeader)) return Bad("truncated");
   if (!Aligned(reinterpret_cast<uintptr_t>(b.data()), alignof(ImageEntry)))
     return Bad("not aligned in memory");
@@ -65,9 +75,6 @@ Result<NamespaceView> NamespaceView::Attach(std::span<const uint8_t> b) {
     v.part_paths_.push_back(p);
     p = z + 1;
   }
-  if (Status st = v.CheckEntries((h.strings_off - h.children_off) / 4, h.parts_off - h.strings_off);
-      !st.ok())
-    return st;
   return v;
 }
 
@@ -76,19 +83,19 @@ Status NamespaceView::CheckEntries(uint64_t child_slots, uint64_t string_bytes) 
   uint64_t children_used = 0;
   for (uint64_t i = 0; i < n; ++i) {
     const ImageEntry& e = entries_[i];
-    const std::string at = "entry " + std::to_string(i) + ": ";
+    const auto at = [i] { return "entry " + std::to_string(i) + ": "; };  // (only on error)
     const uint32_t type = e.mode & 0170000u;
     const bool dir = e.kind == static_cast<uint8_t>(Kind::kDir);
     const bool link = e.kind == static_cast<uint8_t>(Kind::kSymlink);
     const bool file = e.kind == static_cast<uint8_t>(Kind::kFile);
     if (!(dir && type == 0040000u) && !(link && type == 0120000u) && !(file && type == 0100000u))
-      return Bad(at + "kind and mode disagree");
+      return Bad(at() + "kind and mode disagree");
     uint64_t path_end;
     if (!End(e.path_off, e.path_len, 1, &path_end) || path_end > string_bytes ||
         (link && (!End(path_end, e.size, 1, &path_end) || path_end > string_bytes)))
-      return Bad(at + "path outside the string table");
+      return Bad(at() + "path outside the string table");
     if (e.parent >= n || entries_[e.parent].kind != static_cast<uint8_t>(Kind::kDir))
-      return Bad(at + "parent is not a directory");
+      return Bad(at() + "parent is not a directory");
     const ImageEntry& parent = entries_[e.parent];
     const bool open = (parent.flags & kEntryPathOpen) && OpenToAll(parent.mode, kMayExec);
     if (i == 0) {
@@ -97,20 +104,20 @@ Status NamespaceView::CheckEntries(uint64_t child_slots, uint64_t string_bytes) 
     } else {
       // The parent's path is this path's parent path: shorter, so parents never loop.
       if (path(e).empty() || ParentPath(path(e)) != path(parent))
-        return Bad(at + "its parent's path is not its parent path");
-      if (e.flags != (open ? kEntryPathOpen : 0)) return Bad(at + "flags disagree with the parents' modes");
+        return Bad(at() + "its parent's path is not its parent path");
+      if (e.flags != (open ? kEntryPathOpen : 0)) return Bad(at() + "flags disagree with the parents' modes");
     }
     if (dir) {
       uint64_t last;
       if (!End(e.first_child, e.child_count, 1, &last) || last > child_slots)
-        return Bad(at + "children outside the children table");
+        return Bad(at() + "children outside the children table");
       children_used += e.child_count;
       for (uint32_t c = 0; c < e.child_count; ++c) {
         const uint32_t k = children_[e.first_child + c];
-        if (k == 0 || k >= n || entries_[k].parent != i) return Bad(at + "a child that is not its own");
+        if (k == 0 || k >= n || entries_[k].parent != i) return Bad(at() + "a child that is not its own");
       }
     } else if (e.partition >= h_->partition_count || e.codec > static_cast<uint8_t>(Codec::kDeflateBlocks)) {
-      return Bad(at + "partition or codec out of range");
+      return Bad(at() + "partition or codec out of range");
     }
   }
   if (children_used != n - 1) return Bad("children do not list every entry once");

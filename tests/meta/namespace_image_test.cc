@@ -153,6 +153,15 @@ TEST_F(NamespaceImageTest, EveryChangedByteIsRefusedOrSafeToWalk) {
   EXPECT_GT(refused, tried / 3) << refused << " of " << tried;
 }
 
+TEST_F(NamespaceImageTest, LayoutOnlyAttachStillRefusesBadLayouts) {
+  alignas(64) static uint8_t buf[1 << 16];
+  std::memcpy(buf, bytes_.data(), bytes_.size());
+  EXPECT_TRUE(NamespaceView::AttachLayout({buf, bytes_.size()}).ok());
+  EXPECT_FALSE(NamespaceView::AttachLayout({buf, bytes_.size() - 1}).ok());
+  buf[0] ^= 1;
+  EXPECT_FALSE(NamespaceView::AttachLayout({buf, bytes_.size()}).ok());
+}
+
 TEST_F(NamespaceImageTest, OversizedCountsAreRefusedWithoutOverflow) {
   alignas(64) static uint8_t buf[1 << 16];
   std::memcpy(buf, bytes_.data(), bytes_.size());
