@@ -113,18 +113,20 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
         {0, UTIME_OMIT}, {static_cast<time_t>(mtime_ns / 1'000'000'000), runtime::kSkeletonMarkNs}};
     ::utimensat(AT_FDCWD, p.c_str(), times, 0);
   }
-  // Read-only: a program that reaches a skeleton directory through a link the runtime was
-  // not told of gets the kernel's EACCES (which the runtime turns into the dataset's EROFS)
-  // instead of creating files there, invisible through the mount and left behind. Root is
-  // not stopped by mode bits (docs/design.md).
-  // (The mount point's missing parents, made too, are not the dataset's: they stay 0755.)
+  // Search only (0111): a program that reaches a skeleton directory through a link the
+  // runtime was not told of gets the kernel's EACCES, which the runtime answers from the
+  // dataset (a listing; EROFS for a file created there), instead of creating files there,
+  // invisible through the mount and left behind, or listing directories without their
+  // files. So a successful native directory open needs no check (runtime/prefilter.cc).
+  // Root is not stopped by mode bits (docs/design.md). (The mount point's missing parents,
+  // made too, are not the dataset's: they stay 0755.)
   for (const std::string& p : made)
-    if (p.size() >= mount.size() && p.compare(0, mount.size(), mount) == 0) ::chmod(p.c_str(), 0555);
+    if (p.size() >= mount.size() && p.compare(0, mount.size(), mount) == 0) ::chmod(p.c_str(), 0111);
   return made;
 }
 
 // Removes the skeleton directories this rank made (deepest first). They are read-only
-// (0555): each is made writable again first, and so is its parent when that is another
+// (0111): each is made writable again first, and so is its parent when that is another
 // rank's skeleton directory on this host (ranks share a mount point; the parent still
 // carries the skeleton mark, runtime/skeleton.h, and nothing else under the mount point is
 // touched).

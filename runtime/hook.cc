@@ -2,6 +2,7 @@
 // system call, routing it to its handler. Also the library's start-up (PreloadHookSpec)
 // and its statistics at exit (FANSTORE_STATS).
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -221,6 +222,18 @@ HookResult ThroughSkeleton(const Served& r, long nr, const long a[6]) {
   return out;
 }
 
+// Whether this process may read a directory whatever its mode (fanrun's skeleton is
+// 0111): root, or the effective CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH. A process that
+// drops them later keeps the answer: it then checks more than it needs to, never less.
+bool MayReadAnyDirectory() {
+  if (intercept::RawSyscall6(SYS_geteuid) == 0) return true;
+  __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2] = {};
+  if (intercept::RawSyscall6(SYS_capget, reinterpret_cast<long>(&header), reinterpret_cast<long>(data)) != 0)
+    return true;
+  return (data[0].effective & ((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH))) != 0;
+}
+
 }  // namespace
 
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
@@ -305,6 +318,7 @@ HookSpec PreloadHookSpec() {
         S_ISDIR(st.st_mode)) {
       g_prefilter.skeleton_dev = st.st_dev;
       g_prefilter.skeleton_marked = st.st_mtim.tv_nsec == kSkeletonMarkNs;
+      g_prefilter.skeleton_readable = MayReadAnyDirectory();
     }
   }
   g_prefilter.reserved_lo = s->reserved_lo;

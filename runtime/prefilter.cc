@@ -7,6 +7,7 @@
 #include <linux/fs.h>
 #include <sys/syscall.h>
 
+#include "intercept/clone_mark.h"
 #include "intercept/raw_syscall.h"
 #include "meta/format.h"
 #include "meta/path_hash.h"
@@ -86,6 +87,7 @@ bool LeadsUp(const char* s) {
 
 bool DotDotThenName(const char* s);
 bool IsProc(long p);
+inline bool EqualBytes(const char* a, const char* b, size_t n);
 bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
@@ -127,17 +129,75 @@ bool InSkeleton(int fd) {
   return UnderPrefix(where, m.path, m.len);
 }
 
+void SetNativeDir(long fd, bool on) {
+  if (fd < 0 || fd >= kMaxFds) return;
+  const uint64_t bit = uint64_t{1} << (fd % 64);
+  if (on)
+    g_prefilter.native_dirs[fd / 64].fetch_or(bit, std::memory_order_relaxed);
+  else if (g_prefilter.native_dirs[fd / 64].load(std::memory_order_relaxed) & bit)
+    g_prefilter.native_dirs[fd / 64].fetch_and(~bit, std::memory_order_relaxed);
+}
+
+bool NativeDir(long fd) {
+  return fd >= 0 && fd < kMaxFds &&
+         (g_prefilter.native_dirs[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1);
+}
+
+// Whether openat(a[0], a[1], a[2]) cannot have opened a skeleton directory, by what the
+// process knows: one name (not "." or "..", not the mount point's own last name), below a
+// native directory known not to be one, no final link followed.
+bool ChildOfNativeDir(long nr, const long a[6]) {
+  if (nr != SYS_openat || !(a[2] & O_NOFOLLOW) || !NativeDir(a[0])) return false;
+  const char* s = reinterpret_cast<const char*>(a[1]);
+  unsigned n = 0;
+  while (s[n] != 0) {
+    if (s[n] == '/') return false;
+    ++n;
+  }
+  if (n == 0 || (s[0] == '.' && (n == 1 || (n == 2 && s[1] == '.')))) return false;
+  for (const auto& m : g_prefilter.spellings) {  // the last name of each spelling
+    if (m.len == 0) continue;
+    unsigned b = m.len;
+    while (b > 0 && m.path[b - 1] != '/') --b;
+    if (m.len - b == n && EqualBytes(m.path + b, s, n)) return false;
+  }
+  return true;
+}
+
+// Whether path s itself, from dirfd, is a skeleton directory (one newfstatat).
+bool SelfInSkeleton(long dirfd, const char* s) {
+  struct stat st;
+  return intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd), reinterpret_cast<long>(s),
+                                reinterpret_cast<long>(&st), 0) == 0 &&
+         IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked);
+}
+
 // Whether the parent directory of path s's last component, from dirfd, is a skeleton
 // directory (one newfstatat).
+// An absolute parent that was found to be a native directory, not the skeleton's, is
+// remembered by its spelling's hash (direct-mapped, kNativeParents slots): PATH lookups and
+// Python's imports miss in the same few directories again and again, and each miss cost a
+// newfstatat of its parent. A directory replaced by a link into the dataset after such a
+// miss is not seen (docs/design.md).
 bool ParentInSkeleton(long dirfd, const char* s) {
   char parent[4096];
   LastComponent c;
   struct stat st;
-  return ParentOf(s, parent, &c) &&
-         intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd),
-                                reinterpret_cast<long>(parent), reinterpret_cast<long>(&st),
-                                0) == 0 &&
-         IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked);
+  if (!ParentOf(s, parent, &c)) return false;
+  uint64_t h = 0;
+  std::atomic<uint64_t>* slot = nullptr;
+  if (parent[0] == '/') {
+    h = meta::HashPath(parent, WordStrlen(parent)) | 1;  // (0: an empty slot)
+    slot = &g_prefilter.native_parents[h % kNativeParents];
+    if (slot->load(std::memory_order_relaxed) == h) return false;
+  }
+  if (intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd), reinterpret_cast<long>(parent),
+                             reinterpret_cast<long>(&st), 0) != 0 ||
+      !S_ISDIR(st.st_mode))
+    return false;
+  if (IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked)) return true;
+  if (slot) slot->store(h, std::memory_order_relaxed);
+  return false;
 }
 
 // Whether path s is below a spelling learned from the kernel (runtime/skeleton.h
@@ -354,22 +414,60 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
     default:
       break;
   }
+  // The native-directory bits follow the fds they describe (runtime/prefilter_state.h).
+  switch (nr) {
+    case SYS_close:
+      SetNativeDir(a[0], false);
+      break;
+    case SYS_dup2:
+    case SYS_dup3:
+      SetNativeDir(a[1], false);
+      break;
+    case SYS_close_range:
+      for (unsigned long fd = static_cast<unsigned long>(a[0]);
+           fd <= static_cast<unsigned long>(a[1]) && fd < static_cast<unsigned long>(kMaxFds); ++fd)
+        SetNativeDir(static_cast<long>(fd), false);
+      break;
+    case SYS_dup:
+    case SYS_fcntl:
+      if (NativeDir(a[0]) && (nr == SYS_dup || a[1] == F_DUPFD || a[1] == F_DUPFD_CLOEXEC)) {
+        const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2]);
+        if (k >= 0 && !intercept::t_clone_child) SetNativeDir(k, true);
+        return {k, kAnswered};
+      }
+      break;
+    default:
+      break;
+  }
   if (Wants(nr, a)) return {0, kToHook};
   // A call runtime/skeleton.h covers is made here, so that an answer from the mount point's
   // skeleton (a path through a symlink the runtime does not know) goes to the hook.
   const int at = SkeletonPathArg(nr);
   if (g_prefilter.skeleton_dev == 0 || at < 0) return {0, kToKernel};
-  if (UnderLearned(reinterpret_cast<const char*>(a[at]))) return {0, kToHook};
+  const char* path = reinterpret_cast<const char*>(a[at]);
+  if (UnderLearned(path)) return {0, kToHook};
   const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-  // (EACCES: an O_CREAT in a skeleton directory, which fanrun made read-only)
-  if (k == -ENOENT || k == -EACCES)  // below a skeleton directory: the hook makes the call again, and looks
-    return {k, ParentInSkeleton(at == 1 ? a[0] : AT_FDCWD, reinterpret_cast<const char*>(a[at]))
+  const long dirfd = at == 1 ? a[0] : AT_FDCWD;
+  // ENOENT below a skeleton directory; EACCES for a name created in one, or for one opened
+  // (they are 0111): the hook makes the call again, and looks.
+  if (k == -ENOENT || k == -EACCES)
+    return {k, ParentInSkeleton(dirfd, path) || (k == -EACCES && SelfInSkeleton(dirfd, path))
                    ? kToHook
                    : kAnswered};
-  if (k >= 0 && OpensDirectory(nr, a) && InSkeleton(static_cast<int>(k))) {
-    intercept::RawSyscall6(SYS_close, k);
-    return {0, kToHook};
+  if (k >= 0 && OpensDirectory(nr, a)) {
+    // Only a process that may read the skeleton can have opened one of its directories, and
+    // not one below a native directory known not to be one (`find` and `du` open every
+    // directory so): no system call then.
+    const bool may_be_skeleton =
+        (g_prefilter.skeleton_readable || !g_prefilter.skeleton_marked) && !ChildOfNativeDir(nr, a);
+    if (may_be_skeleton && InSkeleton(static_cast<int>(k))) {
+      intercept::RawSyscall6(SYS_close, k);
+      return {0, kToHook};
+    }
+    SetNativeDir(k, !intercept::t_clone_child);
+    return {k, kAnswered};
   }
+  if (k >= 0 && (nr == SYS_open || nr == SYS_openat)) SetNativeDir(k, false);
   return {k, kAnswered};
 }
 

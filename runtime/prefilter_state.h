@@ -23,6 +23,9 @@ inline constexpr int kSpellings = 6;
 // Spellings learned from the kernel's answers (runtime/skeleton.h), at most this many.
 inline constexpr int kLearned = 8;
 
+// Native parent directories of ENOENTs remembered (prefilter.cc ParentInSkeleton).
+inline constexpr int kNativeParents = 256;
+
 struct PrefilterState {
   bool active = false;
   struct Spelling {
@@ -34,6 +37,19 @@ struct PrefilterState {
   int physical = 0;              // the spelling the kernel gives (/proc/self/fd links, getcwd)
   uint64_t skeleton_dev = 0;     // st_dev of the mount point's native directory (0: none)
   bool skeleton_marked = false;  // it carries runtime/skeleton.h's mark
+  // The process may read fanrun's skeleton directories (mode 0111: root, or a holder of
+  // CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH), so a directory it opens may be one of them
+  // and must be checked; otherwise such an open fails with EACCES, which says so.
+  bool skeleton_readable = true;
+  // Native directory fds known not to be skeleton directories (one bit per fd below
+  // kMaxFds): a name below one, opened without following a final link, cannot be one
+  // either, unless it is the mount point's own name. Set where the prefilter sees the fd
+  // made and checked; cleared by close, dup2/dup3 onto it, close_range, and any open that
+  // returns the number.
+  std::atomic<uint64_t> native_dirs[kMaxFds / 64] = {};
+  // Hashes of absolute directories found not to be the skeleton's (prefilter.cc
+  // ParentInSkeleton).
+  std::atomic<uint64_t> native_parents[kNativeParents] = {};
   // A directory spelled as the key (through a symlink the runtime was not told of) that is
   // physically the value, at or under the mount point (runtime/skeleton.h).
   PathPair<1024, 1024> learned[kLearned];

@@ -159,7 +159,23 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
       Learn(*s, absolute, std::string_view(out, n));
     return true;
   }
-  // EACCES: a name created in a skeleton directory, which fanrun makes read-only (0555).
+  if (k == -EACCES) {  // one of the skeleton's directories itself, opened (they are 0111)
+    const char* self = reinterpret_cast<const char*>(a[pa]);
+    const int fd_at = pa == 1 ? static_cast<int>(a[0]) : AT_FDCWD;
+    if (RawSyscall6(SYS_newfstatat, fd_at, reinterpret_cast<long>(self), reinterpret_cast<long>(&st),
+                    0) == 0 &&
+        OnSkeletonDevice(st)) {
+      const size_t n = UnderMount(*s, DirName(fd_at, self, out, room), out);
+      if (n == 0) return false;
+      std::string_view spelled(self);
+      while (spelled.size() > 1 && spelled.back() == '/') spelled.remove_suffix(1);
+      char absolute[4096];
+      if (Absolute(fd_at, spelled, absolute, sizeof absolute))
+        Learn(*s, absolute, std::string_view(out, n));
+      return true;
+    }
+  }
+  // ENOENT, or EACCES for a name created in a skeleton directory (they are not writable).
   if (k != -ENOENT && k != -EACCES) return false;
   // ENOENT: is the parent directory one of the skeleton's? (The kernel read the path, so
   // it is readable.)

@@ -217,6 +217,7 @@ os.symlink(mnt, link)
 print("link-create", errno_of(lambda: os.close(os.open(link + "/pub/new", os.O_CREAT | os.O_WRONLY, 0o644))))
 print("link-mkdir", errno_of(lambda: os.mkdir(link + "/pub/d")))
 print("link-read", open(link + "/pub/a.txt").read().strip())
+print("link-list", sorted(os.listdir(link + "/pub")), sorted(os.listdir(link)))
 EOF
 chmod 644 "$S/mutate.py"
 mkdir -m 777 "$S/links"
@@ -228,8 +229,9 @@ proc-cwd-read public
 link-create 30
 link-mkdir 13
 link-read public
+link-list ['a.txt'] ['closed', 'grp.txt', 'prog.sh', 'pub', 'searchonly', 'secret.txt']
 EOF
-expect_same "$S/want" "$S/out" "mutations through fchmodat2, /proc/self/cwd and a late link (EROFS 30, EACCES 13)"
+expect_same "$S/want" "$S/out" "mutations through fchmodat2, /proc/self/cwd and a late link (EROFS 30, EACCES 13), and listings through that link"
 [ ! -e "$S/m/mnt2" ] && ok || bad "the skeleton was left behind (something was created in it): $(find "$S/m/mnt2")"
 
 finish
