@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "meta/member.h"
+
 namespace fanstore::fanrun {
 namespace {
 
@@ -19,18 +21,6 @@ bool AtOrBelow(std::string_view path, std::string_view dir) {
          (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
-bool IsNormalAbsolute(std::string_view p) {
-  if (p.empty() || p[0] != '/') return false;
-  if (p == "/") return true;
-  if (p.back() == '/') return false;
-  for (size_t i = 1; i <= p.size();) {
-    const size_t j = std::min(p.find('/', i), p.size());
-    const std::string_view c = p.substr(i, j - i);
-    if (c.empty() || c == "." || c == "..") return false;
-    i = j + 1;
-  }
-  return true;
-}
 
 // The longest existing prefix of `path` (at least "/"), stat'ed into *st.
 std::string NearestExisting(const std::string& path, struct stat* st) {
@@ -66,7 +56,7 @@ std::string SystemPathReason(const std::string& path) {
 std::string DefaultMountRefusal(const std::string& source) {
   const std::string ask = ": it is not mounted there by default; choose where with --mount DIR";
   const std::string what = "the dataset was packed from " + source;
-  if (!IsNormalAbsolute(source)) return what + ", not a normal absolute path" + ask;
+  if (!meta::IsCleanAbsolute(source)) return what + ", not a normal absolute path" + ask;
   if (std::string why = SystemPathReason(source); !why.empty()) return what + ", " + why + ask;
   struct stat st;
   const std::string existing = NearestExisting(source, &st);

@@ -40,6 +40,21 @@ std::vector<std::string_view> SplitPath(std::string_view path);
 
 // The parent of a member path ("" for top-level entries and for the root itself).
 std::string_view ParentPath(std::string_view path);
+// Whether `p` is absolute with no empty, "." or ".." component and no trailing '/' ("/"
+// itself is): the kernel resolves each of its prefixes as it reads.
+inline bool IsCleanAbsolute(std::string_view p) {
+  if (p.empty() || p[0] != '/') return false;
+  if (p.size() == 1) return true;
+  if (p.back() == '/') return false;
+  for (size_t i = 1; i <= p.size();) {
+    size_t j = p.find('/', i);
+    if (j == std::string_view::npos) j = p.size();
+    const std::string_view c = p.substr(i, j - i);
+    if (c.empty() || c == "." || c == "..") return false;
+    i = j + 1;
+  }
+  return true;
+}
 // The last component ("" for the root).
 std::string_view BaseName(std::string_view path);
 

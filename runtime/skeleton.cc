@@ -1,5 +1,7 @@
 #include "runtime/skeleton.h"
 
+#include "meta/member.h"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -39,14 +41,7 @@ bool OnSkeletonDevice(const struct stat& st) {
 // Whether `p` is absolute and clean: no empty, "." or ".." component, no trailing '/'
 // (then its prefixes are directories the kernel resolves the same way).
 bool Clean(std::string_view p) {
-  if (p.size() < 2 || p[0] != '/' || p.back() == '/') return false;
-  for (size_t i = 1; i <= p.size();) {
-    const size_t j = std::min(p.find('/', i), p.size());
-    const std::string_view c = p.substr(i, j - i);
-    if (c.empty() || c == "." || c == "..") return false;
-    i = j + 1;
-  }
-  return true;
+  return p.size() >= 2 && meta::IsCleanAbsolute(p);
 }
 
 // Remembers that the kernel resolves directory `spelled` (absolute, clean) to `physical` at
