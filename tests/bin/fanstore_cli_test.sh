@@ -127,6 +127,7 @@ expect_rc 1 "verify of a damaged partition" -- "$FANSTORE" verify -q "$S/damaged
 grep -q "$part: member 'big.bin': checksum mismatch" "$S/err" && ok || bad "verify names the member: $(cat "$S/err")"
 expect_rc 1 "cat of a damaged member" -- "$FANSTORE" cat "$S/damaged" big.bin
 grep -q "checksum mismatch" "$S/err" && ok || bad "cat reports the damage"
+[ ! -s "$S/out" ] && ok || bad "cat of a damaged member wrote $(stat -c %s "$S/out") bytes before failing"
 rm "$S/damaged/part-00001.fsb"
 expect_rc 1 "verify with a missing partition" -- "$FANSTORE" verify -q "$S/damaged"
 grep -q "part-00001.fsb: No such file or directory" "$S/err" && ok || bad "missing partition named"
@@ -170,6 +171,12 @@ mkdir -p "$S/few/d" && head -c 100000 /dev/urandom >"$S/few/d/big" && : >"$S/few
 expect_rc 0 "pack of three files into 4 partitions" -- "$FANSTORE" pack --partitions 4 "$S/few" "$S/fewp"
 expect_err_line "fanstore: pack: --partitions 4: the data fills only 1" "the capped --partitions is said"
 grep -q "into 1 partition:" "$S/out" && ok || bad "capped partitions: $(cat "$S/out")"
+
+# ls shows a name's control bytes as '?' on a terminal (as coreutils' ls does), and the
+# bytes as they are elsewhere.
+script -qc "'$FANSTORE' ls '$S/data'" /dev/null | tr -d '\r' >"$S/tty.out"
+grep -qx 'new?line' "$S/tty.out" && ok || bad "ls on a terminal: $(grep -a line "$S/tty.out")"
+"$FANSTORE" ls "$S/data" | grep -c '^new$' | grep -qx 1 && ok || bad "ls into a pipe keeps the bytes"
 
 # verify builds the namespace too.
 expect_rc 0 "verify" -- "$FANSTORE" verify "$S/data"
