@@ -30,7 +30,9 @@ mkdir -m 1777 "$work/m"
 /usr/bin/python3 - "$pairs" "$work" "$user" "$(pwd)/build/release/bin/fanrun" <<'PY'
 import json, os, statistics, subprocess, sys, time
 pairs, work, user, fanrun = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-prefix = ["setpriv", "--reuid=" + user, "--regid=" + user, "--init-groups"] if user else []
+import pwd
+prefix = (["setpriv", "--reuid=" + user, "--regid=%d" % pwd.getpwnam(user).pw_gid, "--init-groups"]
+          if user else [])
 under = [fanrun, "--data", work + "/ds", "--mount", work + "/m/mnt", "--"]
 missing = "import os\nfor i in range(200000):\n    try: os.stat('/usr/bin/no-such-%d' % (i % 50))\n    except OSError: pass"
 workloads = {
@@ -47,8 +49,12 @@ workloads = {
 
 def run(cmd):
     t0 = time.perf_counter()
-    subprocess.run(prefix + cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
-    return time.perf_counter() - t0
+    r = subprocess.run(prefix + cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    t = time.perf_counter() - t0
+    # (find and du may meet unreadable directories as another user: exit 1, same work)
+    if r.returncode not in (0, 1) or (r.returncode == 1 and cmd[0] not in ("find", "du") and under[0] not in cmd):
+        sys.exit("native_cost.sh: %s failed (exit %d): %s" % (" ".join(cmd), r.returncode, r.stderr[-300:]))
+    return t
 
 startup = statistics.median(run(under + ["true"]) for _ in range(9))
 print("fanrun's own start-up (median of 9 `fanrun -- true`): %.1f ms, taken out below" % (startup * 1e3))
