@@ -11,8 +11,13 @@ std::atomic<bool> g_complete{false};
 }  // namespace
 
 int32_t CloneMarkTlsOffset() {
-  return static_cast<int32_t>(reinterpret_cast<intptr_t>(&t_clone_child) -
-                              reinterpret_cast<intptr_t>(__builtin_thread_pointer()));
+  // The thread pointer comes from an asm the compiler cannot see through: otherwise gcc
+  // folds `&t - tp` into a 32-bit load of the GOT's TLS offset (movl sym@gottpoff(%rip),
+  // %eax), which binutils 2.44 and later reject ("@GOTTPOFF operator requires 64-bit dest
+  // register"). x86-64's TCB starts with a pointer to itself, so %fs:0 is the pointer.
+  intptr_t tp;
+  asm volatile("movq %%fs:0, %0" : "=r"(tp));
+  return static_cast<int32_t>(reinterpret_cast<intptr_t>(&t_clone_child) - tp);
 }
 
 bool CloneMarkComplete() {

@@ -3,6 +3,8 @@
 #include <Zydis/Zydis.h>
 #include <dlfcn.h>
 
+#include <cstdio>
+
 namespace fanstore::intercept {
 namespace {
 
@@ -13,10 +15,19 @@ DecodeFn g_decode = nullptr;
 
 bool LoadZydis(const char** error) {
   if (g_decode) return true;
-  void* h = ::dlopen("libZydis.so.4.0", RTLD_NOW | RTLD_LOCAL);
+  // Any Zydis 4 the system has, by its soname (Debian 12: libZydis.so.4.0; 13 and unstable:
+  // 4.1), the -dev package's link last. Loaded lazily: only a process that plans a libc
+  // pays for it, and a machine without it still runs every program (uninterposed).
+  void* h = nullptr;
+  char soname[32];
+  for (int minor = 9; !h && minor >= 0; --minor) {
+    std::snprintf(soname, sizeof soname, "libZydis.so.4.%d", minor);
+    h = ::dlopen(soname, RTLD_NOW | RTLD_LOCAL);
+  }
+  if (!h) h = ::dlopen("libZydis.so.4", RTLD_NOW | RTLD_LOCAL);
   if (!h) h = ::dlopen("libZydis.so", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    if (error) *error = "cannot load libZydis.so.4.0 (Debian package libzydis4)";
+    if (error) *error = "cannot load libZydis.so.4.x (Debian package libzydis4)";
     return false;
   }
   g_init = reinterpret_cast<InitFn>(::dlsym(h, "ZydisDecoderInit"));

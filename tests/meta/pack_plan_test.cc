@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "meta/glob.h"
 
 namespace fanstore::meta {
