@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs a command inside a Debian root of another release (bullseye, trixie, sid, ...),
+# made once with debootstrap from this machine's own Debian mirror and cached under
+# $FANSTORE_ROOTS (default /var/cache/fanstore-roots) for later runs. The repository is
+# bound at /src inside the root, and /proc, /sys, /dev, /dev/pts and /dev/shm are bound
+# for the command's time. With no command, only makes the root.
+# Usage: ci/debian-root.sh SUITE [CMD [ARGS...]]      (as root)
+#   e.g. ci/debian-root.sh trixie bash -c 'cd /src && ci/install-deps.sh --no-python'
+set -euo pipefail
+cd "$(dirname "$0")/.."
+suite=${1:?usage: ci/debian-root.sh SUITE [CMD...]}
+shift
+roots=${FANSTORE_ROOTS:-/var/cache/fanstore-roots}
+root=$roots/$suite
+if [ ! -x "$root/usr/bin/apt-get" ] || [ ! -e "$root/.fanstore-complete" ]; then
+  command -v debootstrap >/dev/null || {
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
+  }
+  # The mirror this machine's apt uses (deb822 sources first, then the one-line format).
+  mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)
+  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
+  [ -n "$mirror" ] || { echo "debian-root: no Debian mirror in /etc/apt" >&2; exit 1; }
+  echo "debian-root: making $root ($suite from $mirror; a few minutes, once)"
+  rm -rf "$root" && mkdir -p "$roots"
+  debootstrap --variant=minbase --include=ca-certificates,python3 "$suite" "$root" "$mirror" >"$roots/$suite.log" 2>&1 ||
+    { echo "debian-root: debootstrap failed; see $roots/$suite.log" >&2; tail -5 "$roots/$suite.log" >&2; exit 1; }
+  touch "$root/.fanstore-complete"
+fi
+[ $# -gt 0 ] || exit 0
+mkdir -p "$root/src"
+binds=()
+cleanup() {
+  for ((i = ${#binds[@]} - 1; i >= 0; i--)); do umount -l "${binds[i]}" 2>/dev/null || true; done
+}
+trap cleanup EXIT
+for d in proc sys dev dev/pts dev/shm; do
+  mkdir -p "$root/$d"
+  mount --bind "/$d" "$root/$d" && binds+=("$root/$d")
+done
+mount --bind "$(pwd)" "$root/src" && binds+=("$root/src")
+cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+  HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 "$@"
