@@ -15,7 +15,7 @@ while [ $# -gt 0 ]; do
     *) secs=$1; shift ;;
   esac
 done
-command -v clang++ >/dev/null && [ -e /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a ] || {
+command -v clang++ >/dev/null && compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a' >/dev/null || {
   echo "fuzz: installing clang and libFuzzer"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq --no-install-recommends clang-14 clang libfuzzer-14-dev libclang-rt-14-dev >/dev/null
