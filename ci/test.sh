@@ -10,15 +10,33 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ci/install-deps.sh
 status=0
+log=$(mktemp /tmp/fanstore-ci-XXXXXX.log)
+trap 'rm -f "$log"' EXIT
+# run_ctest ENV... -- ARGS...: CTest with its output kept for the closing count.
+run_ctest() {
+  local envs=()
+  while [ "$1" != -- ]; do envs+=("$1"); shift; done
+  shift
+  env "${envs[@]}" ctest "$@" 2>&1 | tee -a "$log"
+  return "${PIPESTATUS[0]}"
+}
 echo "== dev build: all tests"
 ci/build.sh dev
-ctest --preset dev -j"$(nproc)" || status=1
+run_ctest -- --preset dev -j"$(nproc)" || status=1
 echo "== asan build (AddressSanitizer + UBSan)"
 ci/build.sh asan
-ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$(nproc)" -E 'fanstore_large_member' || status=1
+run_ctest ASAN_OPTIONS=detect_leaks=1 -- --preset asan -j"$(nproc)" -E 'fanstore_large_member' || status=1
 echo "== tsan build (ThreadSanitizer)"
 ci/build.sh tsan
-TSAN_OPTIONS=halt_on_error=1 ctest --preset tsan -j"$(nproc)" -E 'fanstore_large_member' || status=1
+run_ctest TSAN_OPTIONS=halt_on_error=1 -- --preset tsan -j"$(nproc)" -E 'fanstore_large_member' || status=1
 echo "== fuzz build (clang, libFuzzer): each decoder briefly"
-ci/fuzz.sh 20 || status=1
+ci/fuzz.sh 20 2>&1 | tee -a "$log" || status=1
+# One closing line for the whole run: CTest's tests of the three builds and the fuzz targets.
+total=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log" |
+  awk '{f += $1; n += $2} END {print n - f, f}')
+read -r passed failed <<<"${total:-0 0}"
+fuzz_ok=$(grep -c '^fuzz: .*, 0 crashes$' "$log" || true)
+fuzz_bad=$(grep -c '^fuzz: .* failed' "$log" || true)
+skipped=$(grep -c 'Test *#[0-9]*: .*\*\*\*Skipped' "$log" || true)
+echo "ci: $((passed - skipped + fuzz_ok)) passed, $((failed + fuzz_bad)) failed, $skipped skipped"
 exit $status
