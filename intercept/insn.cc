@@ -83,13 +83,28 @@ bool DecodeRegion(const uint8_t* code, size_t len, uint64_t addr, std::vector<In
                          cat == ZYDIS_CATEGORY_CALL || cat == ZYDIS_CATEGORY_RET ||
                          cat == ZYDIS_CATEGORY_SYSCALL || cat == ZYDIS_CATEGORY_INTERRUPT ||
                          cat == ZYDIS_CATEGORY_SYSTEM;
-    x.relocatable = !control && !(in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) && !x.is_syscall;
+    x.straight = !control && !x.is_syscall;
+    bool rip_memory = false;
+    for (uint8_t i = 0; i < in.operand_count; ++i)
+      if (ops[i].type == ZYDIS_OPERAND_TYPE_MEMORY && ops[i].mem.base == ZYDIS_REGISTER_RIP)
+        rip_memory = true;
+    if (rip_memory && in.raw.disp.size == 32 && in.raw.disp.offset > 0)
+      x.rip_disp_at = static_cast<int8_t>(in.raw.disp.offset);
+    // Relative in any other way (or a RIP operand we cannot locate): not movable.
+    x.relocatable = x.straight && (!(in.attributes & ZYDIS_ATTRIB_IS_RELATIVE) ||
+                                   (rip_memory && x.rip_disp_at > 0));
     if ((cat == ZYDIS_CATEGORY_COND_BR || cat == ZYDIS_CATEGORY_UNCOND_BR ||
          cat == ZYDIS_CATEGORY_CALL) &&
         in.raw.imm[0].is_relative) {
       x.has_target = true;
       x.target = x.addr + in.length + static_cast<uint64_t>(in.raw.imm[0].value.s);
     }
+    // Only the plain encodings: EB/E9 (jmp), 7x/0F 8x (jcc), no prefix before them.
+    const uint8_t b0 = code[off];
+    x.movable_branch = x.has_target && cat != ZYDIS_CATEGORY_CALL &&
+                       ((in.length == 2 && (b0 == 0xEB || (b0 & 0xF0) == 0x70)) ||
+                        (in.length == 5 && b0 == 0xE9) ||
+                        (in.length == 6 && b0 == 0x0F && (code[off + 1] & 0xF0) == 0x80));
     x.ends_flow = cat == ZYDIS_CATEGORY_RET || cat == ZYDIS_CATEGORY_UNCOND_BR ||
                   in.mnemonic == ZYDIS_MNEMONIC_UD2 || in.mnemonic == ZYDIS_MNEMONIC_HLT;
     out.push_back(x);

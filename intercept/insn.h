@@ -15,7 +15,11 @@ struct Insn {
   bool is_syscall = false;
   bool is_mov_eax_imm = false;  // mov $imm32,%eax (B8 id): sets the syscall number
   bool writes_rax = false;      // writes any part of rax/eax/ax/al
-  bool relocatable = false;     // can run unchanged at another address
+  bool relocatable = false;     // can run at another address: unchanged, or with its
+                                // RIP-relative displacement recomputed (rip_disp_at)
+  bool straight = false;        // no control transfer (a run of these has one entry)
+  int8_t rip_disp_at = -1;      // offset of the disp32 of a RIP-relative memory operand
+  bool movable_branch = false;  // jmp/jcc rel8/rel32 with no prefix: a stub can re-encode it
   bool has_target = false;      // a relative jump/call: `target` is where it goes
   bool ends_flow = false;       // ret, jmp, ud2, hlt: no fall-through
   int32_t imm = 0;              // for is_mov_eax_imm

@@ -29,22 +29,28 @@ std::string BuildId(const dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
-    const auto* p = reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr);
-    const uint8_t* end = p + ph.p_memsz;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      const auto* n = reinterpret_cast<const ElfW(Nhdr)*>(p);
-      const uint8_t* name = p + sizeof(ElfW(Nhdr));
-      const uint8_t* desc = name + ((n->n_namesz + 3) & ~3u);
-      if (desc + n->n_descsz > end) break;
-      if (n->n_type == NT_GNU_BUILD_ID && n->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
-        return Hex(desc, n->n_descsz);
-      p = desc + ((n->n_descsz + 3) & ~3u);
-    }
+    std::string id = BuildIdOfNotes(reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr),
+                                    ph.p_memsz);
+    if (!id.empty()) return id;
   }
   return "";
 }
 
 }  // namespace
+
+std::string BuildIdOfNotes(const uint8_t* notes, size_t size) {
+  size_t at = 0;
+  while (at + sizeof(Elf64_Nhdr) <= size) {
+    Elf64_Nhdr n;
+    std::memcpy(&n, notes + at, sizeof n);
+    const size_t name = at + sizeof n, desc = name + ((n.n_namesz + 3) & ~3u);
+    if (desc > size || n.n_descsz > size - desc) break;
+    if (n.n_type == NT_GNU_BUILD_ID && n.n_namesz == 4 && std::memcmp(notes + name, "GNU", 4) == 0)
+      return Hex(notes + desc, n.n_descsz);
+    at = desc + ((n.n_descsz + 3) & ~3u);
+  }
+  return "";
+}
 
 // Exported STT_FUNC symbols from the file's section table (.dynsym is never stripped).
 void LibcImage::ReadFunctionEntries() {

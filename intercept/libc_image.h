@@ -25,4 +25,7 @@ struct LibcImage {
   void ReadFunctionEntries();
 };
 
+// The hex GNU build-id among ELF notes (a PT_NOTE segment's bytes), "" if none.
+std::string BuildIdOfNotes(const uint8_t* notes, size_t size);
+
 }  // namespace fanstore::intercept

@@ -10,7 +10,6 @@
 #include "intercept/clone_mark.h"
 #include "intercept/cpu_state.h"
 #include "intercept/dispatch.h"
-#include "intercept/insn.h"
 #include "intercept/libc_image.h"
 #include "intercept/plan_cache.h"
 #include "intercept/raw_syscall.h"
@@ -84,14 +83,9 @@ Result<PatchStats> Install(const HookSpec& spec) {
   st.plan_cached = LoadPlan(cache, *img, &plans);
   if (!st.plan_cached) {
     img->ReadFunctionEntries();
-    const uint64_t len = img->text_end - img->text_start;
-    const auto* text = reinterpret_cast<const uint8_t*>(img->text_start);
-    std::vector<Insn> insns;
-    const char* err = "";
-    if (!DecodeRegion(text, len, img->text_start, &insns, &err)) return Status::Error(err);
-    const BranchTargets targets =
-        CollectTargets(insns, img->text_start, len, img->function_entries);
-    plans = PlanSites(insns, targets, interest);
+    auto planned = PlanLibcText(*img, reinterpret_cast<const uint8_t*>(img->text_start), interest);
+    if (!planned.ok()) return planned.status();
+    plans = std::move(*planned);
     StorePlan(cache, *img, plans);
   }
   st.decode_ms = MsSince(t0);
@@ -139,25 +133,8 @@ Result<PatchStats> Install(const HookSpec& spec) {
     if ((p.nr < 0 || IsCloneFamily(p.nr)) && p.decision != Decision::kPatch) mark_complete = false;
   SetCloneMarkComplete(mark_complete);
   st.clone_mark = mark_complete;
-  for (const SitePlan& p : plans) {
-    ++st.sites;
-    switch (p.decision) {
-      case Decision::kPatch:
-        ++st.patched;
-        st.unknown_nr_patched += p.nr < 0;
-        break;
-      case Decision::kUninteresting:
-        ++st.uninteresting;
-        break;
-      case Decision::kOriginalFrame:
-        ++st.original_frame;
-        break;
-      case Decision::kRefused:
-        ++st.refused;
-        ++st.refusals[p.reason];
-        break;
-    }
-  }
+  static_cast<PlanSummary&>(st) = Summarize(plans);
+  for (const SitePlan& p : plans) st.unknown_nr_patched += p.decision == Decision::kPatch && p.nr < 0;
   st.total_ms = MsSince(t0);
   return st;
 }

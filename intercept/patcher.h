@@ -7,18 +7,15 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <string>
 
 #include "intercept/hook_api.h"
+#include "intercept/libc_plan.h"
 #include "meta/status.h"
 
 namespace fanstore::intercept {
 
-struct PatchStats {
-  uint64_t sites = 0, patched = 0, uninteresting = 0, original_frame = 0, refused = 0;
-  uint64_t unknown_nr_patched = 0;           // stubs with the run-time clone/vfork check
-  std::map<std::string, uint64_t> refusals;  // reason -> count
+struct PatchStats : PlanSummary {  // the plan's counts, after stubs out of reach
+  uint64_t unknown_nr_patched = 0;  // stubs with the run-time clone/vfork check
   bool plan_cached = false;                  // the plan came from the plan cache (plan_cache.h)
   bool clone_mark = false;                   // every clone/vfork path writes the clone mark
   double decode_ms = 0, total_ms = 0;

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,7 +12,7 @@
 namespace fanstore::intercept {
 namespace {
 
-constexpr char kMagic[8] = {'F', 'S', 'I', 'P', 'L', 'A', 'N', '3'};
+constexpr char kMagic[8] = {'F', 'S', 'I', 'P', 'L', 'A', 'N', '4'};
 constexpr size_t kMaxRange = 32;
 
 struct Record {  // offsets from text_start
@@ -19,7 +20,23 @@ struct Record {  // offsets from text_start
   int32_t nr;
   uint32_t decision;
   uint8_t bytes[kMaxRange];  // the original bytes of [start, end) for patched sites
+  uint8_t fixups_n;
+  Fixup fixups[kMaxFixups];
 };
+
+bool ValidFixups(const Record& r) {
+  if (r.fixups_n > kMaxFixups) return false;
+  const uint32_t range = r.end_off - r.start_off;
+  for (uint8_t k = 0; k < r.fixups_n; ++k) {
+    const Fixup& f = r.fixups[k];
+    if (f.at + f.len > range || (k > 0 && f.at < r.fixups[k - 1].at + r.fixups[k - 1].len))
+      return false;
+    if (f.kind == FixKind::kRipDisp ? f.disp_at == 0 || f.disp_at + 4 > f.len
+                                    : f.kind != FixKind::kBranch || (f.len != 2 && f.len != 5 && f.len != 6))
+      return false;
+  }
+  return true;
+}
 
 std::string CacheDir() {
   if (const char* d = std::getenv("FANSTORE_CACHE_DIR"); d && *d) return d;
@@ -81,12 +98,14 @@ bool LoadPlan(const std::string& path, const LibcImage& img, std::vector<SitePla
     p.decision = static_cast<Decision>(r.decision);
     if (p.decision == Decision::kPatch) {
       if (r.start_off > r.syscall_off || r.end_off > len || r.end_off < r.syscall_off + 2 ||
-          r.end_off - r.start_off < 5 || r.end_off - r.start_off > kMaxRange)
+          r.end_off - r.start_off < 5 || r.end_off - r.start_off > kMaxRange || !ValidFixups(r))
         return false;
       p.start = img.text_start + r.start_off;
       p.end = img.text_start + r.end_off;
       if (std::memcmp(reinterpret_cast<const void*>(p.start), r.bytes, p.end - p.start) != 0)
         return false;  // libc is not what the plan was made for
+      p.fixups_n = r.fixups_n;
+      std::copy(r.fixups, r.fixups + r.fixups_n, p.fixups.begin());
     } else {
       p.reason = "as planned by an earlier process (see the plan cache)";
     }
@@ -109,6 +128,8 @@ void StorePlan(const std::string& path, const LibcImage& img, const std::vector<
       r.start_off = static_cast<uint32_t>(p.start - img.text_start);
       r.end_off = static_cast<uint32_t>(p.end - img.text_start);
       std::memcpy(r.bytes, reinterpret_cast<const void*>(p.start), p.end - p.start);
+      r.fixups_n = p.fixups_n;
+      std::copy(p.fixups.begin(), p.fixups.begin() + p.fixups_n, r.fixups);
     }
     r.nr = p.nr;
     r.decision = static_cast<uint32_t>(p.decision);

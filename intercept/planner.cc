@@ -2,20 +2,25 @@
 
 #include <sys/syscall.h>
 
+#include "intercept/syscall_numbers.h"
+
 namespace fanstore::intercept {
 namespace {
 
 constexpr int kJmpLen = 5;
 constexpr int kMaxNeighbours = 3;
 constexpr int kNrSearchDepth = 8;
+static_assert(kMaxNeighbours <= kMaxFixups);
 
 // The syscall number at insns[i], if an earlier instruction of the same straight-line run
 // sets eax to an immediate and nothing in between writes rax or is entered from elsewhere.
+// (Any instruction without a control transfer may lie in between; being movable is not
+// needed to leave rax alone.)
 int InferNr(const std::vector<Insn>& insns, size_t i, const BranchTargets& t) {
   for (size_t k = 1; k <= kNrSearchDepth && k <= i; ++k) {
     const Insn& x = insns[i - k];
     if (t.Has(insns[i - k + 1].addr)) return -1;  // flow may enter between x and the syscall
-    if (!x.valid || x.ends_flow || x.is_syscall || (!x.relocatable && !x.is_mov_eax_imm)) return -1;
+    if (!x.valid || !x.straight) return -1;
     if (x.writes_rax) return x.is_mov_eax_imm ? x.imm : -1;
   }
   return -1;
@@ -101,7 +106,7 @@ std::vector<SitePlan> PlanSites(const std::vector<Insn>& insns, const BranchTarg
       uint64_t bytes = insns[i].len;
       for (size_t k = 1; k <= kMaxNeighbours && i + k < insns.size(); ++k) {
         const Insn& x = insns[i + k];
-        if (!x.valid || !x.relocatable || t.Has(x.addr)) break;
+        if (!x.valid || !(x.relocatable || x.movable_branch) || t.Has(x.addr)) break;
         bytes += x.len;
         if (bytes >= kJmpLen) {
           lo = i;
@@ -109,6 +114,7 @@ std::vector<SitePlan> PlanSites(const std::vector<Insn>& insns, const BranchTarg
           found = true;
           break;
         }
+        if (x.ends_flow) break;  // what follows a jmp is not this path's code
       }
     }
     if (!found) {
@@ -124,6 +130,15 @@ std::vector<SitePlan> PlanSites(const std::vector<Insn>& insns, const BranchTarg
       p.reason = "overlaps the range of the previous site";
       plans.push_back(p);
       continue;
+    }
+    for (size_t k = lo; k <= hi; ++k) {
+      const Insn& x = insns[k];
+      if (k == i || (x.rip_disp_at <= 0 && !x.movable_branch)) continue;
+      Fixup& f = p.fixups[p.fixups_n++];
+      f.at = static_cast<uint8_t>(x.addr - p.start);
+      f.len = x.len;
+      f.kind = x.movable_branch ? FixKind::kBranch : FixKind::kRipDisp;
+      f.disp_at = x.movable_branch ? 0 : static_cast<uint8_t>(x.rip_disp_at);
     }
     p.decision = Decision::kPatch;
     last_end = p.end;

@@ -4,8 +4,11 @@
 // range's other instructions ("pre" before the syscall, "post" after it). Rules:
 //  - preferred: `mov $NR,%eax; syscall` (7 bytes);
 //  - otherwise relocatable neighbours before the syscall (up to 3), or after it (up to 3);
-//  - no instruction boundary inside the range except `start` may be a branch target, and
-//    every copied instruction must be position independent;
+//  - no instruction boundary inside the range except `start` may be a branch target;
+//  - a copied instruction is position independent, or is one the stub re-encodes for its
+//    new address (a Fixup): one with a RIP-relative memory operand (`lea X(%rip),%rdi`,
+//    its disp32 recomputed), or, after the syscall, a plain jmp/jcc (re-encoded as rel32
+//    to the same target; nothing after an unconditional jmp joins the range);
 //  - a site whose number is known and not of interest is left alone; rt_sigreturn sites
 //    are never patched (it must run in the original frame); clone, clone3 and vfork sites
 //    are always patched, with a stub that runs the call itself, on no stack, and then writes
@@ -15,16 +18,16 @@
 // Thread-safety: pure functions.
 #pragma once
 
+#include <array>
 #include <bitset>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "intercept/call_abi.h"
 #include "intercept/insn.h"
 
 namespace fanstore::intercept {
-
-inline constexpr int kMaxSyscallNr = 512;
 
 struct Interest {
   std::bitset<kMaxSyscallNr> nrs;
@@ -59,12 +62,24 @@ BranchTargets CollectTargets(const std::vector<Insn>& insns, uint64_t base, uint
 enum class Decision { kPatch, kUninteresting, kOriginalFrame, kRefused };
 const char* DecisionName(Decision d);
 
+// One instruction of a patched range that the stub cannot copy byte for byte.
+enum class FixKind : uint8_t { kRipDisp = 1, kBranch = 2 };
+struct Fixup {
+  uint8_t at = 0, len = 0;  // the instruction's offset from the range's start, its length
+  uint8_t disp_at = 0;      // kRipDisp: the offset of its disp32 within the instruction
+  FixKind kind = FixKind::kRipDisp;
+  bool operator==(const Fixup&) const = default;
+};
+inline constexpr int kMaxFixups = 3;  // at most every neighbour of a range
+
 struct SitePlan {
   uint64_t syscall_addr = 0;
   uint64_t start = 0, end = 0;  // the patched range (kPatch only)
   int nr = -1;                  // the syscall number if known from the code, else -1
   Decision decision = Decision::kRefused;
   std::string reason;  // for everything but kPatch
+  uint8_t fixups_n = 0;  // kPatch: fixups[0, fixups_n), in address order
+  std::array<Fixup, kMaxFixups> fixups{};
   bool operator==(const SitePlan&) const = default;
 };
 

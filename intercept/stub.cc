@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "intercept/syscall_numbers.h"
+
 namespace fanstore::intercept {
 namespace {
 
@@ -31,6 +33,63 @@ void PutMark(std::vector<uint8_t>& v, int32_t mark_tls) {
   PutMarkStore(v, mark_tls, 1);
 }
 
+int32_t Get32(const uint8_t* p) {
+  int32_t x;
+  std::memcpy(&x, p, 4);
+  return x;
+}
+
+// Appends the range's bytes [from, to) as they must be at the stub's address: plain
+// instructions as they are, the plan's fixups re-encoded (fixups never straddle `from` or
+// `to`: both are instruction boundaries). False if a displacement would not reach.
+bool CopyRange(std::vector<uint8_t>& s, const SitePlan& p, const uint8_t* range, size_t from,
+               size_t to, uint64_t stub_addr) {
+  size_t at = from;
+  for (uint8_t k = 0; k < p.fixups_n; ++k) {
+    const Fixup& f = p.fixups[k];
+    if (f.at < from || f.at >= to) continue;
+    s.insert(s.end(), range + at, range + f.at);
+    const uint8_t* x = range + f.at;
+    const uint64_t old_next = p.start + f.at + f.len;  // where the original's rip points
+    if (f.kind == FixKind::kRipDisp) {
+      const uint64_t new_next = stub_addr + s.size() + f.len;
+      const uint64_t target = old_next + static_cast<uint64_t>(static_cast<int64_t>(Get32(x + f.disp_at)));
+      if (!Rel32Reaches(new_next, target)) return false;
+      const size_t pos = s.size();
+      s.insert(s.end(), x, x + f.len);
+      const int32_t disp = static_cast<int32_t>(target - new_next);
+      std::memcpy(&s[pos + f.disp_at], &disp, 4);
+    } else {  // kBranch: EB rel8 | E9 rel32 | 7x rel8 | 0F 8x rel32, to jmp/jcc rel32
+      int64_t rel;
+      uint8_t cond = 0xFF;  // 0xFF: unconditional
+      if (x[0] == 0xEB) {
+        rel = static_cast<int8_t>(x[1]);
+      } else if (x[0] == 0xE9) {
+        rel = Get32(x + 1);
+      } else if ((x[0] & 0xF0) == 0x70) {
+        cond = x[0] & 0x0F;
+        rel = static_cast<int8_t>(x[1]);
+      } else {
+        cond = x[1] & 0x0F;
+        rel = Get32(x + 2);
+      }
+      const uint64_t target = old_next + static_cast<uint64_t>(rel);
+      if (cond == 0xFF) {
+        s.push_back(0xE9);
+      } else {
+        s.push_back(0x0F);
+        s.push_back(static_cast<uint8_t>(0x80 | cond));
+      }
+      const uint64_t new_next = stub_addr + s.size() + 4;
+      if (!Rel32Reaches(new_next, target)) return false;
+      Put32(s, static_cast<int32_t>(target - new_next));
+    }
+    at = f.at + f.len;
+  }
+  s.insert(s.end(), range + at, range + to);
+  return true;
+}
+
 }  // namespace
 
 bool Rel32Reaches(uint64_t from, uint64_t to) {
@@ -44,7 +103,7 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
   const size_t pre = p.syscall_addr - p.start;
   const size_t post_at = pre + 2;
   const size_t range_len = p.end - p.start;
-  s.insert(s.end(), range, range + pre);
+  if (!CopyRange(s, p, range, 0, pre, stub_addr)) return {};
   auto jump_back = [&]() -> bool {
     s.push_back(0xE9);  // jmp rel32 back
     const uint64_t after_jmp = stub_addr + s.size() + 4;
@@ -59,7 +118,7 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
     s.push_back(0x0F);  // syscall
     s.push_back(0x05);
     PutMark(s, mark_tls);
-    s.insert(s.end(), range + post_at, range + range_len);
+    if (!CopyRange(s, p, range, post_at, range_len, stub_addr)) return {};
     if (!jump_back()) return {};
     return s;
   }
@@ -98,7 +157,7 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
       std::memcpy(&s[at], &rel, 4);
     }
   }
-  s.insert(s.end(), range + post_at, range + range_len);
+  if (!CopyRange(s, p, range, post_at, range_len, stub_addr)) return {};
   if (!jump_back()) return {};
   return s;
 }

@@ -1,13 +1,15 @@
 // Stub code for one patched site (pure byte generation, see BuildStub), and the patch that
 // replaces the site's range. Layout of a stub at address S:
 //   <pre>                          the range's instructions before the syscall, copied
+//                                  (RIP-relative ones with the displacement recomputed)
 //   [cmp $N,%eax; je .Ldirect]x4   only if the number is unknown: clone, clone3, vfork and
 //                                  rt_sigreturn run the original syscall here instead
 //   lea -128(%rsp),%rsp            step over the red zone
 //   call *entry_slot(%rip)         the common entry (saves state, calls the dispatcher)
 //   lea 128(%rsp),%rsp
 //   [jmp .Lpost; .Ldirect: movb $1,%fs:M; syscall; <mark>]
-//   .Lpost: <post>                 the range's instructions after the syscall, copied
+//   .Lpost: <post>                 the range's instructions after the syscall, copied (a
+//                                  jmp/jcc among them re-encoded as rel32, same target)
 //   jmp end                        back to the first byte after the range
 // A clone, clone3 or vfork site (number known) gets only
 // <pre> movb $1,%fs:M; syscall; <mark> <post> jmp (the mark is set before the call too, so

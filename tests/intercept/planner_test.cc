@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
 
+#include <cstring>
 #include <initializer_list>
 #include <vector>
 
 #include "intercept/insn.h"
 #include "intercept/libc_image.h"
 #include "intercept/stub.h"
+#include "intercept/syscall_numbers.h"
 
 namespace fanstore::intercept {
 namespace {
@@ -133,11 +135,43 @@ TEST(Planner, RefusesWhenNeitherSideCanMove) {
   EXPECT_FALSE(plans[0].reason.empty());
 }
 
-TEST(Planner, RipRelativeNeighboursAreNotCopied) {
+SitePlan WithFixup(SitePlan p, uint8_t at, uint8_t len, FixKind kind, uint8_t disp_at = 0) {
+  Fixup& f = p.fixups[p.fixups_n++];
+  f.at = at;
+  f.len = len;
+  f.kind = kind;
+  f.disp_at = disp_at;
+  return p;
+}
+
+TEST(Planner, RipRelativeNeighbourIsCopiedWithItsDisplacementRecomputed) {
   // ret; lea 0x10(%rip),%rdx; syscall; ret
   const auto plans = Plan(Cat({kRet, kLeaRipRdx, kSyscall, kRet}), All());
   ASSERT_EQ(plans.size(), 1u);
-  EXPECT_EQ(plans[0].decision, Decision::kRefused);
+  EXPECT_EQ(plans[0], WithFixup(Patch(8, 1, 10, -1), 0, 7, FixKind::kRipDisp, 3));
+}
+
+TEST(Planner, NumberIsFoundPastRipRelativeInstructions) {
+  // mov $202,%eax; lea 0x10(%rip),%rdx; syscall; jmp   (glibc 2.31's inline futex wake)
+  const Bytes code = Cat({MovEax(SYS_futex), kLeaRipRdx, kSyscall, JmpRel8(-2)});
+  EXPECT_EQ(Plan(code, Only({SYS_read}))[0].decision, Decision::kUninteresting);
+  const auto plans = Plan(code, Only({SYS_futex}));
+  EXPECT_EQ(plans[0], WithFixup(Patch(12, 5, 14, SYS_futex), 0, 7, FixKind::kRipDisp, 3));
+}
+
+TEST(Planner, BranchesAfterTheSyscallMoveIntoTheStub) {
+  // ret; syscall; jne +0x10; cmp $-4095,%rax   -> [syscall, jne, cmp]
+  const auto a = Plan(Cat({kRet, kSyscall, {0x75, 0x10}, kCmpRax4095, kRet}), All());
+  EXPECT_EQ(a[0], WithFixup(Patch(1, 1, 11, -1), 2, 2, FixKind::kBranch));
+  // ret; syscall; jmp rel32   -> [syscall, jmp]
+  const auto b = Plan(Cat({kRet, kSyscall, {0xE9, 0x00, 0x01, 0x00, 0x00}, kRet}), All());
+  EXPECT_EQ(b[0], WithFixup(Patch(1, 1, 8, -1), 2, 5, FixKind::kBranch));
+  // ret; syscall; jmp rel8; ...: 4 bytes, and what follows the jmp is not this path's
+  const auto c = Plan(Cat({kRet, kSyscall, JmpRel8(6), kCmpRax4095, kRet}), All());
+  EXPECT_EQ(c[0].decision, Decision::kRefused);
+  // a call is never moved: its return address would be in the stub
+  const auto d = Plan(Cat({kRet, kSyscall, {0xE8, 0x00, 0x01, 0x00, 0x00}, kRet}), All());
+  EXPECT_EQ(d[0].decision, Decision::kRefused);
 }
 
 TEST(Planner, OverlappingRangesAreRefusedNotShared) {
@@ -220,6 +254,31 @@ TEST(Stub, OutOfReachIsReportedNotWrapped) {
   EXPECT_TRUE(Rel32Reaches(1ull << 32, (1ull << 32) - 5));
 }
 
+TEST(Stub, RipRelativeAndBranchFixupsKeepTheirTargets) {
+  // ret; lea 0x10(%rip),%rdx; syscall; ret at 0x10000: the lea's target is 0x10018.
+  const Bytes code = Cat({kRet, kLeaRipRdx, kSyscall, kRet});
+  const SitePlan p = WithFixup(Patch(8, 1, 10, -1), 0, 7, FixKind::kRipDisp, 3);
+  const Bytes s = BuildStub(p, code.data() + 1, 0x20000, 0x1FFF0, -8);
+  ASSERT_GE(s.size(), 7u);
+  // at 0x20000, the next instruction is at 0x20007: 0x10018 - 0x20007 = -0xFFEF
+  EXPECT_EQ(Bytes(s.begin(), s.begin() + 7), (Bytes{0x48, 0x8D, 0x15, 0x11, 0x00, 0xFF, 0xFF}));
+  // ret; syscall; jne +0x10 at 0x10003 (target 0x10015); cmp: the jne becomes 0F 85 rel32
+  const Bytes code2 = Cat({kRet, kSyscall, {0x75, 0x10}, kCmpRax4095, kRet});
+  const SitePlan q = WithFixup(Patch(1, 1, 11, -1), 2, 2, FixKind::kBranch);
+  const Bytes t = BuildStub(q, code2.data() + 1, 0x20000, 0x1FFF0, -8);
+  // the tail: 0F 85 rel32, the cmp, jmp back to 0x1000B
+  ASSERT_GE(t.size(), 17u);
+  const size_t at = t.size() - 17;
+  EXPECT_EQ(t[at], 0x0F);
+  EXPECT_EQ(t[at + 1], 0x85);
+  int32_t rel;
+  std::memcpy(&rel, &t[at + 2], 4);
+  EXPECT_EQ(0x20000 + at + 6 + static_cast<int64_t>(rel), 0x10015);
+  EXPECT_EQ(Bytes(t.begin() + static_cast<long>(at) + 6, t.begin() + static_cast<long>(at) + 12), kCmpRax4095);
+  // a target beyond rel32 reach of the stub is refused, not wrapped
+  EXPECT_TRUE(BuildStub(p, code.data() + 1, 0x10000 + (3ull << 31), 0x10000 + (3ull << 31) - 16, -8).empty());
+}
+
 // The real libc of this machine: every site gets a decision, refusals are rare, and no
 // patched range has a branch target inside it or a non-relocatable copied instruction.
 TEST(PlannerOnThisLibc, EverySiteIsPlannedSafely) {
@@ -249,7 +308,11 @@ TEST(PlannerOnThisLibc, EverySiteIsPlannedSafely) {
       if (x.addr <= p.start || x.addr >= p.end) continue;
       EXPECT_FALSE(targets.Has(x.addr)) << std::hex << x.addr;
       if (x.addr != p.syscall_addr) {
-        EXPECT_TRUE(x.relocatable) << std::hex << x.addr;
+        EXPECT_TRUE(x.relocatable || (x.movable_branch && x.addr > p.syscall_addr)) << std::hex << x.addr;
+        const bool fixed = x.rip_disp_at > 0 || x.movable_branch;
+        int listed = 0;
+        for (uint8_t k = 0; k < p.fixups_n; ++k) listed += p.fixups[k].at == x.addr - p.start;
+        EXPECT_EQ(listed, fixed ? 1 : 0) << std::hex << x.addr;
       }
     }
   }
