@@ -5,6 +5,7 @@
 //   fanrun serve --data DATA [node options] [--job ID]         attach mode: serve until stopped
 //   fanrun attach [--job ID] -- CMD [ARGS...]                  run CMD attached to a served job
 //   fanrun stop [--job ID]                                     end a served job (every node)
+//   fanrun doctor [--data DATA] [--local-dir D] [--libc F] [--json]   check this machine
 // Exit status: CMD's own (a CMD killed by a signal kills fanrun with the same signal);
 // 125 when fanrun itself fails before CMD starts, 126 if CMD cannot run, 127 if not found.
 #include <dirent.h>
@@ -29,6 +30,7 @@
 #include <vector>
 
 #include "bin/cli_util.h"
+#include "bin/fanrun_doctor.h"
 #include "bin/fanrun_node.h"
 #include "io/protocol.h"
 #include "runtime/mount_ways.h"
@@ -491,9 +493,19 @@ int main(int argc, char** argv) {
   attach->positionals_at_end();
   CLI::App* stop = app.add_subcommand("stop", "End a served job on every node");
   stop->add_option("--job", job, "The served job (default: the only one on this host)");
+  fanrun::DoctorOptions doctor_opt;
+  CLI::App* doctor = app.add_subcommand(
+      "doctor", "Check this machine before a first job: libc's interception plan, io_uring, "
+                "/dev/shm, the MPI library and launcher, and a dataset if given. Changes nothing; "
+                "exit 0 when no problem is found");
+  doctor->add_option("--data", doctor_opt.data, "A packed dataset to look at");
+  doctor->add_option("--local-dir", doctor_opt.local_dir, "Where --local-dir would stage");
+  doctor->add_option("--libc", doctor_opt.libc, "Plan this libc file instead of the running one");
+  doctor->add_flag("--json", doctor_opt.json, "One JSON object instead of the report");
   try {
     app.parse(argc, argv);
-    if (app.got_subcommand(serve) || app.got_subcommand(attach) || app.got_subcommand(stop)) {
+    if (app.got_subcommand(serve) || app.got_subcommand(attach) || app.got_subcommand(stop) ||
+        app.got_subcommand(doctor)) {
       // the main command's --data is not needed
     } else if (opt.data.empty()) {
       throw CLI::RequiredError("--data");
@@ -530,6 +542,10 @@ int main(int argc, char** argv) {
   }
   if (app.got_subcommand(attach)) return Attach(job, attach_cmd);
   if (app.got_subcommand(stop)) return Stop(job);
+  if (app.got_subcommand(doctor)) {
+    doctor_opt.preload = FindPreload();
+    return fanrun::Doctor(doctor_opt);
+  }
 
   if (Status s = CheckNotNested(); !s.ok()) return Fail(s.message());
   if (Status s = FinishOptions(&opt, sizes); !s.ok()) return Fail(s.message());

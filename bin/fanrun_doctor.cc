@@ -1,0 +1,372 @@
+#include "bin/fanrun_doctor.h"
+
+#include <fcntl.h>
+#include <liburing.h>
+#include <mpi.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "bin/cli_util.h"
+#include "bin/mount_choice.h"
+#include "intercept/libc_image.h"
+#include "intercept/libc_plan.h"
+#include "meta/dataset.h"
+#include "runtime/served_calls.h"
+
+namespace fanstore::fanrun {
+namespace {
+
+struct Problem {
+  std::string what, fix;
+};
+
+struct LibcReport {
+  std::string path, version, build_id, error;
+  bool unreadable = false;  // not a libc file this can read
+  intercept::PlanSummary plan;
+  std::vector<intercept::SitePlan> refused;
+};
+
+struct SpaceReport {
+  std::string path, fs, error;
+  uint64_t bytes = 0, free = 0;
+};
+
+std::string Hex(uint64_t x) {
+  char b[32];
+  std::snprintf(b, sizeof b, "0x%llx", static_cast<unsigned long long>(x));
+  return b;
+}
+
+LibcReport CheckLibc(const DoctorOptions& opt, std::vector<Problem>* problems) {
+  LibcReport r;
+  r.path = opt.libc;
+  if (r.path.empty()) {
+    auto img = intercept::LibcImage::Locate();
+    if (!img.ok()) {
+      r.error = img.status().message();
+      problems->push_back({"no libc.so.6 in this process: " + r.error,
+                           "FanStore serves dynamically linked programs only"});
+      return r;
+    }
+    r.path = img->path;
+  }
+  auto file = intercept::ReadLibcFile(r.path);
+  if (!file.ok()) {
+    r.error = file.status().message();
+    r.unreadable = true;
+    if (opt.libc.empty()) problems->push_back({"the running libc: " + r.error, ""});
+    return r;
+  }
+  r.version = file->version;
+  r.build_id = file->image.build_id;
+  auto plans = intercept::PlanLibcText(file->image, file->text.data(), runtime::ServedInterest());
+  if (!plans.ok()) {
+    r.error = plans.status().message();
+    problems->push_back({"interception is off: " + r.error,
+                         "install the Zydis 4 library (Debian: apt-get install libzydis4)"});
+    return r;
+  }
+  r.plan = intercept::Summarize(*plans);
+  for (const intercept::SitePlan& p : *plans)
+    if (p.decision == intercept::Decision::kRefused) r.refused.push_back(p);
+  if (r.plan.refused > 0)
+    problems->push_back(
+        {std::to_string(r.plan.refused) + " syscall site(s) of interest in " + r.path +
+             " cannot be patched: calls made there reach the kernel, which sees only "
+             "fanrun's empty directories",
+         "report the sites below (fanrun doctor --json) with the libc's version"});
+  return r;
+}
+
+std::string FsName(int64_t type) {
+  switch (static_cast<uint64_t>(type)) {
+    case 0x01021994:
+      return "tmpfs";
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "xfs";
+    case 0x9123683E:
+      return "btrfs";
+    case 0x65735546:
+      return "fuse";
+    case 0x6969:
+      return "nfs";
+    case 0x0BD00BD0:
+      return "lustre";
+    case 0x47504653:
+      return "gpfs";
+    case 0x00C36400:
+      return "ceph";
+    case 0x794C7630:
+      return "overlayfs";
+    case 0x01021997:
+      return "9p";
+    default:
+      return Hex(static_cast<uint64_t>(type));
+  }
+}
+
+SpaceReport CheckSpace(const std::string& path) {
+  SpaceReport r;
+  r.path = path;
+  struct statvfs v;
+  struct statfs f;
+  if (::statvfs(path.c_str(), &v) != 0 || ::statfs(path.c_str(), &f) != 0) {
+    r.error = std::strerror(errno);
+    return r;
+  }
+  r.fs = FsName(f.f_type);
+  r.bytes = static_cast<uint64_t>(v.f_blocks) * v.f_frsize;
+  r.free = static_cast<uint64_t>(v.f_bavail) * v.f_frsize;
+  return r;
+}
+
+std::string IoUringError() {
+  io_uring ring;
+  const int rc = io_uring_queue_init(2, &ring, 0);
+  if (rc < 0) return std::strerror(-rc);
+  io_uring_queue_exit(&ring);
+  return "";
+}
+
+std::string MpiLibrary() {
+  char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
+  int len = 0;
+  MPI_Get_library_version(v, &len);  // allowed before MPI_Init (MPI 3.0)
+  std::string s(v, static_cast<size_t>(std::max(0, len)));
+  s = s.substr(0, s.find('\n'));
+  while (!s.empty() && (s.back() == ' ' || s.back() == ',' || s.back() == '\0')) s.pop_back();
+  return s;
+}
+
+// The launcher that started this process, by the variables it sets.
+std::string Launcher() {
+  auto has = [](const char* v) { return std::getenv(v) != nullptr; };
+  if (has("OMPI_COMM_WORLD_SIZE")) return "Open MPI (mpirun)";
+  if (has("PMI_RANK") || has("PMI_SIZE"))
+    return has("SLURM_JOB_ID") ? "srun with PMI" : "mpiexec (PMI)";
+  if (has("PMIX_RANK")) return "PMIx";
+  if (has("SLURM_JOB_ID")) return has("SLURM_STEP_ID") ? "srun without PMI" : "a Slurm allocation";
+  return "";
+}
+
+struct DataReport {
+  std::string dir, error, source, compress, mount_refusal;
+  uint64_t files = 0, bytes = 0, stored = 0, partitions = 0;
+};
+
+DataReport CheckData(const std::string& dir, std::vector<Problem>* problems) {
+  DataReport r;
+  r.dir = dir;
+  auto ds = meta::Dataset::Open(dir);
+  if (!ds.ok()) {
+    r.error = ds.status().message();
+    problems->push_back(
+        {"--data " + dir + ": " + r.error, "pack it again with fanstore pack, or copy it again"});
+    return r;
+  }
+  const meta::Manifest& m = (*ds)->manifest();
+  r.source = m.source;
+  r.compress = m.compress;
+  r.files = m.files;
+  r.bytes = m.bytes;
+  r.stored = m.stored;
+  r.partitions = m.partitions.size();
+  r.mount_refusal = DefaultMountRefusal(m.source);
+  return r;
+}
+
+void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const std::string& kernel,
+                const std::string& uring_error, const SpaceReport& shm, const SpaceReport* local,
+                const std::string& mpi, const std::string& launcher, const DataReport* data,
+                const std::vector<Problem>& problems) {
+  std::printf("fanrun doctor, fanrun %s\n", FANSTORE_VERSION);
+  if (!libc.error.empty()) {
+    std::printf("libc      %s: %s\n", libc.path.c_str(), libc.error.c_str());
+  } else {
+    std::printf("libc      %s, glibc %s, build-id %s\n", libc.path.c_str(),
+                libc.version.empty() ? "?" : libc.version.c_str(),
+                libc.build_id.empty() ? "none" : libc.build_id.c_str());
+    const auto& p = libc.plan;
+    std::printf(
+        "          %llu syscall sites: %llu patched (%llu with moved instructions), %llu left "
+        "(not of interest), %llu left (original frame), %llu refused\n",
+        static_cast<unsigned long long>(p.sites), static_cast<unsigned long long>(p.patched),
+        static_cast<unsigned long long>(p.relocated),
+        static_cast<unsigned long long>(p.uninteresting),
+        static_cast<unsigned long long>(p.original_frame),
+        static_cast<unsigned long long>(p.refused));
+    for (const auto& s : libc.refused)
+      std::printf("          refused %s (syscall %d): %s\n", Hex(s.syscall_addr).c_str(), s.nr,
+                  s.reason.c_str());
+  }
+  std::printf("kernel    %s; io_uring %s\n", kernel.c_str(),
+              uring_error.empty() ? "available" : ("unavailable: " + uring_error).c_str());
+  for (const SpaceReport* s : {&shm, local}) {
+    if (!s) continue;
+    if (s->error.empty())
+      std::printf("%-9s %s: %s, %s, %s free\n", s == &shm ? "shm" : "local dir", s->path.c_str(),
+                  s->fs.c_str(), cli::HumanBytes(static_cast<double>(s->bytes)).c_str(),
+                  cli::HumanBytes(static_cast<double>(s->free)).c_str());
+    else
+      std::printf("%-9s %s: %s\n", s == &shm ? "shm" : "local dir", s->path.c_str(),
+                  s->error.c_str());
+  }
+  std::printf("MPI       %s; launcher: %s\n", mpi.c_str(),
+              launcher.empty() ? "none (fanrun alone serves one node)" : launcher.c_str());
+  if (data) {
+    if (data->error.empty())
+      std::printf(
+          "dataset   %s: %llu files, %s (%s stored, %s) in %llu partitions; packed from %s\n",
+          data->dir.c_str(), static_cast<unsigned long long>(data->files),
+          cli::HumanBytes(static_cast<double>(data->bytes)).c_str(),
+          cli::HumanBytes(static_cast<double>(data->stored)).c_str(), data->compress.c_str(),
+          static_cast<unsigned long long>(data->partitions), data->source.c_str());
+    else
+      std::printf("dataset   %s: %s\n", data->dir.c_str(), data->error.c_str());
+  }
+  if (opt.preload.empty())
+    std::printf("runtime   libfanstore.so: not found\n");
+  else
+    std::printf("runtime   %s\n", opt.preload.c_str());
+  for (const Problem& p : problems)
+    std::printf("problem: %s%s%s\n", p.what.c_str(), p.fix.empty() ? "" : "; ", p.fix.c_str());
+  if (problems.empty())
+    std::printf("verdict: ok, nothing found that stands in the way\n");
+  else
+    std::printf("verdict: %zu problem(s)\n", problems.size());
+}
+
+std::string J(const std::string& s) {
+  return cli::JsonString(s);
+}
+std::string N(uint64_t x) {
+  return std::to_string(x);
+}
+
+std::string SpaceJson(const SpaceReport* s) {
+  if (!s) return "null";
+  if (!s->error.empty()) return "{\"path\":" + J(s->path) + ",\"error\":" + J(s->error) + "}";
+  return "{\"path\":" + J(s->path) + ",\"fs\":" + J(s->fs) + ",\"bytes\":" + N(s->bytes) +
+         ",\"free_bytes\":" + N(s->free) + "}";
+}
+
+void PrintJson(const DoctorOptions& opt, const LibcReport& libc, const std::string& kernel,
+               const std::string& uring_error, const SpaceReport& shm, const SpaceReport* local,
+               const std::string& mpi, const std::string& launcher, const DataReport* data,
+               const std::vector<Problem>& problems) {
+  std::string o = "{\"fanrun\":" + J(FANSTORE_VERSION);
+  const auto& p = libc.plan;
+  o += ",\"libc\":{\"path\":" + J(libc.path) + ",\"version\":" + J(libc.version) +
+       ",\"build_id\":" + J(libc.build_id) + ",\"error\":" + J(libc.error) +
+       ",\"sites\":" + N(p.sites) + ",\"patched\":" + N(p.patched) +
+       ",\"relocated\":" + N(p.relocated) + ",\"uninteresting\":" + N(p.uninteresting) +
+       ",\"original_frame\":" + N(p.original_frame) + ",\"refused\":" + N(p.refused) +
+       ",\"refused_sites\":[";
+  for (size_t i = 0; i < libc.refused.size(); ++i)
+    o += std::string(i ? "," : "") + "{\"address\":" + J(Hex(libc.refused[i].syscall_addr)) +
+         ",\"nr\":" + std::to_string(libc.refused[i].nr) +
+         ",\"reason\":" + J(libc.refused[i].reason) + "}";
+  o += "]}";
+  o += ",\"kernel\":{\"release\":" + J(kernel) +
+       ",\"io_uring\":" + (uring_error.empty() ? "true" : "false") +
+       ",\"io_uring_error\":" + J(uring_error) + "}";
+  o += ",\"shm\":" + SpaceJson(&shm) + ",\"local_dir\":" + SpaceJson(local);
+  o += ",\"mpi\":{\"library\":" + J(mpi) + ",\"launcher\":" + J(launcher) + "}";
+  if (!data) {
+    o += ",\"data\":null";
+  } else {
+    o += ",\"data\":{\"dir\":" + J(data->dir) + ",\"error\":" + J(data->error) +
+         ",\"files\":" + N(data->files) + ",\"bytes\":" + N(data->bytes) +
+         ",\"stored\":" + N(data->stored) + ",\"partitions\":" + N(data->partitions) +
+         ",\"source\":" + J(data->source) + "}";
+  }
+  o += ",\"runtime\":" + J(opt.preload) + ",\"problems\":[";
+  for (size_t i = 0; i < problems.size(); ++i)
+    o += std::string(i ? "," : "") + "{\"problem\":" + J(problems[i].what) +
+         ",\"fix\":" + J(problems[i].fix) + "}";
+  o += "]}\n";
+  std::fputs(o.c_str(), stdout);
+}
+
+}  // namespace
+
+int Doctor(const DoctorOptions& opt) {
+  std::vector<Problem> problems;
+  const LibcReport libc = CheckLibc(opt, &problems);
+  if (!opt.libc.empty() && libc.unreadable) {
+    cli::Error("fanrun", "doctor --libc " + libc.error);
+    return cli::kExitUsage;
+  }
+  utsname u{};
+  ::uname(&u);
+  const std::string kernel = std::string(u.release) + " " + u.machine;
+  const std::string uring_error = IoUringError();
+  if (!uring_error.empty())
+    problems.push_back(
+        {"io_uring is unavailable (" + uring_error +
+             "): staging a node's share (several nodes, or --local-dir) fails",
+         "ask the admin for io_uring (sysctl kernel.io_uring_disabled=0; a container's "
+         "seccomp profile may block it too)"});
+  const SpaceReport shm = CheckSpace("/dev/shm");
+  if (!shm.error.empty())
+    problems.push_back(
+        {"/dev/shm: " + shm.error, "fanrun keeps its job directory there; ask the admin for one"});
+  SpaceReport local_report;
+  if (!opt.local_dir.empty()) {
+    local_report = CheckSpace(opt.local_dir);
+    if (!local_report.error.empty())
+      problems.push_back({"--local-dir " + opt.local_dir + ": " + local_report.error,
+                          "give a directory on node-local storage that exists (fanrun makes a "
+                          "missing last component)"});
+    else if (::access(opt.local_dir.c_str(), W_OK | X_OK) != 0)
+      problems.push_back({"--local-dir " + opt.local_dir + ": not writable by this user",
+                          "give a directory of yours on node-local storage"});
+  }
+  const SpaceReport* local = opt.local_dir.empty() ? nullptr : &local_report;
+  DataReport data_report;
+  if (!opt.data.empty()) {
+    data_report = CheckData(opt.data, &problems);
+    if (data_report.error.empty()) {
+      const SpaceReport& where = local ? local_report : shm;
+      if (where.error.empty() && where.free < data_report.stored && local)
+        problems.push_back({"--local-dir " + opt.local_dir + " has " +
+                                cli::HumanBytes(static_cast<double>(where.free)) +
+                                " free, less than the dataset's " +
+                                cli::HumanBytes(static_cast<double>(data_report.stored)) +
+                                " (one node holds all of it)",
+                            "use more nodes, or a larger --local-dir"});
+      if (!data_report.mount_refusal.empty()) problems.push_back({data_report.mount_refusal, ""});
+    }
+  }
+  const std::string mpi = MpiLibrary();
+  const std::string launcher = Launcher();
+  if (launcher == "srun without PMI" && std::getenv("SLURM_NTASKS") &&
+      std::atoi(std::getenv("SLURM_NTASKS")) > 1)
+    problems.push_back({"srun started " + std::string(std::getenv("SLURM_NTASKS")) +
+                            " tasks without a PMI: they cannot form one job",
+                        "run srun --mpi=pmi2 (or set MpiDefault=pmi2 in slurm.conf)"});
+  if (opt.preload.empty())
+    problems.push_back({"libfanstore.so is not next to fanrun (../lib or the build tree)",
+                        "install FanStore with cmake --install, or set FANSTORE_PRELOAD"});
+  const DataReport* data = opt.data.empty() ? nullptr : &data_report;
+  if (opt.json)
+    PrintJson(opt, libc, kernel, uring_error, shm, local, mpi, launcher, data, problems);
+  else
+    PrintHuman(opt, libc, kernel, uring_error, shm, local, mpi, launcher, data, problems);
+  return problems.empty() ? 0 : 1;
+}
+
+}  // namespace fanstore::fanrun
