@@ -131,6 +131,18 @@ std::string CheckPositive(std::string& value) {
   return "";
 }
 
+std::function<std::string(std::string&)> IntegerIn(uint64_t lo, uint64_t hi) {
+  return [lo, hi](std::string& value) -> std::string {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(value.c_str(), &end, 10);
+    if (value.empty() || value[0] == '-' || *end != '\0' || errno != 0 || v < lo || v > hi)
+      return "must be a whole number from " + std::to_string(lo) + " to " + std::to_string(hi) +
+             ", got '" + value + "'";
+    return "";
+  };
+}
+
 Result<std::string> AbsolutePath(const std::string& what, const std::string& path) {
   std::error_code ec;
   const std::filesystem::path abs = std::filesystem::absolute(path, ec);

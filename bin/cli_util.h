@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -26,6 +27,9 @@ std::string JsonString(std::string_view s);  // quoted and escaped
 // reason ("must be a number greater than 0, got '-1'"). CLI11's own PositiveNumber prints
 // its range up to DBL_MAX.
 std::string CheckPositive(std::string& value);
+// The same for a whole number in [lo, hi]: CLI11's own Range words its message differently
+// from one version to the next.
+std::function<std::string(std::string&)> IntegerIn(uint64_t lo, uint64_t hi);
 // `path` made absolute against the working directory and normalized; an error naming
 // `what` ("--stats x: No such file or directory") when that cannot be done, as when the
 // working directory has been removed (std::filesystem::absolute would throw).

@@ -291,7 +291,7 @@ void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, SizeOptions* sizes, b
   app->add_flag("--no-stage", o->no_stage,
                 "Serve each node's partitions in place from DATA instead of copying them");
   app->add_option("--replicas", o->replicas, "Nodes holding each partition (default 1)")
-      ->check(CLI::Range(1u, 1u << 20));
+      ->check(CLI::Validator(cli::IntegerIn(1, 1u << 20), "1..1048576"));
   app->add_option("--cache-size", sizes->cache_size,
                   "Bound of the node cache of members fetched from other nodes (default 1G)");
   app->add_option("--fetch-ahead", sizes->fetch_ahead,

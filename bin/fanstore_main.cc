@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   pack->add_option("OUT", po.out, "Output directory (manifest + part-NNNNN.fsb)")->required();
   pack->add_option("--partitions,-p", po.partitions,
                    "Number of sharded partitions (default: one per 256 MiB of data, at least 1)")
-      ->check(CLI::Range(1u, meta::kMaxShardedPartitions));
+      ->check(CLI::Validator(cli::IntegerIn(1, meta::kMaxShardedPartitions), "1.." + std::to_string(meta::kMaxShardedPartitions)));
   pack->add_option("--broadcast,-b", po.broadcast,
                    "Glob of members every node keeps, e.g. 'val/**' (repeatable)");
   pack->add_option("--compress,-c", compress,
@@ -40,7 +40,7 @@ int main(int argc, char** argv) {
                    "1 MiB blocks, so a read inflates only what it touches")
       ->capture_default_str();
   pack->add_option("--threads,-t", po.threads, "Worker threads (default: all cores)")
-      ->check(CLI::Range(1u, 1024u));
+      ->check(CLI::Validator(cli::IntegerIn(1, 1024u), "1..1024"));
   pack->add_flag("--force,-f", po.force, "Replace OUT if it is an existing dataset");
   pack->add_flag("--public", po.public_output,
                  "Make OUT readable by everyone even when some members are not (their bytes "

@@ -4,14 +4,19 @@
 # $FANSTORE_ROOTS (default /var/cache/fanstore-roots) for later runs. The repository is
 # bound at /src inside the root, and /proc, /sys, /dev, /dev/pts and /dev/shm are bound
 # for the command's time. With no command, only makes the root.
-# Usage: ci/debian-root.sh SUITE [CMD [ARGS...]]      (as root)
+# Usage: ci/debian-root.sh SUITE[:FLAVOUR] [CMD [ARGS...]]      (as root)
 #   e.g. ci/debian-root.sh trixie bash -c 'cd /src && ci/install-deps.sh --no-python'
+#   A FLAVOUR names a separate root of the same release (bookworm:openmpi, whose packages
+#   must not meet the host's or another root's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-suite=${1:?usage: ci/debian-root.sh SUITE [CMD...]}
+spec=${1:?usage: ci/debian-root.sh SUITE[:FLAVOUR] [CMD...]}
 shift
+suite=${spec%%:*}
+name=$suite
+[ "$spec" = "$suite" ] || name=$suite-${spec#*:}
 roots=${FANSTORE_ROOTS:-/var/cache/fanstore-roots}
-root=$roots/$suite
+root=$roots/$name
 if [ ! -x "$root/usr/bin/apt-get" ] || [ ! -e "$root/.fanstore-complete" ]; then
   command -v debootstrap >/dev/null || {
     export DEBIAN_FRONTEND=noninteractive
@@ -23,8 +28,8 @@ if [ ! -x "$root/usr/bin/apt-get" ] || [ ! -e "$root/.fanstore-complete" ]; then
   [ -n "$mirror" ] || { echo "debian-root: no Debian mirror in /etc/apt" >&2; exit 1; }
   echo "debian-root: making $root ($suite from $mirror; a few minutes, once)"
   rm -rf "$root" && mkdir -p "$roots"
-  debootstrap --variant=minbase --include=ca-certificates,python3 "$suite" "$root" "$mirror" >"$roots/$suite.log" 2>&1 ||
-    { echo "debian-root: debootstrap failed; see $roots/$suite.log" >&2; tail -5 "$roots/$suite.log" >&2; exit 1; }
+  debootstrap --variant=minbase --include=ca-certificates,python3 "$suite" "$root" "$mirror" >"$roots/$name.log" 2>&1 ||
+    { echo "debian-root: debootstrap failed; see $roots/$name.log" >&2; tail -5 "$roots/$name.log" >&2; exit 1; }
   # The mirror may serve a snapshot whose Release files of a moving suite (sid) have
   # expired; a test root takes them as they are.
   echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/99fanstore-snapshot"

@@ -48,6 +48,13 @@ HookResult ExecWithPolicy(long nr, const long a[6]) noexcept {
 
 }  // namespace
 
+void SetPrefilter(Prefilter prefilter, const Interest& interest) {
+  g_entry_prefilter = prefilter;
+  g_entry_interest_all = interest.all;
+  for (int i = 0; i < kMaxSyscallNr; ++i)
+    if (interest.nrs.test(i)) g_entry_interest[i / 64] |= 1ul << (i % 64);
+}
+
 void SetHook(Hook hook) {
   if (!g_key_ok) g_key_ok = pthread_key_create(&g_stack_key, FreeHookStack) == 0;
   g_hook = hook;

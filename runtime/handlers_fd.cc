@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "intercept/raw_syscall.h"
+#include "intercept/syscall_numbers.h"
 #include "meta/format.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"

@@ -14,6 +14,7 @@
 
 #include "intercept/exec_env.h"
 #include "intercept/raw_syscall.h"
+#include "intercept/syscall_numbers.h"
 #include "meta/format.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"

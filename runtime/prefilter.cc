@@ -9,6 +9,7 @@
 
 #include "intercept/clone_mark.h"
 #include "intercept/raw_syscall.h"
+#include "intercept/syscall_numbers.h"
 #include "meta/format.h"
 #include "meta/path_hash.h"
 #include "runtime/fd_table.h"

@@ -23,6 +23,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "intercept/syscall_numbers.h"
+
 namespace fanstore::runtime {
 
 // The calls covered, by the position of their path argument (0: open, stat, lstat, access,

@@ -1,7 +1,9 @@
-// MPI mode: fsbench uses MPI only when it was started by an MPI launcher (mpiexec sets
-// PMI_RANK/PMI_SIZE for MPICH's Hydra); otherwise it never loads MPI and runs alone. The
-// MPICH library is dlopen'ed then, so fsbench needs no MPI installed to run natively (and
-// MPICH's UCX memory hooks stay out of processes that do not use them).
+// MPI mode: fsbench uses MPI only when it was started by an MPI launcher (PMI_RANK or
+// PMI_SIZE from MPICH's Hydra or srun --mpi=pmi2, PMIX_RANK, OMPI_COMM_WORLD_SIZE from
+// Open MPI); otherwise it never loads MPI and runs alone. Then it dlopens its plugin
+// (mpi_plugin.h), which is linked with the MPI the build found, so fsbench needs no MPI
+// installed to run natively (and MPI's memory hooks, UCX's, stay out of processes that do
+// not use them), and works with MPICH and Open MPI alike.
 // Thread-safety: call from the main thread only.
 #pragma once
 

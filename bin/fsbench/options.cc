@@ -47,15 +47,15 @@ ParseOutcome ParseOptions(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--epochs", o.epochs, "Passes over the file list")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 1000000u));
+      ->check(CLI::Validator(cli::IntegerIn(1, 1000000u), "1..1000000"));
   app.add_option("--files-from", o.files_from,
                  "File list (one path per line, relative to PATH or absolute) instead of a walk");
   app.add_option("--threads,-t", o.threads, "Threads per process")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 1024u));
+      ->check(CLI::Validator(cli::IntegerIn(1, 1024u), "1..1024"));
   app.add_option("--processes,-p", o.processes, "Forked worker processes")
       ->capture_default_str()
-      ->check(CLI::Range(1u, 256u));
+      ->check(CLI::Validator(cli::IntegerIn(1, 256u), "1..256"));
   app.add_option("--duration", o.duration, "Run for S seconds (epochs repeat) instead of --epochs")
       ->check(CLI::Validator(cli::CheckPositive, "NUMBER > 0"));
   app.add_option("--files", o.max_files, "Stop after N files (operations) in all")
@@ -65,12 +65,12 @@ ParseOutcome ParseOptions(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_option("--read-size", o.read_size, "Bytes per read call (read-range: largest range)")
       ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30));
+      ->check(CLI::Validator(cli::IntegerIn(1, uint64_t{1} << 30), "1..1073741824"));
   app.add_option("--latency-every", o.latency_every,
                  "Time one operation in N for the latency percentiles (files/s counts them all): "
                  "two clock reads per timed operation are ~10% of a stat served from memory")
       ->capture_default_str()
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 20));
+      ->check(CLI::Validator(cli::IntegerIn(1, uint64_t{1} << 20), "1..1048576"));
   app.add_flag("--drop-caches", o.drop_caches,
                "sync and drop the page cache before measuring (needs root)");
   app.add_flag("--json", o.json, "Print the results as JSON (configuration included)");

@@ -48,7 +48,7 @@ done
 expect_rc 0 "--files limit" -- "$FSBENCH" "$S/data" --files 50 --json
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["items"] == 50, d' "$S/out" && ok || bad "--files 50 reads 50"
 expect_rc 2 "--latency-every 0" -- "$FSBENCH" "$S/data" --latency-every 0
-expect_err_line "fsbench: --latency-every: Value 0 not in range 1 to 1048576 (see fsbench --help)" "bad --latency-every error"
+expect_err_line "fsbench: --latency-every: must be a whole number from 1 to 1048576, got '0' (see fsbench --help)" "bad --latency-every error"
 expect_rc 0 "--duration" -- "$FSBENCH" "$S/data" --duration 0.3 --op stat --json
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["items"] > 0 and 0.25 < d["seconds"] < 5, d' "$S/out" && ok || bad "--duration runs about that long"
 # Few operations timed: the deadline is still kept (the clock is read every 64 operations).

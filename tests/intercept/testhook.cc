@@ -20,6 +20,7 @@
 
 #include "intercept/hook_api.h"
 #include "intercept/raw_syscall.h"
+#include "intercept/syscall_numbers.h"
 
 namespace fanstore::intercept {
 

@@ -2,9 +2,11 @@
 // calls on paths under /fanstore-test, and fd calls on fds in a "virtual" bitmap (empty
 // here); everything else goes straight to the kernel. Compiled with -mgeneral-regs-only
 // and calls nothing (no strncmp: libc's string functions use vector registers).
+#include <stdint.h>
 #include <sys/syscall.h>
 
-#include "intercept/hook_api.h"
+#include "intercept/call_abi.h"
+#include "intercept/syscall_numbers.h"
 
 namespace fanstore::intercept {
 

@@ -1,0 +1,44 @@
+// The types a hook and a prefilter are called with, and the prefilter's tables. Nothing
+// else, and no include: the prefilter translation units (compiled with
+// -mgeneral-regs-only) include this, and with some compilers (gcc 10) a header that
+// merely defines an inline function returning floating point fails to compile there.
+// Thread-safety: plain types; the tables are written once, before any site is patched.
+#pragma once
+
+namespace fanstore::intercept {
+
+inline constexpr int kMaxSyscallNr = 512;
+
+struct HookResult {
+  long value;    // the kernel-style result (-errno on error) when handled
+  long handled;  // 0: run the original system call
+};
+
+inline constexpr HookResult kPassToKernel{0, 0};
+inline HookResult Handled(long v) {
+  return HookResult{v, 1};
+}
+
+// `args` are the six argument registers (rdi, rsi, rdx, r10, r8, r9). noexcept: no
+// exception may cross the preload boundary.
+using Hook = HookResult (*)(long nr, const long args[6]) noexcept;
+
+// A prefilter runs before the vector registers are saved and decides: the call goes
+// straight to the kernel (a path outside the dataset, an fd that is not virtual), to the
+// hook, or it is answered right there (calls simple enough to serve with general registers
+// only, such as a stat found by one hash probe). It must be compiled with
+// -mgeneral-regs-only (so the compiler cannot touch vector state) and call nothing.
+// nullptr: the hook sees every call.
+enum PrefilterAction : long { kToKernel = 0, kToHook = 1, kAnswered = 2 };
+struct PrefilterResult {
+  long value;   // the result, for kAnswered
+  long action;  // PrefilterAction
+};
+using Prefilter = PrefilterResult (*)(long nr, const long args[6]) noexcept;
+
+// The prefilter entry's tables (prefilter.cc), filled by SetPrefilter (dispatch.h).
+extern Prefilter g_entry_prefilter;
+extern unsigned long g_entry_interest[kMaxSyscallNr / 64];
+extern bool g_entry_interest_all;
+
+}  // namespace fanstore::intercept
