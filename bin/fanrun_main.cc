@@ -81,6 +81,19 @@ bool UnderMpiexec() {
   return false;
 }
 
+// srun started several tasks but gave them no PMI (the site's MpiDefault=none, or a PMI
+// plugin MPI cannot use): each would run alone as a one-node job, staging nothing and
+// sharing nothing. Said once, before anything starts, with the fix.
+Status CheckSlurmTasks() {
+  if (UnderMpiexec() || !std::getenv("SLURM_STEP_ID")) return Status::Ok();
+  const char* n = std::getenv("SLURM_STEP_NUM_TASKS");
+  if (!n) n = std::getenv("SLURM_NTASKS");
+  if (!n || std::atol(n) <= 1) return Status::Ok();
+  return Status::Error("srun started " + std::string(n) +
+                       " tasks without a PMI, so they cannot form one job: run srun --mpi=pmi2 "
+                       "(or set MpiDefault=pmi2 in slurm.conf); fanrun doctor shows what srun gives");
+}
+
 // libfanstore.so next to this executable: installed (../lib) or in the build tree.
 std::string FindPreload() {
   if (const char* p = std::getenv("FANSTORE_PRELOAD"); p && *p) return p;
@@ -369,9 +382,20 @@ std::vector<std::string> RankDirs(const std::string& job) {
   return out;
 }
 
-// This process's rank among the ranks of its own job on this host (0 when not under MPI).
+// This process's rank among the processes of its own job on this host, as its launcher
+// says (MPICH's Hydra, Open MPI, srun, PMIx, torchrun); -1 when none does.
+int LauncherLocalRank() {
+  for (const char* v : {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
+                        "PMIX_LOCAL_RANK", "LOCAL_RANK"})
+    if (const char* s = std::getenv(v); s && *s) return std::atoi(s);
+  return -1;
+}
+
+// Which of the job's ranks on this host a process attaches to: its local rank, else its
+// global rank (a launcher that says only that), modulo the ranks there.
 int LocalRank() {
-  for (const char* v : {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMIX_RANK"})
+  if (const int r = LauncherLocalRank(); r >= 0) return r;
+  for (const char* v : {"PMI_RANK", "PMIX_RANK"})
     if (const char* s = std::getenv(v)) return std::atoi(s);
   return 0;
 }
@@ -418,11 +442,21 @@ int Attach(const std::string& job_arg, std::vector<std::string>& cmd) {
   std::getline(std::ifstream(dir + "/mount"), mount);
   std::getline(std::ifstream(dir + "/cache-dir"), cache);
   std::getline(std::ifstream(dir + "/staged"), staged);
+  std::string nodes = "1";
+  std::getline(std::ifstream(dir + "/nodes"), nodes);
   if (Status s = CheckNotNested(dir + "/namespace.img"); !s.ok()) return Fail(s.message());
   if (Status s =
           Preload(dir + "/namespace.img", mount, dir + "/agent.sock", cache, staged == "1", cmd);
       !s.ok())
     return Fail(s.message());
+  // The node CMD is attached to (rank-N), of how many; this process's place on its host.
+  const std::string rank_dir_name = dir.substr(dir.rfind('/') + 1);
+  ::setenv("FANSTORE_RANK", rank_dir_name.substr(5).c_str(), 1);
+  ::setenv("FANSTORE_NODES", nodes.c_str(), 1);
+  if (const int r = LauncherLocalRank(); r >= 0)
+    ::setenv("FANSTORE_LOCAL_RANK", std::to_string(r).c_str(), 1);
+  else
+    ::unsetenv("FANSTORE_LOCAL_RANK");
   std::vector<char*> args;
   for (auto& c : cmd) args.push_back(c.data());
   args.push_back(nullptr);
@@ -537,6 +571,7 @@ int main(int argc, char** argv) {
 
   if (app.got_subcommand(serve)) {
     if (Status s = CheckNotNested(); !s.ok()) return Fail(s.message());
+    if (Status s = CheckSlurmTasks(); !s.ok()) return Fail(s.message());
     if (Status s = FinishOptions(&serve_opt, serve_sizes); !s.ok()) return Fail(s.message());
     return Serve(serve_opt);
   }
@@ -548,6 +583,7 @@ int main(int argc, char** argv) {
   }
 
   if (Status s = CheckNotNested(); !s.ok()) return Fail(s.message());
+  if (Status s = CheckSlurmTasks(); !s.ok()) return Fail(s.message());
   if (Status s = FinishOptions(&opt, sizes); !s.ok()) return Fail(s.message());
   const bool mpi = UnderMpiexec();
   fanrun::Node node;
@@ -561,6 +597,7 @@ int main(int argc, char** argv) {
            std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(), 1);
   ::setenv("FANSTORE_RANK", std::to_string(node.rank()).c_str(), 1);
   ::setenv("FANSTORE_NODES", std::to_string(node.nodes()).c_str(), 1);
+  ::setenv("FANSTORE_LOCAL_RANK", std::to_string(node.local_rank()).c_str(), 1);
   auto status = RunCommand(cmd, mpi);
   // Under mpiexec: serves the other nodes until every CMD has finished.
   node.Finish(status.ok() ? ExitCodeOf(*status) : kExitFanrun);

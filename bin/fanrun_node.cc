@@ -362,6 +362,12 @@ Status Node::Join(const NodeOptions& opt, bool mpi, StartUp* s) {
       return Status::Error("the MPI library does not support MPI_THREAD_SERIALIZED");
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &nodes_);
+    MPI_Comm host;
+    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host) ==
+        MPI_SUCCESS) {
+      MPI_Comm_rank(host, &local_rank_);
+      MPI_Comm_free(&host);
+    }
   }
   s->where = mpi_ ? "rank " + std::to_string(rank_) + " (" + HostName() + "): " : "";
   // The agent's log lines go to stderr, one line each, naming the rank.
@@ -556,6 +562,7 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   if (st.ok()) st = WriteFile(rank_dir_ + "/cache-dir", cache_dir());
   staged_ = s->stage;
   if (st.ok()) st = WriteFile(rank_dir_ + "/staged", staged_ ? "1" : "0");  // (for fanrun attach)
+  if (st.ok()) st = WriteFile(rank_dir_ + "/nodes", std::to_string(nodes_));
   s->build_s = Since(t_build);
   if (!st.ok()) return Status::Ok();  // (said at the agreement)
   auto view = meta::NamespaceView::Attach({image_, image_size_});

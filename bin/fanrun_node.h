@@ -51,6 +51,8 @@ class Node {
 
   int rank() const { return rank_; }
   int nodes() const { return nodes_; }
+  // This rank's index among the job's ranks on its host (0 with one rank per node).
+  int local_rank() const { return local_rank_; }
   const std::string& job() const { return job_; }
   const std::string& rank_dir() const { return rank_dir_; }
   const std::string& image_path() const { return image_path_; }
@@ -77,7 +79,7 @@ class Node {
   bool mpi_ = false;
   double finalize_limit_s_ = 30;
   int leave_status_ = kExitFanrun;  // (until Finish or WaitUntilStopped says)
-  int rank_ = 0, nodes_ = 1;
+  int rank_ = 0, nodes_ = 1, local_rank_ = 0;
   std::string job_, job_dir_, rank_dir_, local_dir_, image_path_, socket_path_, mount_;
   bool own_local_dir_ = false;
   std::string fresh_base_;  // a base made because the usual one was another user's

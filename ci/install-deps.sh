@@ -3,8 +3,8 @@
 # Idempotent: when everything is already there it prints nothing and exits 0.
 # Usage: ci/install-deps.sh [--no-python | --no-torch] [--openmpi]   (as root, or with sudo)
 #   --no-python  the build's packages only
-#   --no-torch   everything but PyTorch and the fuzzing toolchain (clang 14), which other
-#                Debian releases do not have or do not need for the suite
+#   --no-torch   everything but PyTorch, the fuzzing toolchain (clang 14) and Slurm, which
+#                other Debian releases do not have or do not need for the suite
 #   --openmpi    Open MPI instead of MPICH (only in a root of its own: it takes over
 #                /usr/bin/mpiexec)
 set -euo pipefail
@@ -16,7 +16,7 @@ mpi_pkgs=(libmpich-dev mpich)
 test_pkgs=(clang libfuzzer-14-dev libclang-rt-14-dev python3 python3-numpy python3-pil python3-torch python3-torchvision python3-lmdb python3-h5py
   squashfs-tools squashfuse fuse3 gnuplot-nox bc coreutils findutils tar diffutils procps util-linux
   util-linux-extra
-  strace)
+  strace slurm-wlm munge)
 
 tests=all
 for a in "$@"; do
@@ -32,6 +32,7 @@ for p in "${test_pkgs[@]}"; do
   case "$tests:$p" in
     none:*) ;;
     no-torch:python3-torch | no-torch:python3-torchvision | no-torch:clang | no-torch:libfuzzer-14-dev | no-torch:libclang-rt-14-dev) ;;
+    no-torch:slurm-wlm | no-torch:munge) ;;  # the Slurm test runs on the host
     *) want+=("$p") ;;
   esac
 done
