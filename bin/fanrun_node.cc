@@ -176,6 +176,19 @@ bool SayAndAgree(bool mpi, const Status& st, int rank, int nodes, const std::str
   return all[2] == kFine;
 }
 
+// True while `pid` runs: a zombie (exited, not yet reaped: its parent, a launcher's
+// daemon, may never reap it in a container without an init) is not running.
+bool ProcessRuns(int pid) {
+  if (::kill(pid, 0) != 0 && errno == ESRCH) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text;
+  std::getline(stat, text);
+  const size_t paren = text.rfind(')');  // "pid (comm) S ...": comm may hold anything
+  if (paren == std::string::npos || paren + 2 >= text.size()) return true;  // (hidden: keep it)
+  const char state = text[paren + 2];
+  return state != 'Z' && state != 'X';
+}
+
 // Removes what fanrun ranks that died without cleaning up (killed, or crashed) left under
 // `base` (a private directory: everything in it was written by this user's fanruns): a
 // rank directory whose recorded pid is gone, its local directory if it is still the one
@@ -187,7 +200,7 @@ void RemoveStale(const std::string& base) {
     for (const auto& rank : fs::directory_iterator(job.path(), ec)) {
       int pid = 0;
       std::ifstream(rank.path() / "pid") >> pid;
-      if (pid <= 0 || ::kill(pid, 0) == 0 || errno != ESRCH) continue;
+      if (pid <= 0 || ProcessRuns(pid)) continue;
       std::string local, id_text;
       {
         std::ifstream in(rank.path() / "local");
