@@ -30,8 +30,6 @@ using meta::Kind;
 
 namespace {
 
-constexpr long kDev = 0xFA57;
-
 const char* Str(long p) {
   return reinterpret_cast<const char*>(p);
 }
