@@ -147,6 +147,8 @@ std::string MpiLibrary() {
   MPI_Get_library_version(v, &len);  // allowed before MPI_Init (MPI 3.0)
   std::string s(v, static_cast<size_t>(std::max(0, len)));
   s = s.substr(0, s.find('\n'));
+  for (char& c : s)
+    if (c == '\t') c = ' ';
   while (!s.empty() && (s.back() == ' ' || s.back() == ',' || s.back() == '\0')) s.pop_back();
   return s;
 }
@@ -235,7 +237,7 @@ void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const std::str
           cli::HumanBytes(static_cast<double>(data->stored)).c_str(), data->compress.c_str(),
           static_cast<unsigned long long>(data->partitions), data->source.c_str());
     else
-      std::printf("dataset   %s: %s\n", data->dir.c_str(), data->error.c_str());
+      std::printf("dataset   %s\n", data->error.c_str());
   }
   if (opt.preload.empty())
     std::printf("runtime   libfanstore.so: not found\n");
@@ -326,13 +328,19 @@ int Doctor(const DoctorOptions& opt) {
         {"/dev/shm: " + shm.error, "fanrun keeps its job directory there; ask the admin for one"});
   SpaceReport local_report;
   if (!opt.local_dir.empty()) {
-    local_report = CheckSpace(opt.local_dir);
+    // fanrun makes a missing --local-dir (like mkdir -p): what matters then is the nearest
+    // existing ancestor, where it would be made.
+    std::string where = opt.local_dir;
+    while (::access(where.c_str(), F_OK) != 0 && where.find('/', 1) != std::string::npos)
+      where = where.substr(0, where.rfind('/'));
+    if (::access(where.c_str(), F_OK) != 0) where = ".";
+    local_report = CheckSpace(where);
+    if (where != opt.local_dir) local_report.path = opt.local_dir + " (to be made in " + where + ")";
     if (!local_report.error.empty())
       problems.push_back({"--local-dir " + opt.local_dir + ": " + local_report.error,
-                          "give a directory on node-local storage that exists (fanrun makes a "
-                          "missing last component)"});
-    else if (::access(opt.local_dir.c_str(), W_OK | X_OK) != 0)
-      problems.push_back({"--local-dir " + opt.local_dir + ": not writable by this user",
+                          "give a directory on node-local storage"});
+    else if (::access(where.c_str(), W_OK | X_OK) != 0)
+      problems.push_back({"--local-dir " + opt.local_dir + ": " + where + " is not writable by this user",
                           "give a directory of yours on node-local storage"});
   }
   const SpaceReport* local = opt.local_dir.empty() ? nullptr : &local_report;

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# fanrun doctor as a user runs it on a new machine: the report and its JSON agree with the
+# dataset and this libc, each problem is one line saying what to do, and the exit status
+# says whether there was one.
+# Usage: doctor_test.sh FANSTORE FANRUN SOURCE_DIR
+FANSTORE=$1
+FANRUN=$2
+SRCDIR=$3
+. "$SRCDIR/tests/bin/lib.sh"
+S=$SCRATCH
+PY=/usr/bin/python3
+mkdir -p "$S/src/d"
+for i in $(seq 1 30); do echo "file $i" >"$S/src/d/f$i"; done
+"$FANSTORE" pack -q "$S/src" "$S/ds" || bad "pack"
+unset SLURM_JOB_ID SLURM_STEP_ID PMI_RANK PMI_SIZE PMIX_RANK OMPI_COMM_WORLD_SIZE
+
+# A healthy dataset: the JSON names this libc, the files, and the problems (an array).
+"$FANRUN" doctor --data "$S/ds" --local-dir "$S/local/new" --json >"$S/out" 2>"$S/err"
+rc=$?
+$PY - "$S/out" "$rc" <<'PYEOF' && ok || bad "doctor --json: $(cat "$S/out" "$S/err")"
+import json, sys
+d = json.load(open(sys.argv[1]))
+rc = int(sys.argv[2])
+assert d["data"]["files"] == 30 and d["data"]["partitions"] >= 1, d["data"]
+assert d["libc"]["sites"] > 100 and d["libc"]["refused"] == 0, d["libc"]
+assert d["libc"]["patched"] + d["libc"]["uninteresting"] + d["libc"]["original_frame"] == d["libc"]["sites"]
+assert d["local_dir"]["free_bytes"] > 0 and "to be made" in d["local_dir"]["path"], d["local_dir"]
+assert d["mpi"]["library"], d["mpi"]
+assert (rc == 0) == (d["problems"] == []), (rc, d["problems"])
+PYEOF
+[ ! -e "$S/local/new" ] && ok || bad "doctor made the --local-dir: it must change nothing"
+
+# The human report: one line per section, the verdict last.
+"$FANRUN" doctor --data "$S/ds" >"$S/out" 2>&1
+for k in "^libc " "^kernel " "^shm " "^MPI " "^dataset .*30 files" "^verdict: "; do
+  grep -qE "$k" "$S/out" && ok || bad "doctor report lacks '$k': $(cat "$S/out")"
+done
+[ "$(tail -1 "$S/out" | cut -c1-8)" = "verdict:" ] && ok || bad "the verdict is not the last line"
+
+# Problems: each one line with what to do; exit 1.
+expect_rc 1 "doctor with a missing dataset" -- "$FANRUN" doctor --data "$S/nope"
+grep -q "^problem: --data $S/nope: .*; " "$SCRATCH/out" && ok || bad "missing dataset problem line: $(cat "$SCRATCH/out")"
+SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_NTASKS=2 "$FANRUN" doctor >"$S/out" 2>&1
+[ $? = 1 ] && grep -q "^problem: srun started 2 tasks without a PMI.*--mpi=pmi2" "$S/out" && ok ||
+  bad "srun without a PMI: $(cat "$S/out")"
+
+# --libc: another file planned; a file that is not one is a usage error, one line.
+expect_rc 2 "doctor --libc of a text file" -- "$FANRUN" doctor --libc /etc/hostname
+expect_err_line "doctor --libc /etc/hostname: not an" "doctor --libc of a text file says why"
+finish
