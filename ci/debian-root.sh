@@ -42,6 +42,11 @@ cleanup() {
   for ((i = ${#binds[@]} - 1; i >= 0; i--)); do umount -l "${binds[i]}" 2>/dev/null || true; done
 }
 trap cleanup EXIT
+# The root bound onto itself, private: "/" inside is then a mount point of its own, so
+# `unshare -m` works there (tests make private mount namespaces) and nothing mounted
+# inside propagates out.
+mount --bind "$root" "$root" && binds+=("$root")
+mount --make-private "$root"
 for d in proc sys dev dev/pts dev/shm; do
   mkdir -p "$root/$d"
   mount --bind "/$d" "$root/$d" && binds+=("$root/$d")
