@@ -17,6 +17,10 @@ name=$suite
 [ "$spec" = "$suite" ] || name=$suite-${spec#*:}
 roots=${FANSTORE_ROOTS:-/var/cache/fanstore-roots}
 root=$roots/$name
+# One user of a root at a time: another run's clean-up would unmount this run's binds.
+mkdir -p "$roots"
+exec 9>"$roots/$name.lock"
+flock 9
 if [ ! -x "$root/usr/bin/apt-get" ] || [ ! -e "$root/.fanstore-complete" ]; then
   command -v debootstrap >/dev/null || {
     export DEBIAN_FRONTEND=noninteractive
@@ -54,4 +58,4 @@ done
 mount --bind "$(pwd)" "$root/src" && binds+=("$root/src")
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-  HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 "$@"
+  HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 "$@" 9>&-
