@@ -116,7 +116,9 @@ size_t WalkEverything(const NamespaceView& v) {
   for (uint32_t i = 0; i < v.size(); ++i) {
     const ImageEntry& e = v.entry(i);
     sum += v.path(e).size() + v.name(e).size() + v.Lookup(v.path(e));
-    for (uint32_t up = i, hops = 0; up != 0; up = v.entry(up).parent) ++hops;
+    uint32_t hops = 0;
+    for (uint32_t up = i; up != 0; up = v.entry(up).parent) ++hops;
+    sum += hops;
     if (e.kind == static_cast<uint8_t>(Kind::kDir))
       for (uint32_t c = 0; c < e.child_count; ++c) sum += v.entry(v.Child(e, c)).size;
     else if (e.kind == static_cast<uint8_t>(Kind::kSymlink))
