@@ -77,6 +77,15 @@ constexpr Served kServed[] = {
     FANSTORE_SERVED_CALLS(FANSTORE_SERVED_ROW)
 #undef FANSTORE_SERVED_ROW
 };
+// Every call of unserved_calls.h (resolving its paths may allocate: not in a vfork child).
+constexpr Served kUnservedRoute{-1, OnUnserved, kShared};
+constexpr bool ServedAndUnservedAreApart() {
+  for (const Served& r : kServed)
+    for (const UnservedCall& c : kUnservedCalls)
+      if (r.nr == c.nr) return false;
+  return true;
+}
+static_assert(ServedAndUnservedAreApart(), "a call is either served or refused, not both");
 
 // kServed by number, filled once at start-up (single-threaded), read-only afterwards.
 const Served* g_routes[intercept::kMaxSyscallNr];
@@ -216,10 +225,9 @@ HookSpec PreloadHookSpec() {
   g_prefilter.active = true;
   spec.hook = &RuntimeHook;
   spec.prefilter = &RuntimePrefilter;
-  for (const Served& r : kServed) {
-    g_routes[r.nr] = &r;
-    spec.interest.nrs.set(static_cast<size_t>(r.nr));
-  }
+  for (const Served& r : kServed) g_routes[r.nr] = &r;
+  for (const UnservedCall& c : kUnservedCalls) g_routes[c.nr] = &kUnservedRoute;
+  spec.interest = ServedInterest();
   return spec;
 }
 

@@ -1,10 +1,10 @@
 // The system calls the runtime serves, as one list: X(number, handler, vfork rule) for
 // each. hook.cc expands it into its routing table (the handler, and kShared when the
 // handler allocates, locks or changes shared tables, so that it must not run in a vfork
-// child, which shares its parent's memory); ServedInterest() expands only the numbers, so
-// that `fanrun doctor` plans libc for exactly the calls the runtime asks for without
-// linking the runtime. The unserved calls (unserved_calls.h) are here too: each is refused
-// on dataset paths, so it must be intercepted.
+// child, which shares its parent's memory). The unserved calls (unserved_calls.h) are
+// intercepted too (each is refused on dataset paths) and routed to one handler.
+// ServedInterest() is every number of both lists: the runtime's interest, which
+// `fanrun doctor` plans libc with, without linking the runtime.
 // Thread-safety: constant data.
 #pragma once
 
@@ -15,8 +15,6 @@
 #include "runtime/unserved_calls.h"
 
 namespace fanstore::runtime {
-
-inline constexpr long kNrUselib = 134;  // gone from the kernel headers, not from the table
 
 #define FANSTORE_SERVED_CALLS(X) \
   X(SYS_open, OpenCounted, kShared)                 \
@@ -114,37 +112,14 @@ inline constexpr long kNrUselib = 134;  // gone from the kernel headers, not fro
   X(SYS_utimes, OnMutationPath, kSafe)              \
   X(SYS_utimensat, OnUtimensat, kSafe)              \
   X(SYS_futimesat, OnMutationPath, kSafe)           \
-  X(SYS_exit_group, ExitGroup, kSafe)               \
-  X(kNrUselib, OnUnserved, kShared) /* unserved_calls.h: resolving may allocate */ \
-  X(SYS_pivot_root, OnUnserved, kShared)            \
-  X(SYS_chroot, OnUnserved, kShared)                \
-  X(SYS_acct, OnUnserved, kShared)                  \
-  X(SYS_mount, OnUnserved, kShared)                 \
-  X(SYS_umount2, OnUnserved, kShared)               \
-  X(SYS_swapon, OnUnserved, kShared)                \
-  X(SYS_swapoff, OnUnserved, kShared)               \
-  X(SYS_quotactl, OnUnserved, kShared)              \
-  X(SYS_inotify_add_watch, OnUnserved, kShared)     \
-  X(SYS_fanotify_mark, OnUnserved, kShared)         \
-  X(SYS_name_to_handle_at, OnUnserved, kShared)     \
-  X(kNrOpenTree, OnUnserved, kShared)               \
-  X(kNrMoveMount, OnUnserved, kShared)              \
-  X(kNrFspick, OnUnserved, kShared)                 \
-  X(kNrMountSetattr, OnUnserved, kShared)           \
-  X(kNrFchmodat2, OnUnserved, kShared)              \
-  X(kNrSetxattrat, OnUnserved, kShared)             \
-  X(kNrGetxattrat, OnUnserved, kShared)             \
-  X(kNrListxattrat, OnUnserved, kShared)            \
-  X(kNrRemovexattrat, OnUnserved, kShared)          \
-  X(kNrOpenTreeAttr, OnUnserved, kShared)           \
-  X(kNrFileGetattr, OnUnserved, kShared)            \
-  X(kNrFileSetattr, OnUnserved, kShared)
+  X(SYS_exit_group, ExitGroup, kSafe)
 
 inline intercept::Interest ServedInterest() {
   intercept::Interest interest;
 #define FANSTORE_SERVED_NR(nr, handler, rule) interest.nrs.set(static_cast<size_t>(nr));
   FANSTORE_SERVED_CALLS(FANSTORE_SERVED_NR)
 #undef FANSTORE_SERVED_NR
+  for (const UnservedCall& c : kUnservedCalls) interest.nrs.set(static_cast<size_t>(c.nr));
   return interest;
 }
 
