@@ -143,6 +143,17 @@ std::function<std::string(std::string&)> IntegerIn(uint64_t lo, uint64_t hi) {
   };
 }
 
+std::string FindBesideExecutable(std::initializer_list<const char*> relative) {
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  for (const char* rel : relative) {
+    const std::filesystem::path p = (exe.parent_path() / rel).lexically_normal();
+    if (std::filesystem::exists(p, ec)) return p.string();
+  }
+  return "";
+}
+
 Result<std::string> AbsolutePath(const std::string& what, const std::string& path) {
   std::error_code ec;
   const std::filesystem::path abs = std::filesystem::absolute(path, ec);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,10 @@ std::function<std::string(std::string&)> IntegerIn(uint64_t lo, uint64_t hi);
 // `what` ("--stats x: No such file or directory") when that cannot be done, as when the
 // working directory has been removed (std::filesystem::absolute would throw).
 Result<std::string> AbsolutePath(const std::string& what, const std::string& path);
+// The first of `relative` (paths from this executable's directory, as /proc/self/exe
+// names it) that exists, normalized; "" if none. For the files installed or built beside a
+// tool: ../lib/libfanstore.so, the plugin next to fsbench.
+std::string FindBesideExecutable(std::initializer_list<const char*> relative);
 
 // A one-line progress display on stderr, only when stderr is a terminal; redraws at most
 // ten times a second. Finish() clears the line.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "bin/cli_util.h"
+#include "bin/launcher.h"
 #include "bin/mount_choice.h"
 #include "intercept/libc_image.h"
 #include "intercept/libc_plan.h"
@@ -151,17 +152,6 @@ std::string MpiLibrary() {
     if (c == '\t') c = ' ';
   while (!s.empty() && (s.back() == ' ' || s.back() == ',' || s.back() == '\0')) s.pop_back();
   return s;
-}
-
-// The launcher that started this process, by the variables it sets.
-std::string Launcher() {
-  auto has = [](const char* v) { return std::getenv(v) != nullptr; };
-  if (has("OMPI_COMM_WORLD_SIZE")) return "Open MPI (mpirun)";
-  if (has("PMI_RANK") || has("PMI_SIZE"))
-    return has("SLURM_JOB_ID") ? "srun with PMI" : "mpiexec (PMI)";
-  if (has("PMIX_RANK")) return "PMIx";
-  if (has("SLURM_JOB_ID")) return has("SLURM_STEP_ID") ? "srun without PMI" : "a Slurm allocation";
-  return "";
 }
 
 struct DataReport {
@@ -360,12 +350,8 @@ int Doctor(const DoctorOptions& opt) {
     }
   }
   const std::string mpi = MpiLibrary();
-  const std::string launcher = Launcher();
-  if (launcher == "srun without PMI" && std::getenv("SLURM_NTASKS") &&
-      std::atoi(std::getenv("SLURM_NTASKS")) > 1)
-    problems.push_back({"srun started " + std::string(std::getenv("SLURM_NTASKS")) +
-                            " tasks without a PMI: they cannot form one job",
-                        "run srun --mpi=pmi2 (or set MpiDefault=pmi2 in slurm.conf)"});
+  const std::string launcher = cli::LauncherName();
+  if (const std::string why = cli::SrunWithoutPmi(); !why.empty()) problems.push_back({why, ""});
   if (opt.preload.empty())
     problems.push_back({"libfanstore.so is not next to fanrun (../lib or the build tree)",
                         "install FanStore with cmake --install, or set FANSTORE_PRELOAD"});

@@ -32,6 +32,7 @@
 #include "bin/cli_util.h"
 #include "bin/fanrun_doctor.h"
 #include "bin/fanrun_node.h"
+#include "bin/launcher.h"
 #include "io/protocol.h"
 #include "runtime/mount_ways.h"
 
@@ -75,36 +76,18 @@ Status CheckNotNested(const std::string& image = "") {
                        "common parent) or run fanrun outside the first one");
 }
 
-bool UnderMpiexec() {
-  for (const char* v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
-// srun started several tasks but gave them no PMI (the site's MpiDefault=none, or a PMI
-// plugin MPI cannot use): each would run alone as a one-node job, staging nothing and
-// sharing nothing. Said once, before anything starts, with the fix.
-Status CheckSlurmTasks() {
-  if (UnderMpiexec() || !std::getenv("SLURM_STEP_ID")) return Status::Ok();
-  const char* n = std::getenv("SLURM_STEP_NUM_TASKS");
-  if (!n) n = std::getenv("SLURM_NTASKS");
-  if (!n || std::atol(n) <= 1) return Status::Ok();
-  return Status::Error("srun started " + std::string(n) +
-                       " tasks without a PMI, so they cannot form one job: run srun --mpi=pmi2 "
-                       "(or set MpiDefault=pmi2 in slurm.conf); fanrun doctor shows what srun gives");
-}
-
 // libfanstore.so next to this executable: installed (../lib) or in the build tree.
 std::string FindPreload() {
   if (const char* p = std::getenv("FANSTORE_PRELOAD"); p && *p) return p;
-  std::error_code ec;
-  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  for (const char* rel : {"../lib/libfanstore.so", "../lib/x86_64-linux-gnu/libfanstore.so",
-                          "../runtime/libfanstore.so"}) {
-    const fs::path p = (exe.parent_path() / rel).lexically_normal();
-    if (fs::exists(p, ec)) return p.string();
-  }
-  return "";
+  return cli::FindBesideExecutable({"../lib/libfanstore.so", "../lib/x86_64-linux-gnu/libfanstore.so",
+                                    "../runtime/libfanstore.so"});
+}
+
+// srun's tasks without a PMI would each run alone, staging and sharing nothing: said once,
+// before anything starts, with the fix.
+Status CheckLauncher() {
+  const std::string why = cli::SrunWithoutPmi();
+  return why.empty() ? Status::Ok() : Status::Error(why + "; fanrun doctor shows what srun gives");
 }
 
 // The launcher's variables, which must not reach CMD: an MPI program run by CMD would
@@ -382,19 +365,10 @@ std::vector<std::string> RankDirs(const std::string& job) {
   return out;
 }
 
-// This process's rank among the processes of its own job on this host, as its launcher
-// says (MPICH's Hydra, Open MPI, srun, PMIx, torchrun); -1 when none does.
-int LauncherLocalRank() {
-  for (const char* v : {"MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID",
-                        "PMIX_LOCAL_RANK", "LOCAL_RANK"})
-    if (const char* s = std::getenv(v); s && *s) return std::atoi(s);
-  return -1;
-}
-
 // Which of the job's ranks on this host a process attaches to: its local rank, else its
 // global rank (a launcher that says only that), modulo the ranks there.
 int LocalRank() {
-  if (const int r = LauncherLocalRank(); r >= 0) return r;
+  if (const int r = cli::LauncherLocalRank(); r >= 0) return r;
   for (const char* v : {"PMI_RANK", "PMIX_RANK"})
     if (const char* s = std::getenv(v)) return std::atoi(s);
   return 0;
@@ -419,7 +393,7 @@ Status SendLocal(const std::string& socket_path, io::LocalOp op) {
 int Serve(fanrun::NodeOptions& opt) {
   opt.serve = true;
   fanrun::Node node;
-  if (Status s = node.Setup(opt, UnderMpiexec()); !s.ok()) return Fail(s.message());
+  if (Status s = node.Setup(opt, cli::LaunchedByMpi()); !s.ok()) return Fail(s.message());
   if (node.rank() == 0)
     std::fprintf(stderr, "fanrun: serving job %s at %s; run programs with: fanrun attach --job %s -- CMD\n",
                  node.job().c_str(), node.mount().c_str(), node.job().c_str());
@@ -453,7 +427,7 @@ int Attach(const std::string& job_arg, std::vector<std::string>& cmd) {
   const std::string rank_dir_name = dir.substr(dir.rfind('/') + 1);
   ::setenv("FANSTORE_RANK", rank_dir_name.substr(5).c_str(), 1);
   ::setenv("FANSTORE_NODES", nodes.c_str(), 1);
-  if (const int r = LauncherLocalRank(); r >= 0)
+  if (const int r = cli::LauncherLocalRank(); r >= 0)
     ::setenv("FANSTORE_LOCAL_RANK", std::to_string(r).c_str(), 1);
   else
     ::unsetenv("FANSTORE_LOCAL_RANK");
@@ -571,7 +545,7 @@ int main(int argc, char** argv) {
 
   if (app.got_subcommand(serve)) {
     if (Status s = CheckNotNested(); !s.ok()) return Fail(s.message());
-    if (Status s = CheckSlurmTasks(); !s.ok()) return Fail(s.message());
+    if (Status s = CheckLauncher(); !s.ok()) return Fail(s.message());
     if (Status s = FinishOptions(&serve_opt, serve_sizes); !s.ok()) return Fail(s.message());
     return Serve(serve_opt);
   }
@@ -583,9 +557,9 @@ int main(int argc, char** argv) {
   }
 
   if (Status s = CheckNotNested(); !s.ok()) return Fail(s.message());
-  if (Status s = CheckSlurmTasks(); !s.ok()) return Fail(s.message());
+  if (Status s = CheckLauncher(); !s.ok()) return Fail(s.message());
   if (Status s = FinishOptions(&opt, sizes); !s.ok()) return Fail(s.message());
-  const bool mpi = UnderMpiexec();
+  const bool mpi = cli::LaunchedByMpi();
   fanrun::Node node;
   if (Status s = node.Setup(opt, mpi); !s.ok()) return Fail(s.message());
   if (Status s = Preload(node.image_path(), node.mount(), mpi ? node.socket_path() : "",

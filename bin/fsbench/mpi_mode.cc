@@ -1,13 +1,13 @@
 #include "bin/fsbench/mpi_mode.h"
 
 #include <dlfcn.h>
-#include <limits.h>
-#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
 
+#include "bin/cli_util.h"
 #include "bin/fsbench/mpi_plugin.h"
+#include "bin/launcher.h"
 
 namespace fanstore::fsbench {
 namespace {
@@ -16,37 +16,28 @@ MpiPlugin* g_mpi = nullptr;
 
 // libfsbench_mpi.so: $FANSTORE_FSBENCH_MPI, else beside fsbench (the build tree), else in
 // the installed library directories.
-void* OpenPlugin(std::string* tried) {
-  std::vector<std::string> candidates;
-  if (const char* p = std::getenv("FANSTORE_FSBENCH_MPI"); p && *p) candidates.push_back(p);
-  char exe[PATH_MAX];
-  const ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n > 0) {
-    std::string dir(exe, static_cast<size_t>(n));
-    dir = dir.substr(0, dir.rfind('/'));
-    for (const char* rel : {"/", "/../lib/", "/../lib/x86_64-linux-gnu/", "/../lib64/"})
-      candidates.push_back(dir + rel + "libfsbench_mpi.so");
+void* OpenPlugin(std::string* why) {
+  std::string path;
+  if (const char* p = std::getenv("FANSTORE_FSBENCH_MPI"); p && *p) path = p;
+  if (path.empty())
+    path = cli::FindBesideExecutable({"libfsbench_mpi.so", "../lib/libfsbench_mpi.so",
+                                      "../lib/x86_64-linux-gnu/libfsbench_mpi.so",
+                                      "../lib64/libfsbench_mpi.so"});
+  if (path.empty()) {
+    *why = "libfsbench_mpi.so is not beside fsbench or in its lib directory";
+    return nullptr;
   }
-  for (const std::string& c : candidates) {
-    // RTLD_GLOBAL: Open MPI's own components resolve libmpi's symbols through it.
-    if (void* h = ::dlopen(c.c_str(), RTLD_NOW | RTLD_GLOBAL)) return h;
-    if (::access(c.c_str(), F_OK) == 0) *tried = c + ": " + ::dlerror();
-  }
-  if (tried->empty()) *tried = "libfsbench_mpi.so is not beside fsbench or in its lib directory";
-  return nullptr;
+  // RTLD_GLOBAL: Open MPI's own components resolve libmpi's symbols through it.
+  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (!h) *why = ::dlerror();
+  return h;
 }
 
 }  // namespace
 
-bool LaunchedByMpi() {
-  for (const char* v : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE"})
-    if (std::getenv(v)) return true;
-  return false;
-}
-
 MpiContext MpiStart(int* argc, char*** argv, std::string* error) {
   MpiContext c;
-  if (!LaunchedByMpi()) return c;
+  if (!cli::LaunchedByMpi()) return c;
   std::string why;
   void* h = OpenPlugin(&why);
   using StartFn = MpiPlugin* (*)(int*, char***);

@@ -1,9 +1,8 @@
-// MPI mode: fsbench uses MPI only when it was started by an MPI launcher (PMI_RANK or
-// PMI_SIZE from MPICH's Hydra or srun --mpi=pmi2, PMIX_RANK, OMPI_COMM_WORLD_SIZE from
-// Open MPI); otherwise it never loads MPI and runs alone. Then it dlopens its plugin
-// (mpi_plugin.h), which is linked with the MPI the build found, so fsbench needs no MPI
-// installed to run natively (and MPI's memory hooks, UCX's, stay out of processes that do
-// not use them), and works with MPICH and Open MPI alike.
+// MPI mode: fsbench uses MPI only when an MPI launcher started it (cli::LaunchedByMpi:
+// MPICH's Hydra, srun --mpi=pmi2, PMIx, Open MPI); otherwise it never loads MPI and runs
+// alone. Then it dlopens its plugin (mpi_plugin.h), which is linked with the MPI the build
+// found, so fsbench needs no MPI installed to run natively (and MPI's memory hooks, UCX's,
+// stay out of processes that do not use them), and works with MPICH and Open MPI alike.
 // Thread-safety: call from the main thread only.
 #pragma once
 
@@ -18,7 +17,6 @@ struct MpiContext {
   int size = 1;
 };
 
-bool LaunchedByMpi();
 // Starts MPI when launched by mpiexec. Fails (with `error`) only if MPI was wanted and
 // could not be loaded.
 MpiContext MpiStart(int* argc, char*** argv, std::string* error);
