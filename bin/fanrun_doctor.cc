@@ -1,6 +1,7 @@
 #include "bin/fanrun_doctor.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <liburing.h>
 #include <mpi.h>
 #include <sys/statfs.h>
@@ -13,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -91,31 +93,20 @@ LibcReport CheckLibc(const DoctorOptions& opt, std::vector<Problem>* problems) {
 }
 
 std::string FsName(int64_t type) {
+  constexpr uint64_t kLustre = 0x0BD00BD0, kGpfs = 0x47504653;  // not in <linux/magic.h>
   switch (static_cast<uint64_t>(type)) {
-    case 0x01021994:
-      return "tmpfs";
-    case 0xEF53:
-      return "ext4";
-    case 0x58465342:
-      return "xfs";
-    case 0x9123683E:
-      return "btrfs";
-    case 0x65735546:
-      return "fuse";
-    case 0x6969:
-      return "nfs";
-    case 0x0BD00BD0:
-      return "lustre";
-    case 0x47504653:
-      return "gpfs";
-    case 0x00C36400:
-      return "ceph";
-    case 0x794C7630:
-      return "overlayfs";
-    case 0x01021997:
-      return "9p";
-    default:
-      return Hex(static_cast<uint64_t>(type));
+    case TMPFS_MAGIC: return "tmpfs";
+    case EXT4_SUPER_MAGIC: return "ext4";
+    case XFS_SUPER_MAGIC: return "xfs";
+    case BTRFS_SUPER_MAGIC: return "btrfs";
+    case FUSE_SUPER_MAGIC: return "fuse";
+    case NFS_SUPER_MAGIC: return "nfs";
+    case CEPH_SUPER_MAGIC: return "ceph";
+    case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
+    case V9FS_MAGIC: return "9p";
+    case kLustre: return "lustre";
+    case kGpfs: return "gpfs";
+    default: return Hex(static_cast<uint64_t>(type));
   }
 }
 
@@ -320,10 +311,11 @@ int Doctor(const DoctorOptions& opt) {
   if (!opt.local_dir.empty()) {
     // fanrun makes a missing --local-dir (like mkdir -p): what matters then is the nearest
     // existing ancestor, where it would be made.
-    std::string where = opt.local_dir;
-    while (::access(where.c_str(), F_OK) != 0 && where.find('/', 1) != std::string::npos)
-      where = where.substr(0, where.rfind('/'));
-    if (::access(where.c_str(), F_OK) != 0) where = ".";
+    std::error_code ec;
+    std::filesystem::path ancestor = opt.local_dir;
+    while (!ancestor.empty() && !std::filesystem::exists(ancestor, ec))
+      ancestor = ancestor.has_relative_path() ? ancestor.parent_path() : std::filesystem::path();
+    const std::string where = ancestor.empty() ? "." : ancestor.string();
     local_report = CheckSpace(where);
     if (where != opt.local_dir) local_report.path = opt.local_dir + " (to be made in " + where + ")";
     if (!local_report.error.empty())
@@ -337,17 +329,8 @@ int Doctor(const DoctorOptions& opt) {
   DataReport data_report;
   if (!opt.data.empty()) {
     data_report = CheckData(opt.data, &problems);
-    if (data_report.error.empty()) {
-      const SpaceReport& where = local ? local_report : shm;
-      if (where.error.empty() && where.free < data_report.stored && local)
-        problems.push_back({"--local-dir " + opt.local_dir + " has " +
-                                cli::HumanBytes(static_cast<double>(where.free)) +
-                                " free, less than the dataset's " +
-                                cli::HumanBytes(static_cast<double>(data_report.stored)) +
-                                " (one node holds all of it)",
-                            "use more nodes, or a larger --local-dir"});
-      if (!data_report.mount_refusal.empty()) problems.push_back({data_report.mount_refusal, ""});
-    }
+    if (data_report.error.empty() && !data_report.mount_refusal.empty())
+      problems.push_back({data_report.mount_refusal, ""});
   }
   const std::string mpi = MpiLibrary();
   const std::string launcher = cli::LauncherName();

@@ -1,7 +1,7 @@
 // The types a hook and a prefilter are called with, and the prefilter's tables. Nothing
-// else, and no include: the prefilter translation units (compiled with
-// -mgeneral-regs-only) include this, and with some compilers (gcc 10) a header that
-// merely defines an inline function returning floating point fails to compile there.
+// else, and no include: the prefilter translation units (compiled without vector
+// registers) include this, and with some compilers (gcc 10) a header that merely defines
+// an inline function returning floating point fails to compile there.
 // Thread-safety: plain types; the tables are written once, before any site is patched.
 #pragma once
 
@@ -26,8 +26,9 @@ using Hook = HookResult (*)(long nr, const long args[6]) noexcept;
 // A prefilter runs before the vector registers are saved and decides: the call goes
 // straight to the kernel (a path outside the dataset, an fd that is not virtual), to the
 // hook, or it is answered right there (calls simple enough to serve with general registers
-// only, such as a stat found by one hash probe). It must be compiled with
-// -mgeneral-regs-only (so the compiler cannot touch vector state) and call nothing.
+// only, such as a stat found by one hash probe). It must be compiled so that the compiler
+// cannot touch vector or x87 state (-mgeneral-regs-only with gcc; see runtime/CMakeLists.txt
+// for clang) and call nothing; tests/intercept/prefilter_object_test.sh checks both.
 // nullptr: the hook sees every call.
 enum PrefilterAction : long { kToKernel = 0, kToHook = 1, kAnswered = 2 };
 struct PrefilterResult {

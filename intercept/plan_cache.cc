@@ -24,13 +24,16 @@ struct Record {  // offsets from text_start
   Fixup fixups[kMaxFixups];
 };
 
+// Fixups in order, inside the range, apart from each other and from the syscall itself
+// (BuildStub copies the bytes before and after it separately).
 bool ValidFixups(const Record& r) {
   if (r.fixups_n > kMaxFixups) return false;
-  const uint32_t range = r.end_off - r.start_off;
+  const uint32_t range = r.end_off - r.start_off, sc = r.syscall_off - r.start_off;
   for (uint8_t k = 0; k < r.fixups_n; ++k) {
     const Fixup& f = r.fixups[k];
     if (f.at + f.len > range || (k > 0 && f.at < r.fixups[k - 1].at + r.fixups[k - 1].len))
       return false;
+    if (f.at < sc + 2 && f.at + f.len > sc) return false;
     if (f.kind == FixKind::kRipDisp ? f.disp_at == 0 || f.disp_at + 4 > f.len
                                     : f.kind != FixKind::kBranch || (f.len != 2 && f.len != 5 && f.len != 6))
       return false;

@@ -29,6 +29,10 @@ assert d["mpi"]["library"], d["mpi"]
 assert (rc == 0) == (d["problems"] == []), (rc, d["problems"])
 PYEOF
 [ ! -e "$S/local/new" ] && ok || bad "doctor made the --local-dir: it must change nothing"
+# A missing top-level directory is looked at in / (its nearest existing ancestor).
+"$FANRUN" doctor --local-dir /fanstore-doctor-missing-$$/x --json >"$S/out" 2>&1
+$PY -c 'import json,sys; d=json.load(open(sys.argv[1]))["local_dir"]; assert d["path"].endswith("(to be made in /)") and d["free_bytes"] > 0, d' "$S/out" &&
+  ok || bad "doctor --local-dir under a missing top directory: $(cat "$S/out")"
 
 # The human report: one line per section, the verdict last.
 "$FANRUN" doctor --data "$S/ds" >"$S/out" 2>&1

@@ -3,13 +3,16 @@
 
 #include <gtest/gtest.h>
 #include <sys/syscall.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <vector>
 
 #include "intercept/insn.h"
 #include "intercept/libc_image.h"
+#include "intercept/plan_cache.h"
 #include "intercept/stub.h"
 #include "intercept/syscall_numbers.h"
 
@@ -277,6 +280,39 @@ TEST(Stub, RipRelativeAndBranchFixupsKeepTheirTargets) {
   EXPECT_EQ(Bytes(t.begin() + static_cast<long>(at) + 6, t.begin() + static_cast<long>(at) + 12), kCmpRax4095);
   // a target beyond rel32 reach of the stub is refused, not wrapped
   EXPECT_TRUE(BuildStub(p, code.data() + 1, 0x10000 + (3ull << 31), 0x10000 + (3ull << 31) - 16, -8).empty());
+}
+
+// A plan with fixups survives the cache as it was made; a stored fixup that would split
+// the copied bytes at the syscall is refused (the plan is made again, never misused).
+TEST(PlanCache, FixupsRoundTripAndBadOnesAreRefused) {
+  // ret; lea 0x10(%rip),%rdx; syscall; jne +0x10; cmp $-4095,%rax; ret: two sites' worth
+  const Bytes code = Cat({kRet, kLeaRipRdx, kSyscall, kRet, kSyscall, {0x75, 0x10}, kCmpRax4095, kRet});
+  LibcImage img;
+  img.text_start = reinterpret_cast<uint64_t>(code.data());
+  img.text_end = img.text_start + code.size();
+  std::vector<Insn> insns;
+  ASSERT_TRUE(DecodeRegion(code.data(), code.size(), img.text_start, &insns));
+  const auto plans = PlanSites(insns, CollectTargets(insns, img.text_start, code.size(), {}), All());
+  ASSERT_EQ(plans.size(), 2u);
+  ASSERT_EQ(plans[0].fixups_n, 1);
+  ASSERT_EQ(plans[1].fixups_n, 1);
+  char dir[] = "/tmp/fanstore-plan-XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/plan";
+  StorePlan(path, img, plans);
+  std::vector<SitePlan> loaded;
+  ASSERT_TRUE(LoadPlan(path, img, &loaded));
+  ASSERT_EQ(loaded.size(), 2u);
+  EXPECT_EQ(loaded[0], plans[0]);
+  EXPECT_EQ(loaded[1], plans[1]);
+  // A fixup that is well formed but covers the syscall's first byte (offset 7 of the first
+  // range): only the syscall check stands in its way.
+  std::vector<SitePlan> bad = plans;
+  bad[0].fixups[0] = Fixup{6, 2, 0, FixKind::kBranch};
+  StorePlan(path, img, bad);
+  EXPECT_FALSE(LoadPlan(path, img, &loaded));
+  ::unlink(path.c_str());
+  ::rmdir(dir);
 }
 
 // The real libc of this machine: every site gets a decision, refusals are rare, and no
