@@ -50,10 +50,12 @@ expect_rc 0 "--files limit" -- "$FSBENCH" "$S/data" --files 50 --json
 expect_rc 2 "--latency-every 0" -- "$FSBENCH" "$S/data" --latency-every 0
 expect_err_line "fsbench: --latency-every: must be a whole number from 1 to 1048576, got '0' (see fsbench --help)" "bad --latency-every error"
 expect_rc 0 "--duration" -- "$FSBENCH" "$S/data" --duration 0.3 --op stat --json
-/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["items"] > 0 and 0.25 < d["seconds"] < 5, d' "$S/out" && ok || bad "--duration runs about that long"
+# (No upper bound on the time: with --duration fsbench repeats epochs until the deadline,
+# so one that ignored it would never end, and CTest's timeout says so.)
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["items"] > 0 and d["seconds"] >= 0.25, d' "$S/out" && ok || bad "--duration runs until its deadline"
 # Few operations timed: the deadline is still kept (the clock is read every 64 operations).
 expect_rc 0 "--duration with --latency-every" -- "$FSBENCH" "$S/data" --duration 0.3 --op stat --latency-every 100000 --json
-/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["items"] > 0 and 0.25 < d["seconds"] < 5 and d["config"]["latency_every"] == 100000, d' "$S/out" && ok || bad "--duration with --latency-every 100000 runs about that long"
+/usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["items"] > 0 and d["seconds"] >= 0.25 and d["config"]["latency_every"] == 100000, d' "$S/out" && ok || bad "--duration with --latency-every 100000 runs until its deadline"
 find "$S/data/train" -type f | head -20 >"$S/list"
 expect_rc 0 "--files-from" -- "$FSBENCH" "$S/data" --files-from "$S/list" --json
 /usr/bin/python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["items"] == 20, d' "$S/out" && ok || bad "--files-from reads the list"
