@@ -37,7 +37,8 @@ ShardedCounter s_opens, s_stats, s_calls, s_failed;
 // handler allocates, locks or changes shared tables, so that it must not run in a vfork
 // child, which shares its parent's memory (State::InVforkChild). The others (stat, lseek,
 // fstat, access, readlink...) touch nothing shared on their way, and exec takes care of
-// itself. The interception interest is this table's numbers.
+// itself. The table is served_calls.h's list; the unserved calls share one route; the
+// interception interest is ServedInterest(), both lists' numbers.
 using Handler = HookResult (*)(long nr, const long a[6]);
 struct Served {
   long nr;
