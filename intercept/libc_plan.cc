@@ -13,7 +13,9 @@
 namespace fanstore::intercept {
 namespace {
 
-constexpr uint64_t kMaxLibcBytes = 64ull << 20;
+// A libc is 2-3 MiB; the decoder keeps ~40 bytes per instruction, so a larger file (a
+// wrong or crafted one) would cost gigabytes to plan.
+constexpr uint64_t kMaxLibcBytes = 16ull << 20;
 
 bool PreadAll(int fd, void* buf, size_t n, uint64_t off) {
   return ::pread(fd, buf, n, static_cast<off_t>(off)) == static_cast<ssize_t>(n);
