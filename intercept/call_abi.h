@@ -5,6 +5,11 @@
 // Thread-safety: plain types; the tables are written once, before any site is patched.
 #pragma once
 
+// The code every intercepted call runs (the entry's first part, the prefilters' first
+// stages) is kept together in one section, which the linker places with .text.hot: the fewer
+// pages a call touches, the fewer TLB misses after each system call (docs/design.md).
+#define FANSTORE_HOT_TEXT __attribute__((section(".text.hot.fanstore")))
+
 namespace fanstore::intercept {
 
 inline constexpr int kMaxSyscallNr = 512;
@@ -30,15 +35,21 @@ using Hook = HookResult (*)(long nr, const long args[6]) noexcept;
 // cannot touch vector or x87 state (-mgeneral-regs-only with gcc; see runtime/CMakeLists.txt
 // for clang) and call nothing; tests/intercept/prefilter_object_test.sh checks both.
 // nullptr: the hook sees every call.
-enum PrefilterAction : long { kToKernel = 0, kToHook = 1, kAnswered = 2 };
+// It runs on the application's stack, so its frames must stay small (each prefilter
+// translation unit is built with -Werror=frame-larger-than); work that needs more stack
+// returns kAgain, and the entry calls the second stage on the hook stack, vector registers
+// still unsaved, with `value` as `done`.
+enum PrefilterAction : long { kToKernel = 0, kToHook = 1, kAnswered = 2, kAgain = 3 };
 struct PrefilterResult {
-  long value;   // the result, for kAnswered
+  long value;   // the result, for kAnswered; what the second stage gets, for kAgain
   long action;  // PrefilterAction
 };
 using Prefilter = PrefilterResult (*)(long nr, const long args[6]) noexcept;
+using PrefilterAgain = PrefilterResult (*)(long nr, const long args[6], long done) noexcept;
 
 // The prefilter entry's tables (prefilter.cc), filled by SetPrefilter (dispatch.h).
 extern Prefilter g_entry_prefilter;
+extern PrefilterAgain g_entry_prefilter_again;
 extern unsigned long g_entry_interest[kMaxSyscallNr / 64];
 extern bool g_entry_interest_all;
 

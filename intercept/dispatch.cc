@@ -48,8 +48,9 @@ HookResult ExecWithPolicy(long nr, const long a[6]) noexcept {
 
 }  // namespace
 
-void SetPrefilter(Prefilter prefilter, const Interest& interest) {
+void SetPrefilter(Prefilter prefilter, PrefilterAgain again, const Interest& interest) {
   g_entry_prefilter = prefilter;
+  g_entry_prefilter_again = again;
   g_entry_interest_all = interest.all;
   for (int i = 0; i < kMaxSyscallNr; ++i)
     if (interest.nrs.test(i)) g_entry_interest[i / 64] |= 1ul << (i % 64);

@@ -10,7 +10,7 @@ namespace fanstore::intercept {
 void SetHook(Hook hook);
 // The prefilter and the interest set checked at run time (for sites whose number is not
 // known from the code). Both are read by fanstore_intercept_prefilter (prefilter.cc).
-void SetPrefilter(Prefilter prefilter, const Interest& interest);
+void SetPrefilter(Prefilter prefilter, PrefilterAgain again, const Interest& interest);
 }  // namespace fanstore::intercept
 
 // {value, action} in rax:rdx: kToKernel executes the system call directly, kToHook calls
@@ -20,6 +20,9 @@ extern "C" fanstore::intercept::PrefilterResult fanstore_intercept_prefilter(lon
                                                                              long a2, long a3,
                                                                              long a4, long a5,
                                                                              long a6) noexcept;
+// The prefilter's second stage (call_abi.h kAgain), on the hook stack.
+extern "C" fanstore::intercept::PrefilterResult fanstore_intercept_prefilter_again(
+    long nr, long a1, long a2, long a3, long a4, long a5, long a6, long done) noexcept;
 
 extern "C" fanstore::intercept::HookResult fanstore_intercept_dispatch(long nr, long a1, long a2,
                                                                        long a3, long a4, long a5,

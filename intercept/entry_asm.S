@@ -2,21 +2,27 @@
  *
  * On entry: [rsp] = return address into the stub, 128 bytes below the caller's red zone;
  * rax = system call number; rdi, rsi, rdx, r10, r8, r9 = arguments; rcx and r11 are free
- * (the kernel clobbers them too). On return everything is as the kernel would leave it:
- * rax = result, rcx/r11 clobbered, every other register, the flags and the whole extended
- * (x87/SSE/AVX/AVX-512...) state unchanged.
+ * (the kernel clobbers them too). On return every register but rax, rcx and r11, the flags
+ * and the whole extended (x87/SSE/AVX/AVX-512...) state are unchanged, and either
+ * rcx = 0: rax is the result, or rcx = 1: rax is the number again, the arguments are as
+ * they came, and the stub makes the system call itself (intercept/stub.h). Making it there
+ * rather than here leaves one page fewer to fetch after the kernel returns, which costs a
+ * TLB miss on some virtual machines (docs/design.md, "What a native call pays").
  *
  * 1. Save rflags and the general registers on the caller's stack (frame at rbx).
- * 2. Switch to this thread's hook stack (mapping it on first use), unless already on it
+ * 2. Ask the prefilter (general registers only, on the caller's stack): the kernel
+ *    (restore and execute the system call at once), the hook (go on), or answered (restore
+ *    and return its value).
+ * 2b. Switch to this thread's hook stack (mapping it on first use), unless already on it
  *    (a signal handler's call nested in a running hook keeps going down the same stack).
- * 2b. Ask the prefilter (general registers only): the kernel (restore and execute the
- *    system call at once), the hook (go on), or answered (restore and return its value).
+ *    If the prefilter asked for its second stage (kAgain), call it there and decide by
+ *    its answer as in 2.
  * 3. Save the vector state into a 64-byte aligned area there (cpu_state.h: the registers
  *    themselves with plain moves, or the whole XCR0 state with XSAVEC).
  * 4. Call fanstore_intercept_dispatch(nr, a1..a6) with DF clear; it returns
  *    {value, handled} in rax:rdx.
- * 5. XRSTOR, switch back, restore; then either return `value` or execute the original
- *    system call with the original registers.
+ * 5. XRSTOR, switch back, restore; then return `value` (rcx = 0) or leave the call to
+ *    the stub (rcx = 1).
  */
 #include "intercept/hook_stack.h"
 
@@ -59,7 +65,9 @@
   popfq
 .endm
 
-  .text
+  /* The part every call runs sits with the prefilters (call_abi.h FANSTORE_HOT_TEXT); the
+     part that goes to the hook follows in .text. */
+  .section .text.hot.fanstore,"ax",@progbits
   .globl fanstore_intercept_entry
   .hidden fanstore_intercept_entry
   .type fanstore_intercept_entry, @function
@@ -79,35 +87,74 @@ fanstore_intercept_entry:
   push %r12
   mov %rsp, %rbx
 
-  movq fanstore_hook_stack_top@gottpoff(%rip), %r11
-  movq %fs:(%r11), %rcx
-  test %rcx, %rcx
-  jz .Lalloc
-.Lhave:
-  lea -FANSTORE_HOOK_STACK_SIZE(%rcx), %rdx
-  cmp %rdx, %rsp
-  jb .Lswitch
-  cmp %rcx, %rsp
-  ja .Lswitch
-  jmp .Lon
-.Lswitch:
-  mov %rcx, %rsp
-.Lon:
-  /* Prefilter (general registers only): calls the hook does not want go straight to the
-     kernel without saving any vector register. */
+  /* Prefilter (general registers only), on the caller's stack: calls the hook does not
+     want go straight to the kernel without touching the hook stack, the TLS block or any
+     vector register. Its frame is bounded at compile time (-Wframe-larger-than). */
   and $-16, %rsp
   LOAD_CALL_ARGS
   call fanstore_intercept_prefilter
   add $16, %rsp
   cmp $1, %rdx            /* kToHook */
   je .Lwanted
+  cmp $3, %rdx            /* kAgain */
+  je .Lwanted
+.Ldecided:
   mov %rbx, %rsp
   test %rdx, %rdx         /* kToKernel */
-  jz .Lpass
+  jz .Lkernel
   mov %rax, F_RAX(%rsp)   /* kAnswered: the prefilter's value is the result */
   RESTORE_FRAME
+  mov $0, %ecx            /* (mov: the flags are restored) */
   ret
+.Lkernel:
+  RESTORE_FRAME
+  mov $1, %ecx
+  ret
+  .size fanstore_intercept_entry, .-fanstore_intercept_entry
+  .cfi_endproc
+
+  .text
+  .type fanstore_intercept_entry_hook, @function
+  .p2align 4
+fanstore_intercept_entry_hook:
+  .cfi_startproc
 .Lwanted:
+  /* Switch to this thread's hook stack (mapped on first use), unless already on it: a
+     signal handler's call nested in a running hook keeps going down the same stack.
+     r12:rbp keep the prefilter's {value, action} across the switch. */
+  mov %rax, %r12
+  mov %rdx, %rbp
+  movq fanstore_hook_stack_top@gottpoff(%rip), %r11
+  movq %fs:(%r11), %rcx
+  test %rcx, %rcx
+  jz .Lalloc
+.Lhave:
+  lea -FANSTORE_HOOK_STACK_SIZE(%rcx), %rdx
+  cmp %rdx, %rbx
+  jb .Lswitch
+  cmp %rcx, %rbx
+  ja .Lswitch
+  mov %rbx, %rsp
+  jmp .Lon
+.Lswitch:
+  mov %rcx, %rsp
+.Lon:
+  cmp $3, %rbp            /* kAgain: the prefilter's second stage, on this stack */
+  jne .Lhook
+  and $-16, %rsp
+  mov F_RAX(%rbx), %rdi
+  mov F_RDI(%rbx), %rsi
+  mov F_RSI(%rbx), %rdx
+  mov F_RDX(%rbx), %rcx
+  mov F_R10(%rbx), %r8
+  mov F_R8(%rbx), %r9
+  push %r12               /* done */
+  pushq F_R9(%rbx)        /* a6 */
+  call fanstore_intercept_prefilter_again
+  add $16, %rsp
+  cmp $1, %rdx            /* kToHook */
+  jne .Ldecided
+.Lhook:
   /* Vector state: see cpu_state.h. Modes 0-2 store the registers with plain moves (the
      hook's code and libc's string functions can touch these and nothing else of the
      extended state); mode 3 uses XSAVEC/XRSTOR on the whole XCR0 state. */
@@ -196,10 +243,11 @@ fanstore_intercept_entry:
   jz .Lpass
   mov %r12, F_RAX(%rsp)
   RESTORE_FRAME
+  mov $0, %ecx
   ret
 .Lpass:
   RESTORE_FRAME
-  syscall
+  mov $1, %ecx
   ret
 
 .Lalloc:
@@ -224,5 +272,5 @@ fanstore_intercept_entry:
   mov %rsp, %rcx
   jmp .Lhave
   .cfi_endproc
-  .size fanstore_intercept_entry, .-fanstore_intercept_entry
+  .size fanstore_intercept_entry_hook, .-fanstore_intercept_entry_hook
   .section .note.GNU-stack,"",@progbits

@@ -122,7 +122,7 @@ Result<PatchStats> Install(const HookSpec& spec) {
     return Status::FromErrno("mprotect of the stubs", errno);
 
   SetHook(spec.hook);
-  SetPrefilter(spec.prefilter, interest);
+  SetPrefilter(spec.prefilter, spec.prefilter_again, interest);
   const long rc = WritePatches(plans, patches);
   if (rc != 0) return Status::FromErrno("mprotect of libc's text", static_cast<int>(-rc));
 

@@ -142,6 +142,13 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
   Put32(s, static_cast<int32_t>(entry_slot - after_call));
   const uint8_t lea_up[] = {0x48, 0x8D, 0xA4, 0x24, 0x80, 0x00, 0x00, 0x00};  // lea 0x80(%rsp),%rsp
   s.insert(s.end(), lea_up, lea_up + sizeof lea_up);
+  // The entry leaves rcx = 0 when rax is the result, 1 when the kernel is to make the call:
+  // then it is made here, so that no page of the entry's is touched after it returns.
+  s.push_back(0xE3);  // jrcxz rel8 to .Lpost
+  const size_t jrcxz_at = s.size();
+  s.push_back(0);
+  s.push_back(0x0F);  // syscall
+  s.push_back(0x05);
   if (p.nr < 0) {
     s.push_back(0xEB);  // jmp rel8 over the direct syscall and the mark
     const size_t jmp_at = s.size();
@@ -157,6 +164,7 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
       std::memcpy(&s[at], &rel, 4);
     }
   }
+  s[jrcxz_at] = static_cast<uint8_t>(s.size() - (jrcxz_at + 1));
   if (!CopyRange(s, p, range, post_at, range_len, stub_addr)) return {};
   if (!jump_back()) return {};
   return s;

@@ -5,8 +5,10 @@
 //   [cmp $N,%eax; je .Ldirect]x4   only if the number is unknown: clone, clone3, vfork and
 //                                  rt_sigreturn run the original syscall here instead
 //   lea -128(%rsp),%rsp            step over the red zone
-//   call *entry_slot(%rip)         the common entry (saves state, calls the dispatcher)
+//   call *entry_slot(%rip)         the common entry (saves state, calls the dispatcher);
+//                                  rcx = 1: the kernel's call, made here; 0: rax is the result
 //   lea 128(%rsp),%rsp
+//   jrcxz .Lpost; syscall
 //   [jmp .Lpost; .Ldirect: movb $1,%fs:M; syscall; <mark>]
 //   .Lpost: <post>                 the range's instructions after the syscall, copied (a
 //                                  jmp/jcc among them re-encoded as rel32, same target)

@@ -195,8 +195,10 @@ HookSpec PreloadHookSpec() {
     const auto spellings = s->spellings();
     for (size_t k = 0; k < spellings.size(); ++k) {
       auto& to = g_prefilter.spellings[k];
-      to.len = static_cast<unsigned>(std::min<size_t>(spellings[k].size(), sizeof to.path - 1));
-      std::memcpy(to.path, spellings[k].data(), to.len);
+      char* text = g_prefilter.spelling_text[k];
+      to.len = static_cast<unsigned>(std::min<size_t>(spellings[k].size(), sizeof g_prefilter.spelling_text[k] - 1));
+      std::memcpy(text, spellings[k].data(), to.len);
+      to.path = text;
       const size_t first_alias = spellings.first_alias;
       to.link = k >= first_alias && (s->alias_links >> (k - first_alias) & 1);
       to.inside = k >= first_alias && s->alias_entries[k - first_alias] != 0;
@@ -226,6 +228,7 @@ HookSpec PreloadHookSpec() {
   g_prefilter.active = true;
   spec.hook = &RuntimeHook;
   spec.prefilter = &RuntimePrefilter;
+  spec.prefilter_again = &RuntimePrefilterAgain;
   for (const Served& r : kServed) g_routes[r.nr] = &r;
   for (const UnservedCall& c : kUnservedCalls) g_routes[c.nr] = &kUnservedRoute;
   spec.interest = ServedInterest();

@@ -21,17 +21,17 @@
 
 namespace fanstore::runtime {
 
-PrefilterState g_prefilter;
+alignas(4096) PrefilterState g_prefilter;
 
 namespace {
 
 // fds are ints to the kernel: only the register's low half counts.
-bool VirtualFd(long fd_arg) {
+FANSTORE_HOT_TEXT bool VirtualFd(long fd_arg) {
   const int fd = static_cast<int>(fd_arg);
   return fd >= 0 && fd < kMaxFds &&
          (g_prefilter.fd_bits[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1);
 }
-bool Reserved(long fd) {
+FANSTORE_HOT_TEXT bool Reserved(long fd) {
   return g_prefilter.reserved_lo > 0 && static_cast<int>(fd) >= g_prefilter.reserved_lo;
 }
 
@@ -39,23 +39,14 @@ bool Reserved(long fd) {
 // "/proc/..." or "/dev/..." while a virtual fd is open: maybe a link to it (/proc/self/fd/N,
 // /dev/fd/N, /dev/stdin, ...; runtime/resolve.h FdLink), which the kernel would follow to
 // its placeholder.
-bool MaybeFdLink(const char* s) {
+FANSTORE_HOT_TEXT bool MaybeFdLink(const char* s) {
   if (g_prefilter.fd_count->load(std::memory_order_relaxed) == 0 || s[0] != '/') return false;
   return (s[1] == 'p' && s[2] == 'r' && s[3] == 'o' && s[4] == 'c' && s[5] == '/') ||
          (s[1] == 'd' && s[2] == 'e' && s[3] == 'v' && s[4] == '/');
 }
 
-// Whether absolute path s is mount point m (n bytes) or below it. Byte by byte: reading
-// ahead in words could run past the application's NUL.
-bool UnderPrefix(const char* s, const char* m, unsigned n) {
-  unsigned i = 0;
-  for (; i < n; ++i)
-    if (s[i] != m[i]) return false;
-  return s[i] == '/' || s[i] == 0 || n == 1;
-}
-
 // `s` past its leading "./" components ("././/x" -> "x").
-const char* SkipDotSlashes(const char* s) {
+FANSTORE_HOT_TEXT const char* SkipDotSlashes(const char* s) {
   while (s[0] == '.' && s[1] == '/') {
     s += 2;
     while (*s == '/') ++s;
@@ -64,7 +55,7 @@ const char* SkipDotSlashes(const char* s) {
 }
 
 // Whether s[0, n) is one of the components of a spelling of the mount point.
-bool IsMountName(const char* s, unsigned n) {
+FANSTORE_HOT_TEXT bool IsMountName(const char* s, unsigned n) {
   return IsComponentOfAny(g_prefilter.spellings, kSpellings, s, n);
 }
 
@@ -72,7 +63,7 @@ bool IsMountName(const char* s, unsigned n) {
 // of the mount point's names (any spelling): it may lead down into the dataset from a
 // directory above it (find and du walk by directory fds; runtime/resolve.cc asks the
 // kernel where the fd is).
-bool MayLeadDown(const char* s) {
+FANSTORE_HOT_TEXT bool MayLeadDown(const char* s) {
   s = SkipDotSlashes(s);
   unsigned n = 0;
   while (s[n] != 0 && s[n] != '/') ++n;
@@ -81,7 +72,7 @@ bool MayLeadDown(const char* s) {
 
 // A relative path whose first component ("./" skipped) is "..": from a native cwd beside
 // the mount point, it may lead up and into the dataset ("../data/imagenet/...").
-bool LeadsUp(const char* s) {
+FANSTORE_HOT_TEXT bool LeadsUp(const char* s) {
   s = SkipDotSlashes(s);
   return s[0] == '.' && s[1] == '.' && (s[2] == '/' || s[2] == 0);
 }
@@ -89,7 +80,7 @@ bool LeadsUp(const char* s) {
 bool DotDotThenName(const char* s);
 bool IsProc(long p);
 inline bool EqualBytes(const char* a, const char* b, size_t n);
-bool MaybeOurs(long dirfd, long p) {
+FANSTORE_HOT_TEXT bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
   if (s[0] == '/') {
@@ -106,7 +97,7 @@ bool MaybeOurs(long dirfd, long p) {
 }
 
 // "/proc/..." (readlink of /proc/self/fd/N names a virtual fd's member).
-bool IsProc(long p) {
+FANSTORE_HOT_TEXT bool IsProc(long p) {
   const char* s = reinterpret_cast<const char*>(p);
   return s && s[0] == '/' && s[1] == 'p' && s[2] == 'r' && s[3] == 'o' && s[4] == 'c' &&
          s[5] == '/';
@@ -114,42 +105,14 @@ bool IsProc(long p) {
 
 constexpr long kDev = 0xFA57;
 
-// Whether directory fd is one of the mount point's skeleton (runtime/skeleton.h): on its
-// device, and physically under the mount point (two system calls; other directories on
-// other devices, one).
-bool InSkeleton(int fd) {
-  struct stat st;
-  if (intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0 ||
-      !IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked))
-    return false;
-  char where[4096];
-  const long n = FdName(fd, where, sizeof where);
-  if (n < 0) return false;
-  where[n] = 0;
-  const auto& m = g_prefilter.spellings[g_prefilter.physical];
-  return UnderPrefix(where, m.path, m.len);
-}
-
-void SetNativeDir(long fd, bool on) {
-  if (fd < 0 || fd >= kMaxFds) return;
-  const uint64_t bit = uint64_t{1} << (fd % 64);
-  if (on)
-    g_prefilter.native_dirs[fd / 64].fetch_or(bit, std::memory_order_relaxed);
-  else if (g_prefilter.native_dirs[fd / 64].load(std::memory_order_relaxed) & bit)
-    g_prefilter.native_dirs[fd / 64].fetch_and(~bit, std::memory_order_relaxed);
-}
-
-bool NativeDir(long fd) {
+FANSTORE_HOT_TEXT bool NativeDir(long fd) {
   return fd >= 0 && fd < kMaxFds &&
          (g_prefilter.native_dirs[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1);
 }
 
-// Whether openat(a[0], a[1], a[2]) cannot have opened a skeleton directory, by what the
-// process knows: one name (not "." or "..", not the mount point's own last name), below a
-// native directory known not to be one, no final link followed.
-bool ChildOfNativeDir(long nr, const long a[6]) {
-  if (nr != SYS_openat || !(a[2] & O_NOFOLLOW) || !NativeDir(a[0])) return false;
-  const char* s = reinterpret_cast<const char*>(a[1]);
+// Whether s is one name ("x": no '/', not empty, "." or "..") other than the last name of
+// a spelling of the mount point.
+FANSTORE_HOT_TEXT bool OneOtherName(const char* s) {
   unsigned n = 0;
   while (s[n] != 0) {
     if (s[n] == '/') return false;
@@ -165,45 +128,27 @@ bool ChildOfNativeDir(long nr, const long a[6]) {
   return true;
 }
 
-// Whether path s itself, from dirfd, is a skeleton directory (one newfstatat).
-bool SelfInSkeleton(long dirfd, const char* s) {
-  struct stat st;
-  return intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd), reinterpret_cast<long>(s),
-                                reinterpret_cast<long>(&st), 0) == 0 &&
-         IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked);
+// Whether openat(a[0], a[1], a[2]) cannot have opened a skeleton directory, by what the
+// process knows: one name below a native directory known not to be one, no final link
+// followed.
+FANSTORE_HOT_TEXT bool ChildOfNativeDir(long nr, const long a[6]) {
+  return nr == SYS_openat && (a[2] & O_NOFOLLOW) && NativeDir(a[0]) &&
+         OneOtherName(reinterpret_cast<const char*>(a[1]));
 }
 
-// Whether the parent directory of path s's last component, from dirfd, is a skeleton
-// directory (one newfstatat).
-// An absolute parent that was found to be a native directory, not the skeleton's, is
-// remembered by its spelling's hash (direct-mapped, kNativeParents slots): PATH lookups and
-// Python's imports miss in the same few directories again and again, and each miss cost a
-// newfstatat of its parent. A directory replaced by a link into the dataset after such a
-// miss is not seen (docs/design.md).
-bool ParentInSkeleton(long dirfd, const char* s) {
-  char parent[4096];
-  LastComponent c;
-  struct stat st;
-  if (!ParentOf(s, parent, &c)) return false;
-  uint64_t h = 0;
-  std::atomic<uint64_t>* slot = nullptr;
-  if (parent[0] == '/') {
-    h = meta::HashPath(parent, WordStrlen(parent)) | 1;  // (0: an empty slot)
-    slot = &g_prefilter.native_parents[h % kNativeParents];
-    if (slot->load(std::memory_order_relaxed) == h) return false;
-  }
-  if (intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd), reinterpret_cast<long>(parent),
-                             reinterpret_cast<long>(&st), 0) != 0 ||
-      !S_ISDIR(st.st_mode))
-    return false;
-  if (IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked)) return true;
-  if (slot) slot->store(h, std::memory_order_relaxed);
-  return false;
+// Whether the kernel's answer to a covered call other than open cannot come from the
+// skeleton: an empty path (the fd itself, or ENOENT), or one name below a native directory
+// known not to be the skeleton's (an ENOENT there is that directory's, and the stat family
+// needs no permission on the name itself). `du` and `find` stat every name so.
+FANSTORE_HOT_TEXT bool KernelsAlone(long nr, int at, const long a[6]) {
+  const char* s = reinterpret_cast<const char*>(a[at]);
+  if (nr == SYS_open || nr == SYS_openat || !s) return false;
+  return s[0] == 0 || (at == 1 && NativeDir(a[0]) && OneOtherName(s));
 }
 
 // Whether path s is below a spelling learned from the kernel (runtime/skeleton.h
 // LearnedPath; the spelling itself may be the link, the kernel's to answer).
-bool UnderLearned(const char* s) {
+FANSTORE_HOT_TEXT bool UnderLearned(const char* s) {
   if (g_prefilter.learned_count.load(std::memory_order_acquire) == 0 || !s || s[0] != '/')
     return false;
   for (const auto& l : g_prefilter.learned) {
@@ -216,7 +161,7 @@ bool UnderLearned(const char* s) {
 }
 
 // "/repo/code/../data/imagenet/x" (runtime/resolve.cc ThroughDotDot).
-bool DotDotThenName(const char* s) {
+FANSTORE_HOT_TEXT bool DotDotThenName(const char* s) {
   return runtime::DotDotThenName(g_prefilter.spellings, kSpellings, s);
 }
 
@@ -256,7 +201,7 @@ inline bool CleanRelative(const char* r, size_t len) {
 
 // The entry of an absolute, clean path under the mount point (no ".", "..", "//" or
 // trailing '/'), by one probe; false for anything else (the hook resolves it).
-bool FastEntry(const char* p, bool follow, uint32_t* out) {
+FANSTORE_HOT_TEXT bool FastEntry(const char* p, bool follow, uint32_t* out) {
   const size_t total = WordStrlen(p);
   unsigned n = 0;
   for (const auto& spelling : g_prefilter.spellings) {  // (the first is always set)
@@ -304,7 +249,7 @@ bool FastEntry(const char* p, bool follow, uint32_t* out) {
 }
 
 // The entry of virtual fd `fd`, if it is one.
-bool FdEntry(long fd_arg, uint32_t* out) {
+FANSTORE_HOT_TEXT bool FdEntry(long fd_arg, uint32_t* out) {
   const int fd = static_cast<int>(fd_arg);
   if (fd < 0 || fd >= kMaxFds) return false;
   const int d = g_prefilter.fd_map[fd].load(std::memory_order_acquire);
@@ -317,7 +262,7 @@ int Wants(long nr, const long a[6]) noexcept;
 
 }  // namespace
 
-void FillStatOf(uint32_t idx, struct stat* st) noexcept {
+FANSTORE_HOT_TEXT void FillStatOf(uint32_t idx, struct stat* st) noexcept {
   const meta::ImageEntry& e = g_prefilter.entries[idx];
   st->st_dev = kDev;
   st->st_ino = idx + 1;
@@ -338,7 +283,7 @@ void FillStatOf(uint32_t idx, struct stat* st) noexcept {
   st->__glibc_reserved[0] = st->__glibc_reserved[1] = st->__glibc_reserved[2] = 0;
 }
 
-void FillStatxOf(uint32_t idx, void* buf) noexcept {
+FANSTORE_HOT_TEXT void FillStatxOf(uint32_t idx, void* buf) noexcept {
   // The kernel's struct statx layout (linux/stat.h), 256 bytes.
   const meta::ImageEntry& e = g_prefilter.entries[idx];
   auto* q = static_cast<uint64_t*>(buf);
@@ -363,13 +308,13 @@ void FillStatxOf(uint32_t idx, void* buf) noexcept {
 }
 
 namespace {
-intercept::PrefilterResult Answered() {
+FANSTORE_HOT_TEXT intercept::PrefilterResult Answered() {
   g_prefilter.answered_stats.Add();
   return {0, intercept::kAnswered};
 }
 }  // namespace
 
-intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
+FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
   using intercept::kAnswered;
   using intercept::kToHook;
   using intercept::kToKernel;
@@ -447,24 +392,18 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
   if (g_prefilter.skeleton_dev == 0 || at < 0) return {0, kToKernel};
   const char* path = reinterpret_cast<const char*>(a[at]);
   if (UnderLearned(path)) return {0, kToHook};
+  if (KernelsAlone(nr, at, a)) return {0, kToKernel};
   const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
-  const long dirfd = at == 1 ? a[0] : AT_FDCWD;
   // ENOENT below a skeleton directory; EACCES for a name created in one, or for one opened
-  // (they are 0111): the hook makes the call again, and looks.
-  if (k == -ENOENT || k == -EACCES)
-    return {k, ParentInSkeleton(dirfd, path) || (k == -EACCES && SelfInSkeleton(dirfd, path))
-                   ? kToHook
-                   : kAnswered};
+  // (they are 0111): the second stage looks (it needs a path buffer).
+  if (k == -ENOENT || k == -EACCES) return {k, intercept::kAgain};
   if (k >= 0 && OpensDirectory(nr, a)) {
     // Only a process that may read the skeleton can have opened one of its directories, and
     // not one below a native directory known not to be one (`find` and `du` open every
     // directory so): no system call then.
     const bool may_be_skeleton =
         (g_prefilter.skeleton_readable || !g_prefilter.skeleton_marked) && !ChildOfNativeDir(nr, a);
-    if (may_be_skeleton && InSkeleton(static_cast<int>(k))) {
-      intercept::RawSyscall6(SYS_close, k);
-      return {0, kToHook};
-    }
+    if (may_be_skeleton) return {k, intercept::kAgain};
     SetNativeDir(k, !intercept::t_clone_child);
     return {k, kAnswered};
   }
@@ -474,7 +413,7 @@ intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept {
 
 namespace {
 
-int Wants(long nr, const long a[6]) noexcept {
+FANSTORE_HOT_TEXT int Wants(long nr, const long a[6]) noexcept {
   switch (nr) {
     // fd calls
     case SYS_read:

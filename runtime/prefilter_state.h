@@ -16,8 +16,7 @@
 
 namespace fanstore::runtime {
 
-// The mount point as given, its symlinks resolved, and symlinks to it (State::spellings;
-// hook.cc checks that the two counts agree).
+// Spellings of the mount point, at most this many (PrefilterState::spellings).
 inline constexpr int kSpellings = 6;
 
 // Spellings learned from the kernel's answers (runtime/skeleton.h), at most this many.
@@ -26,21 +25,39 @@ inline constexpr int kLearned = 8;
 // Native parent directories of ENOENTs remembered (prefilter.cc ParentInSkeleton).
 inline constexpr int kNativeParents = 256;
 
+// The fields every intercepted call may read come first, in a few cache lines of one page,
+// and the bulky arrays after them: each page the prefilter touches costs a TLB miss after
+// every system call on some virtual machines (docs/design.md, "What a native call pays").
 struct PrefilterState {
   bool active = false;
-  struct Spelling {
-    char path[4096] = {};
-    unsigned len = 0;     // 0: none
-    bool link = false;    // an alias whose last component is the symlink (State::alias_links)
-    bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
-  } spellings[kSpellings];
-  int physical = 0;              // the spelling the kernel gives (/proc/self/fd links, getcwd)
-  uint64_t skeleton_dev = 0;     // st_dev of the mount point's native directory (0: none)
-  bool skeleton_marked = false;  // it carries runtime/skeleton.h's mark
   // The process may read fanrun's skeleton directories (mode 0111: root, or a holder of
   // CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH), so a directory it opens may be one of them
   // and must be checked; otherwise such an open fails with EACCES, which says so.
   bool skeleton_readable = true;
+  bool skeleton_marked = false;  // the mount point's native directory carries skeleton.h's mark
+  int physical = 0;              // the spelling the kernel gives (/proc/self/fd links, getcwd)
+  uint64_t skeleton_dev = 0;     // st_dev of the mount point's native directory (0: none)
+  int reserved_lo = 0;
+  std::atomic<int> cwd_virtual{1};  // 1: relative paths may be ours; 2: those starting with ".."
+  std::atomic<int> learned_count{0};
+  const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
+  const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()
+  const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
+  const OpenFile* descs = nullptr;                 // FdTable::slab()
+  // The namespace image, for stat answered in the prefilter.
+  const meta::ImageEntry* entries = nullptr;
+  const meta::ImageBucket* buckets = nullptr;
+  uint64_t bucket_mask = 0;
+  const char* strings = nullptr;
+  // The mount point as given, its symlinks resolved, and symlinks to it (State::spellings;
+  // hook.cc checks that the two counts agree). `path` points into spelling_text.
+  struct Spelling {
+    const char* path = "";
+    unsigned len = 0;     // 0: none
+    bool link = false;    // an alias whose last component is the symlink (State::alias_links)
+    bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
+  } spellings[kSpellings];
+  ShardedCounter answered_stats;  // stat calls answered in the prefilter
   // Native directory fds known not to be skeleton directories (one bit per fd below
   // kMaxFds): a name below one, opened without following a final link, cannot be one
   // either, unless it is the mount point's own name. Set where the prefilter sees the fd
@@ -53,23 +70,33 @@ struct PrefilterState {
   // A directory spelled as the key (through a symlink the runtime was not told of) that is
   // physically the value, at or under the mount point (runtime/skeleton.h).
   PathPair<1024, 1024> learned[kLearned];
-  std::atomic<int> learned_count{0};
-  int reserved_lo = 0;
-  const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
-  const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()
-  const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
-  const OpenFile* descs = nullptr;                 // FdTable::slab()
-  std::atomic<int> cwd_virtual{1};  // 1: relative paths may be ours; 2: those starting with ".."
-  ShardedCounter answered_stats;    // stat calls answered in the prefilter
-  // The namespace image, for stat answered in the prefilter.
-  const meta::ImageEntry* entries = nullptr;
-  const meta::ImageBucket* buckets = nullptr;
-  uint64_t bucket_mask = 0;
-  const char* strings = nullptr;
+  char spelling_text[kSpellings][4096] = {};
 };
 extern PrefilterState g_prefilter;
 
+// Whether absolute path s is mount point m (n bytes) or below it. Byte by byte: reading
+// ahead in words could run past the application's NUL.
+inline bool UnderPrefix(const char* s, const char* m, unsigned n) {
+  unsigned i = 0;
+  for (; i < n; ++i)
+    if (s[i] != m[i]) return false;
+  return s[i] == '/' || s[i] == 0 || n == 1;
+}
+
+// Marks fd as a native directory known not to be the skeleton's, or clears the mark.
+inline void SetNativeDir(long fd, bool on) {
+  if (fd < 0 || fd >= kMaxFds) return;
+  const uint64_t bit = uint64_t{1} << (fd % 64);
+  if (on)
+    g_prefilter.native_dirs[fd / 64].fetch_or(bit, std::memory_order_relaxed);
+  else if (g_prefilter.native_dirs[fd / 64].load(std::memory_order_relaxed) & bit)
+    g_prefilter.native_dirs[fd / 64].fetch_and(~bit, std::memory_order_relaxed);
+}
+
 intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept;
+// Its second stage (intercept/call_abi.h kAgain), after it made a path call with result `k`:
+// whether the answer came from the skeleton (then the hook serves the call again).
+intercept::PrefilterResult RuntimePrefilterAgain(long nr, const long a[6], long k) noexcept;
 
 // stat and statx contents of entry `idx`, written field by field with general registers
 // only (shared by the prefilter's fast path and the handlers).
