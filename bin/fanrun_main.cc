@@ -226,6 +226,14 @@ Status Preload(const std::string& image, const std::string& mount, const std::st
   return Status::Ok();
 }
 
+// While one node copies DATA as CMD runs: where the runtime reads partitions not copied yet.
+void SetStagingFrom(const std::string& data) {
+  if (data.empty())
+    ::unsetenv("FANSTORE_STAGING_FROM");
+  else
+    ::setenv("FANSTORE_STAGING_FROM", data.c_str(), 1);
+}
+
 // Runs CMD and waits for it. Returns its wait status.
 Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub) {
   const pid_t pid = ::fork();
@@ -284,8 +292,12 @@ void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, SizeOptions* sizes, b
   app->add_option("--local-dir", o->local_dir,
                   "Node-local directory for staged partitions and the node cache (default: a "
                   "per-job, per-rank directory under /dev/shm)");
-  app->add_flag("--no-stage", o->no_stage,
-                "Serve each node's partitions in place from DATA instead of copying them");
+  auto* no_stage = app->add_flag("--no-stage", o->no_stage,
+                                 "Serve each node's partitions in place from DATA instead of copying them");
+  app->add_flag("--stage", o->stage,
+                "Copy this node's partitions to local storage even when DATA is on a local file "
+                "system (by default one node copies only from a network or FUSE file system)")
+      ->excludes(no_stage);
   app->add_option("--replicas", o->replicas, "Nodes holding each partition (default 1)")
       ->check(CLI::Validator(cli::IntegerIn(1, 1u << 20), "1..1048576"));
   app->add_option("--cache-size", sizes->cache_size,
@@ -423,6 +435,9 @@ int Attach(const std::string& job_arg, std::vector<std::string>& cmd) {
           Preload(dir + "/namespace.img", mount, dir + "/agent.sock", cache, staged == "1", cmd);
       !s.ok())
     return Fail(s.message());
+  std::string staging_from;
+  std::getline(std::ifstream(dir + "/staging-from"), staging_from);
+  SetStagingFrom(staging_from);
   // The node CMD is attached to (rank-N), of how many; this process's place on its host.
   const std::string rank_dir_name = dir.substr(dir.rfind('/') + 1);
   ::setenv("FANSTORE_RANK", rank_dir_name.substr(5).c_str(), 1);
@@ -566,6 +581,7 @@ int main(int argc, char** argv) {
                          node.cache_dir(), node.staged(), cmd);
       !s.ok())
     return Fail(s.message());
+  SetStagingFrom(node.staging_from());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.
   ::setenv("FANSTORE_AGENT_TIMEOUT",
            std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(), 1);

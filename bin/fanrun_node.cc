@@ -5,6 +5,8 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -26,6 +28,7 @@
 #include "bin/cli_util.h"
 #include "bin/mount_choice.h"
 #include "bin/private_dir.h"
+#include "bin/stage_decision.h"
 #include "io/node_cache.h"
 #include "io/pieces.h"
 #include "io/stage.h"
@@ -352,7 +355,40 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   // stage-in (every rank's stage-in agreed) it is the namespace's start-up, everything it
   // takes once the bytes are local.
   Announce(s, Since(t_start), Since(t_exchange));
+  StartCopier(s.manifest);
   return Status::Ok();
+}
+
+// The copies one node makes while CMD runs, one partition after another. Each appears
+// under its final name only once complete and checked (io/stage.h), which is what the
+// runtime looks for (runtime/state.h staging_from); a failed copy leaves that partition
+// read in place, and says so.
+void Node::StartCopier(const meta::Manifest& manifest) {
+  if (copies_.empty()) return;
+  // (tests: hold the copy back, so that reads are seen going to DATA first)
+  const char* delay = std::getenv("FANSTORE_TEST_COPY_DELAY_MS");
+  const long delay_ms = delay ? std::strtol(delay, nullptr, 10) : 0;
+  copier_ = std::thread([this, manifest, delay_ms] {
+    for (long waited = 0; waited < delay_ms && !cancel_copy_.load(); waited += 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto t0 = Clock::now();
+    uint64_t bytes = 0;
+    for (const Copy& c : copies_) {
+      auto r = io::StagePartition(c.src, c.dst, manifest, c.partition, &cancel_copy_);
+      if (cancel_copy_.load()) return;
+      if (!r.ok()) {
+        std::fprintf(stderr, "fanrun: staging stopped, the rest is read in place from DATA: %s\n",
+                     r.status().message().c_str());
+        return;
+      }
+      bytes += r->bytes;
+    }
+    const double secs = Since(t0);
+    if (!std::getenv("FANSTORE_QUIET"))
+      std::fprintf(stderr, "fanrun: staged %s in %.2f s (%.0f MB/s); reads now go to %s\n",
+                   cli::HumanBytes(static_cast<double>(bytes)).c_str(), secs,
+                   secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0, local_dir_.c_str());
+  });
 }
 
 // MPI (rank, size), this rank's log lines, and the job's id: failures here are the same on
@@ -490,7 +526,26 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (rank_ == 0 && opt.replicas > static_cast<uint32_t>(nodes_))  // said once, not per rank
     spdlog::warn("--replicas {} with {} node{}: every node holds every partition", opt.replicas,
                  nodes_, nodes_ == 1 ? "" : "s");
-  s->stage = !opt.no_stage && nodes_ > 1;
+  // Whether to copy, and how (bin/stage_decision.h): from DATA's file system and the room
+  // where the copies would go.
+  StageInputs in;
+  in.nodes = nodes_;
+  in.stage_flag = opt.stage;
+  in.no_stage_flag = opt.no_stage;
+  in.local_dir_given = !opt.local_dir.empty();
+  struct statfs data_fs;
+  if (st.ok() && ::statfs(s->abs_data.c_str(), &data_fs) == 0) in.data_fs_type = static_cast<long>(data_fs.f_type);
+  for (uint32_t p = 0; p < parts; ++p)
+    if (s->placement.Holds(static_cast<uint32_t>(rank_), p,
+                           (manifest.partitions[p].flags & meta::kFlagBroadcast) != 0))
+      in.share_bytes += manifest.partitions[p].file_size;
+  struct statvfs local_fs;
+  if (::statvfs(local_dir_.c_str(), &local_fs) == 0)
+    in.local_free = static_cast<uint64_t>(local_fs.f_bavail) * local_fs.f_frsize;
+  in.local_where = opt.local_dir.empty() ? "/dev/shm" : opt.local_dir;
+  const StageDecision decision = DecideStaging(in);
+  s->stage = decision.stage;
+  const bool overlap = decision.stage && decision.overlap;
   s->local_paths.assign(parts, "");
   s->broadcast.assign(parts, 0);
   s->readers = std::vector<meta::PartitionReader>(parts);
@@ -499,7 +554,9 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     if (!s->placement.Holds(static_cast<uint32_t>(rank_), p, s->broadcast[p])) continue;
     const std::string src = s->abs_data + "/" + meta::PartitionFileName(p);
     std::string path = src;
-    if (s->stage) {
+    if (overlap) {  // read in place now, copied while CMD runs (StartCopier)
+      copies_.push_back({p, src, local_dir_ + "/" + meta::PartitionFileName(p)});
+    } else if (s->stage) {
       path = local_dir_ + "/" + meta::PartitionFileName(p);
       auto r = io::StagePartition(src, path, manifest, p);
       if (!r.ok()) {
@@ -513,8 +570,19 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     } else if (Status same = meta::CheckAgainstManifest(s->readers[p], manifest, p); !same.ok()) {
       st = same;
     }
-    s->local_paths[p] = path;
+    s->local_paths[p] = overlap ? copies_.back().dst : path;
   }
+  if (overlap && st.ok()) staging_from_ = s->abs_data;
+  // Said once per node, as the job starts: what happens to DATA's bytes, and why.
+  if (st.ok() && !std::getenv("FANSTORE_QUIET") && (in.nodes == 1 || rank_ == 0) &&
+      (decision.stage || SharedFsName(in.data_fs_type)))
+    std::fprintf(stderr, "fanrun: %s (%s)\n",
+                 overlap      ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
+                              " of DATA to " + local_dir_ + " while the command runs; reads go to DATA until then")
+                                    .c_str()
+                 : s->stage ? "staging each node's share of DATA before the command starts"
+                            : "serving DATA in place",
+                 decision.why.c_str());
   socket_path_ = rank_dir_ + "/agent.sock";
   if (!st.ok() || !(mpi_ || opt.serve)) return;
   io::AgentConfig cfg;
@@ -522,6 +590,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   cfg.rank = rank_;
   cfg.placement = s->placement;
   cfg.blob_paths = s->local_paths;
+  for (const Copy& c : copies_) cfg.blob_paths[c.partition] = c.src;  // (in place until copied)
   cfg.staged = s->stage;
   cfg.broadcast = s->broadcast;
   cfg.socket_path = socket_path_;
@@ -575,6 +644,7 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   if (st.ok()) st = WriteFile(rank_dir_ + "/cache-dir", cache_dir());
   staged_ = s->stage;
   if (st.ok()) st = WriteFile(rank_dir_ + "/staged", staged_ ? "1" : "0");  // (for fanrun attach)
+  if (st.ok() && !staging_from_.empty()) st = WriteFile(rank_dir_ + "/staging-from", staging_from_);
   if (st.ok()) st = WriteFile(rank_dir_ + "/nodes", std::to_string(nodes_));
   s->build_s = Since(t_build);
   if (!st.ok()) return Status::Ok();  // (said at the agreement)
@@ -684,6 +754,8 @@ void Node::StopFromSignal() {
 void Node::Teardown() {
   if (torn_down_) return;
   torn_down_ = true;
+  cancel_copy_ = true;  // (CMD is done: a copy still running is of no use)
+  if (copier_.joinable()) copier_.join();
   const bool agent_met_the_others = agent_ && agent_->running() && mpi_;
   agent_.reset();
   if (image_) ::munmap(image_, image_size_);

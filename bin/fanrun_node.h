@@ -8,14 +8,17 @@
 // Thread-safety: used by fanrun's main thread.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "bin/private_dir.h"
 #include "io/agent.h"
+#include "meta/manifest.h"
 #include "meta/status.h"
 
 namespace fanstore::fanrun {
@@ -29,6 +32,7 @@ struct NodeOptions {
   std::string local_dir;  // "" = the job's directory under /dev/shm
   std::string job;        // "" = generated
   bool no_stage = false;
+  bool stage = false;  // --stage: copy even from a local file system (bin/stage_decision.h)
   uint32_t replicas = 1;
   uint64_t cache_bytes = 1ull << 30;
   uint64_t fetch_ahead = 1ull << 20;
@@ -60,6 +64,8 @@ class Node {
   const std::string& mount() const { return mount_; }
   std::string cache_dir() const { return local_dir_ + "/cache"; }
   bool staged() const { return staged_; }  // the local blobs are this job's own copies
+  // DATA while its copies are still being made (one node stages while CMD runs), else "".
+  const std::string& staging_from() const { return staging_from_; }
   io::AgentStats agent_stats() const;
 
  private:
@@ -85,6 +91,16 @@ class Node {
   std::string fresh_base_;  // a base made because the usual one was another user's
   DirId local_id_;  // (proves at clean-up that local_dir_ is still the directory made)
   bool staged_ = false;
+  // One node's copy while CMD runs: partitions (index, source, copy) copied by copier_.
+  struct Copy {
+    uint32_t partition;
+    std::string src, dst;
+  };
+  std::vector<Copy> copies_;
+  std::string staging_from_;
+  std::thread copier_;
+  std::atomic<bool> cancel_copy_{false};
+  void StartCopier(const meta::Manifest& manifest);
   uint8_t* image_ = nullptr;  // the shared mapping of the image file (the agent's view)
   uint64_t image_size_ = 0;
   std::vector<std::string> skeleton_;

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -45,7 +46,8 @@ struct Slot {
   bool writing = false;
 };
 
-Status Copy(int in, int out, uint64_t size, const std::string& src, const std::string& dst) {
+Status Copy(int in, int out, uint64_t size, const std::string& src, const std::string& dst,
+            const std::atomic<bool>* cancel) {
   io_uring ring;
   if (const int rc = io_uring_queue_init(2 * kInFlight, &ring, 0); rc < 0)
     return Status::FromErrno("io_uring_queue_init", -rc);
@@ -77,6 +79,8 @@ Status Copy(int in, int out, uint64_t size, const std::string& src, const std::s
   };
   for (size_t i = 0; i < slots.size(); ++i) start(i);
   while (busy > 0) {
+    if (cancel && st.ok() && cancel->load(std::memory_order_relaxed))
+      st = Status::Error(dst + ": copy cancelled");  // (drains what is in flight)
     io_uring_submit_and_wait(&ring, 1);
     io_uring_cqe* cqe;
     unsigned head, seen = 0;
@@ -138,7 +142,8 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size) {
 }  // namespace
 
 Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
-                                   const meta::Manifest& manifest, uint32_t id) {
+                                   const meta::Manifest& manifest, uint32_t id,
+                                   const std::atomic<bool>* cancel) {
   const auto t0 = std::chrono::steady_clock::now();
   Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
   if (in.get() < 0) return Status::FromErrno(src, errno);
@@ -159,7 +164,7 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
       ::unlink(tmp.c_str());
       return Status::FromErrno(dst, rc);
     }
-    if (Status s = Copy(in.get(), out.get(), size, src, dst); !s.ok()) {
+    if (Status s = Copy(in.get(), out.get(), size, src, dst, cancel); !s.ok()) {
       ::unlink(tmp.c_str());
       return s;
     }

@@ -7,6 +7,7 @@
 // Thread-safety: independent calls may run concurrently.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 
@@ -21,8 +22,10 @@ struct StageResult {
 };
 
 // Copies `src` to `dst` and validates it as partition `id` of `manifest`. Errors name the
-// file and the reason (e.g. "…/part-00003.fsb: No space left on device").
+// file and the reason (e.g. "…/part-00003.fsb: No space left on device"). Setting *cancel
+// (if given) stops the copy soon, with an error and nothing left at `dst`.
 Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
-                                   const meta::Manifest& manifest, uint32_t id);
+                                   const meta::Manifest& manifest, uint32_t id,
+                                   const std::atomic<bool>* cancel = nullptr);
 
 }  // namespace fanstore::io

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -47,16 +48,57 @@ bool State::InVforkChild() const {
   return child;
 }
 
+namespace {
+
+// fd moved into the reserved range (the runtime's own fds live there); raw is closed.
+long IntoReserved(long raw, int reserved_lo) {
+  const long target = intercept::RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC, reserved_lo);
+  intercept::RawSyscall6(SYS_close, raw);
+  return target;
+}
+
+int64_t MonotonicNs() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);  // (vDSO: no system call)
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+}  // namespace
+
 int State::BlobFd(uint32_t p) {
   if (p >= parts.size() || parts[p].empty()) return -EIO;
   int fd = blob_fds[p].load(std::memory_order_acquire);
   if (fd >= 0) return fd;
+  int provisional = -1;
+  if (!staging_from.empty()) {
+    provisional = provisional_fds[p].load(std::memory_order_acquire);
+    if (provisional >= 0 && MonotonicNs() < recheck_at_ns[p].load(std::memory_order_relaxed))
+      return provisional;
+  }
   const long raw = intercept::RawSyscall6(
       SYS_openat, AT_FDCWD, reinterpret_cast<long>(parts[p].c_str()), O_RDONLY | O_CLOEXEC);
+  if (raw == -ENOENT && !staging_from.empty()) {
+    // Not copied yet: the blob in place. (A provisional fd is never closed: another thread
+    // may be reading through it.)
+    recheck_at_ns[p].store(MonotonicNs() + kRecheckNs, std::memory_order_relaxed);
+    if (provisional >= 0) return provisional;
+    const std::string& final_path = parts[p];
+    const std::string in_place = staging_from + final_path.substr(final_path.rfind('/'));
+    const long ip = intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(in_place.c_str()),
+                                           O_RDONLY | O_CLOEXEC);
+    if (ip < 0) return static_cast<int>(ip);
+    const long target = IntoReserved(ip, reserved_lo);
+    if (target < 0) return static_cast<int>(target);
+    int expected = -1;
+    if (!provisional_fds[p].compare_exchange_strong(expected, static_cast<int>(target))) {
+      intercept::RawSyscall6(SYS_close, target);  // another thread won
+      return expected;
+    }
+    return static_cast<int>(target);
+  }
   if (raw < 0) return static_cast<int>(raw);
-  // Move it into the reserved range, top down: partition p at reserved top - 1 - p.
-  const long target = intercept::RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC, reserved_lo);
-  intercept::RawSyscall6(SYS_close, raw);
+  // Partition p at reserved top - 1 - p, top down.
+  const long target = IntoReserved(raw, reserved_lo);
   if (target < 0) return static_cast<int>(target);
   int expected = -1;
   if (!blob_fds[p].compare_exchange_strong(expected, static_cast<int>(target))) {
@@ -70,6 +112,7 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
   uintptr_t m = blob_maps[p].load(std::memory_order_acquire);
   if (m == 0) {
     const int fd = BlobFd(p);
+    if (!BlobSettled(p)) return nullptr;  // read in place while the copy is made: no mapping
     struct stat st;
     uintptr_t made = 1;
     long len = 0;
@@ -193,6 +236,13 @@ Status Init() {
   if (const char* agent = std::getenv("FANSTORE_AGENT")) s->agent = agent;
   if (const char* cache = std::getenv("FANSTORE_NODE_CACHE")) s->node_cache = cache;
   if (const char* staged = std::getenv("FANSTORE_STAGED")) s->staged = std::strcmp(staged, "1") == 0;
+  if (const char* from = std::getenv("FANSTORE_STAGING_FROM"); from && from[0] == '/') s->staging_from = from;
+  s->provisional_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
+  s->recheck_at_ns.reset(new std::atomic<int64_t>[s->parts.size() + 1]);
+  for (size_t p = 0; p <= s->parts.size(); ++p) {
+    s->provisional_fds[p].store(-1);
+    s->recheck_at_ns[p].store(0);
+  }
   if (const char* t = std::getenv("FANSTORE_AGENT_TIMEOUT"); t && std::atof(t) > 0)
     s->agent_timeout_ms = static_cast<int>(std::atof(t) * 1000);
   struct rlimit rl;

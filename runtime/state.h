@@ -89,9 +89,22 @@ struct State {
   std::unique_ptr<std::atomic<uint64_t>[]> blob_sizes;  // stored before the mapping is published
   std::unique_ptr<std::atomic<bool>[]> blob_resident;   // io::AlwaysResident, stored likewise
   bool staged = false;  // FANSTORE_STAGED=1: the local blobs are fanrun's own staged copies
+  // FANSTORE_STAGING_FROM: fanrun is still copying the blobs from this directory (DATA). A
+  // copy appears under its final name only once complete and checked; until then the
+  // partition is read in place from here (an fd kept in provisional_fds, never mapped),
+  // and the copy is looked for again at most every kRecheckNs.
+  std::string staging_from;
+  std::unique_ptr<std::atomic<int>[]> provisional_fds;
+  std::unique_ptr<std::atomic<int64_t>[]> recheck_at_ns;
+  static constexpr int64_t kRecheckNs = 200'000'000;
 
-  // The blob fd of partition p, opened on first use; a negative errno on failure.
+  // The blob fd of partition p, opened on first use; a negative errno on failure. While
+  // fanrun stages, the in-place blob's until the copy is there.
   int BlobFd(uint32_t p);
+  // Whether partition p is read from its final blob (not in place while staging).
+  bool BlobSettled(uint32_t p) const {
+    return blob_fds[p].load(std::memory_order_acquire) >= 0 || staging_from.empty();
+  }
   // Partition p's blob mapped read-only (shared, whole), made on first use; nullptr if it
   // cannot be mapped. Never unmapped: a process maps each local blob once. *resident: its
   // pages are always in memory (io::AlwaysResident), so no mincore is needed.

@@ -1,0 +1,41 @@
+// Whether a node copies its share of DATA to node-local storage before serving it, and why:
+// a pure function of the options, the number of nodes, DATA's file system type and the
+// room where the copies would go, so the rule is table-tested apart from any machine.
+// Thread-safety: pure functions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace fanstore::fanrun {
+
+struct StageInputs {
+  int nodes = 1;
+  bool stage_flag = false;       // --stage
+  bool no_stage_flag = false;    // --no-stage
+  bool local_dir_given = false;  // --local-dir
+  long data_fs_type = 0;         // statfs(DATA).f_type
+  uint64_t share_bytes = 0;      // this node's partitions
+  uint64_t local_free = 0;       // free bytes where the copies would go
+  std::string local_where;       // that place, for the reason
+};
+
+struct StageDecision {
+  bool stage = false;
+  // One node copies while CMD runs (reads of partitions not copied yet go to DATA in
+  // place); several nodes copy before the namespace exchange (each node serves its copies
+  // to the others).
+  bool overlap = false;
+  std::string why;  // "DATA is on NFS", "--no-stage", ...
+};
+
+StageDecision DecideStaging(const StageInputs& in);
+
+// The name of a network, cluster or FUSE file system type (statfs f_type), or nullptr for
+// one that keeps its data on this machine.
+const char* SharedFsName(long fs_type);
+
+// The name of a known local file system type, or nullptr.
+const char* LocalFsName(long fs_type);
+
+}  // namespace fanstore::fanrun

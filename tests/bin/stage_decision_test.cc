@@ -1,0 +1,83 @@
+#include "bin/stage_decision.h"
+
+#include <gtest/gtest.h>
+
+namespace fanstore::fanrun {
+namespace {
+
+constexpr long kNfs = 0x6969, kFuse = 0x65735546, kLustre = 0x0BD00BD0, kExt4 = 0xEF53,
+               kTmpfs = 0x01021994;
+
+StageInputs OneNode(long fs_type) {
+  StageInputs in;
+  in.data_fs_type = fs_type;
+  in.share_bytes = 10u << 20;
+  in.local_free = 1u << 30;
+  in.local_where = "/dev/shm";
+  return in;
+}
+
+TEST(StageDecision, SharedFileSystemsAreStagedWhileTheCommandRuns) {
+  for (long t : {kNfs, kFuse, kLustre, 0x47504653L /* GPFS */, 0x19830326L /* BeeGFS */,
+                 0x00C36400L /* CephFS */}) {
+    const StageDecision d = DecideStaging(OneNode(t));
+    EXPECT_TRUE(d.stage) << std::hex << t;
+    EXPECT_TRUE(d.overlap) << std::hex << t;
+    EXPECT_EQ(d.why, std::string("DATA is on ") + SharedFsName(t));
+  }
+}
+
+TEST(StageDecision, LocalFileSystemsAreServedInPlace) {
+  for (long t : {kExt4, kTmpfs, 0x58465342L /* XFS */}) {
+    const StageDecision d = DecideStaging(OneNode(t));
+    EXPECT_FALSE(d.stage) << std::hex << t;
+    EXPECT_EQ(d.why, std::string("DATA is on a local file system (") + LocalFsName(t) + ")");
+  }
+  // an unknown type is not copied, and named by its number
+  EXPECT_EQ(DecideStaging(OneNode(0x1234)).why, "DATA is on a local file system (type 0x1234)");
+  EXPECT_FALSE(DecideStaging(OneNode(0x1234)).stage);
+}
+
+TEST(StageDecision, FlagsOverrideTheFileSystem) {
+  StageInputs in = OneNode(kExt4);
+  in.stage_flag = true;
+  EXPECT_TRUE(DecideStaging(in).stage);
+  EXPECT_EQ(DecideStaging(in).why, "--stage");
+  in = OneNode(kExt4);
+  in.local_dir_given = true;
+  EXPECT_TRUE(DecideStaging(in).stage);
+  EXPECT_EQ(DecideStaging(in).why, "--local-dir");
+  in = OneNode(kNfs);
+  in.no_stage_flag = true;
+  in.local_dir_given = true;
+  EXPECT_FALSE(DecideStaging(in).stage);
+  EXPECT_EQ(DecideStaging(in).why, "--no-stage");
+}
+
+TEST(StageDecision, SeveralNodesStageBeforeTheExchange) {
+  StageInputs in = OneNode(kExt4);
+  in.nodes = 4;
+  const StageDecision d = DecideStaging(in);
+  EXPECT_TRUE(d.stage);
+  EXPECT_FALSE(d.overlap);
+  EXPECT_EQ(d.why, "4 nodes");
+  in.no_stage_flag = true;
+  EXPECT_FALSE(DecideStaging(in).stage);
+}
+
+TEST(StageDecision, TooLittleRoomServesInPlaceAndSaysWhy) {
+  StageInputs in = OneNode(kFuse);
+  in.share_bytes = 3ull << 30;
+  in.local_free = 1ull << 30;
+  const StageDecision d = DecideStaging(in);
+  EXPECT_FALSE(d.stage);
+  EXPECT_NE(d.why.find("DATA is on FUSE, but /dev/shm has 1.0 GiB free for 3.0 GiB"), std::string::npos)
+      << d.why;
+  EXPECT_NE(d.why.find("--local-dir"), std::string::npos);
+  // asked for explicitly, it is tried (and a full disk is then named by the copy)
+  in.local_dir_given = true;
+  EXPECT_TRUE(DecideStaging(in).stage);
+}
+
+}  // namespace
+}  // namespace fanstore::fanrun

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# One node stages from a shared file system while the command runs: DATA packed, put in a
+# squashfs image and mounted with squashfuse (a FUSE file system, as MooseFS, JuiceFS or
+# sshfs are). fanrun copies the partitions to local storage while CMD reads: with the copy
+# held back, every file is read byte-exact from DATA in place; once the copy is there the
+# same process reads it from the local copy (its blob fds say so); nothing is left behind.
+# DATA on a local file system is served in place; --no-stage and --stage override.
+# Usage: stage_test.sh FANSTORE FANRUN SOURCE_DIR
+FANSTORE=$1
+FANRUN=$2
+SRCDIR=$3
+. "$SRCDIR/tests/bin/lib.sh"
+S=$SCRATCH
+for tool in mksquashfs squashfuse fusermount; do
+  command -v $tool >/dev/null || { echo "SKIP: $tool not installed (ci/install-deps.sh installs it)"; exit 77; }
+done
+[ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+/usr/bin/python3 "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src" --files 300 --classes 3 --mean-kb 12 >/dev/null
+$FANSTORE pack -q "$S/src" "$S/packed" --partitions 3 || bad "pack"
+mksquashfs "$S/packed" "$S/packed.sqfs" -quiet -no-progress >/dev/null || bad "mksquashfs"
+mkdir -p "$S/fuse"
+squashfuse "$S/packed.sqfs" "$S/fuse" || { echo "SKIP: squashfuse could not mount here"; exit 77; }
+trap 'fusermount -u "$S/fuse" 2>/dev/null; [ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$S"' EXIT
+[ "$(stat -f -c %T "$S/fuse")" = fuseblk ] || [ "$(stat -f -c %T "$S/fuse")" = fuse ] || true
+
+cat >"$S/reader.py" <<'PY'
+# Reads every file under the mount and compares it with the source; then waits for the
+# staged copy and reads everything again. Prints where its blob fds pointed each time.
+import hashlib, os, sys, time
+mnt, src, data = sys.argv[1], sys.argv[2], sys.argv[3]
+def blobs():
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            t = os.readlink("/proc/self/fd/" + fd)
+        except OSError:
+            continue
+        if os.path.basename(t).startswith("part-") and t.endswith(".fsb"):
+            out.add("data" if t.startswith(data + "/") else "local")
+    return sorted(out)
+def read_all():
+    bad = 0
+    for root, _, files in os.walk(src):
+        for f in files:
+            rel = os.path.relpath(os.path.join(root, f), src)
+            if open(os.path.join(mnt, rel), "rb").read() != open(os.path.join(src, rel), "rb").read():
+                bad += 1
+    return bad
+print("first", read_all(), ",".join(blobs()), flush=True)
+deadline = time.time() + 60
+while time.time() < deadline:
+    time.sleep(0.3)
+    bad = read_all()
+    if "local" in blobs():
+        break
+print("then", bad, ",".join(blobs()), flush=True)
+PY
+
+# 1. DATA on FUSE: copied while the command runs.
+FANSTORE_TEST_COPY_DELAY_MS=1500 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
+  /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" >"$S/out" 2>"$S/err"
+rc=$?
+[ $rc -eq 0 ] && ok || bad "fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
+grep -q "^fanrun: copying .* of DATA to .* while the command runs; reads go to DATA until then (DATA is on FUSE)$" "$S/err" &&
+  ok || bad "the start-up line says it copies, and why: $(cat "$S/err")"
+grep -q "^first 0 data$" "$S/out" && ok || bad "reads before the copy: byte-exact, from DATA: $(cat "$S/out")"
+grep -q "^then 0 data,local$\|^then 0 local$" "$S/out" && ok ||
+  bad "reads after the copy: byte-exact, from the local copy: $(cat "$S/out")"
+grep -q "^fanrun: staged .* reads now go to /dev/shm/" "$S/err" && ok || bad "the end of the copy is said: $(cat "$S/err")"
+ls -d /dev/shm/fanstore-"$(id -u)"/job-*/ 2>/dev/null | grep -q . && bad "a job directory was left in /dev/shm" || ok
+
+# 2. --no-stage on FUSE: in place, said so.
+"$FANRUN" --no-stage --data "$S/fuse" --mount "$S/mnt" -- cat "$S/mnt/$(cd "$S/src" && find . -type f | head -1)" \
+  >"$S/one" 2>"$S/err" && ok || bad "--no-stage run failed: $(cat "$S/err")"
+grep -qx "fanrun: serving DATA in place (--no-stage)" "$S/err" && ok || bad "--no-stage is said: $(cat "$S/err")"
+
+# 3. DATA on a local file system: in place and silent; --stage copies it anyway.
+"$FANRUN" --data "$S/packed" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
+  bad "local DATA: in place and silent: $(cat "$S/err")"
+"$FANRUN" --stage --data "$S/packed" --mount "$S/mnt" -- \
+  /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/packed" >"$S/out" 2>"$S/err"
+grep -q "(--stage)$" "$S/err" && grep -q "^then 0 .*local" "$S/out" && ok ||
+  bad "--stage copies local DATA and reads the copy: $(cat "$S/err" "$S/out")"
+expect_rc 2 "--stage with --no-stage" -- "$FANRUN" --stage --no-stage --data "$S/packed" -- true
+grep -q "excludes" "$SCRATCH/err" && ok || bad "--stage with --no-stage is refused: $(cat "$SCRATCH/err")"
+
+finish
