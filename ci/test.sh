@@ -10,8 +10,18 @@
 # The Debian roots (11, 13 and unstable for the planner's libc corpus, 13 and 12 with Open
 # MPI for the suites) are made once with debootstrap and kept in /var/cache/fanstore-roots.
 # Usage: ci/test.sh            (as root on a fresh Debian 12 machine)
+#        ci/test.sh --quick    the edit loop: the dev build, the unit tier (CTest label
+#                              `unit`) and the format check; installs the dependencies only
+#                              if the build lacks them
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = --quick ]; then
+  command -v clang-format >/dev/null && [ -f /usr/include/liburing.h ] || ci/install-deps.sh
+  ci/build.sh dev
+  ctest --preset dev -L unit -j"$(nproc)" --output-on-failure
+  ci/format.sh --check
+  exit
+fi
 ci/install-deps.sh
 status=0
 log=$(mktemp /tmp/fanstore-ci-XXXXXX.log)
