@@ -1,8 +1,8 @@
 #include "bin/fanrun_doctor.h"
 
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <liburing.h>
+#include <linux/magic.h>
 #include <mpi.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -95,18 +95,30 @@ LibcReport CheckLibc(const DoctorOptions& opt, std::vector<Problem>* problems) {
 std::string FsName(int64_t type) {
   constexpr uint64_t kLustre = 0x0BD00BD0, kGpfs = 0x47504653;  // not in <linux/magic.h>
   switch (static_cast<uint64_t>(type)) {
-    case TMPFS_MAGIC: return "tmpfs";
-    case EXT4_SUPER_MAGIC: return "ext4";
-    case XFS_SUPER_MAGIC: return "xfs";
-    case BTRFS_SUPER_MAGIC: return "btrfs";
-    case FUSE_SUPER_MAGIC: return "fuse";
-    case NFS_SUPER_MAGIC: return "nfs";
-    case CEPH_SUPER_MAGIC: return "ceph";
-    case OVERLAYFS_SUPER_MAGIC: return "overlayfs";
-    case V9FS_MAGIC: return "9p";
-    case kLustre: return "lustre";
-    case kGpfs: return "gpfs";
-    default: return Hex(static_cast<uint64_t>(type));
+    case TMPFS_MAGIC:
+      return "tmpfs";
+    case EXT4_SUPER_MAGIC:
+      return "ext4";
+    case XFS_SUPER_MAGIC:
+      return "xfs";
+    case BTRFS_SUPER_MAGIC:
+      return "btrfs";
+    case FUSE_SUPER_MAGIC:
+      return "fuse";
+    case NFS_SUPER_MAGIC:
+      return "nfs";
+    case CEPH_SUPER_MAGIC:
+      return "ceph";
+    case OVERLAYFS_SUPER_MAGIC:
+      return "overlayfs";
+    case V9FS_MAGIC:
+      return "9p";
+    case kLustre:
+      return "lustre";
+    case kGpfs:
+      return "gpfs";
+    default:
+      return Hex(static_cast<uint64_t>(type));
   }
 }
 
@@ -317,13 +329,15 @@ int Doctor(const DoctorOptions& opt) {
       ancestor = ancestor.has_relative_path() ? ancestor.parent_path() : std::filesystem::path();
     const std::string where = ancestor.empty() ? "." : ancestor.string();
     local_report = CheckSpace(where);
-    if (where != opt.local_dir) local_report.path = opt.local_dir + " (to be made in " + where + ")";
+    if (where != opt.local_dir)
+      local_report.path = opt.local_dir + " (to be made in " + where + ")";
     if (!local_report.error.empty())
       problems.push_back({"--local-dir " + opt.local_dir + ": " + local_report.error,
                           "give a directory on node-local storage"});
     else if (::access(where.c_str(), W_OK | X_OK) != 0)
-      problems.push_back({"--local-dir " + opt.local_dir + ": " + where + " is not writable by this user",
-                          "give a directory of yours on node-local storage"});
+      problems.push_back(
+          {"--local-dir " + opt.local_dir + ": " + where + " is not writable by this user",
+           "give a directory of yours on node-local storage"});
   }
   const SpaceReport* local = opt.local_dir.empty() ? nullptr : &local_report;
   DataReport data_report;

@@ -79,7 +79,8 @@ Status CheckNotNested(const std::string& image = "") {
 // libfanstore.so next to this executable: installed (../lib) or in the build tree.
 std::string FindPreload() {
   if (const char* p = std::getenv("FANSTORE_PRELOAD"); p && *p) return p;
-  return cli::FindBesideExecutable({"../lib/libfanstore.so", "../lib/x86_64-linux-gnu/libfanstore.so",
+  return cli::FindBesideExecutable({"../lib/libfanstore.so",
+                                    "../lib/x86_64-linux-gnu/libfanstore.so",
                                     "../runtime/libfanstore.so"});
 }
 
@@ -93,7 +94,8 @@ Status CheckLauncher() {
 // The launcher's variables, which must not reach CMD: an MPI program run by CMD would
 // otherwise try to join fanrun's own MPI job.
 bool IsLauncherVariable(std::string_view name) {
-  for (std::string_view prefix : {"PMI_", "PMIX_", "HYDRA_", "HYDI_", "MPIR_", "OMPI_", "MPI_LOCAL"})
+  for (std::string_view prefix :
+       {"PMI_", "PMIX_", "HYDRA_", "HYDI_", "MPIR_", "OMPI_", "MPI_LOCAL"})
     if (name.substr(0, prefix.size()) == prefix) return true;
   return false;
 }
@@ -196,7 +198,8 @@ std::string MountAliases(const std::string& physical, const std::vector<std::str
 Status Preload(const std::string& image, const std::string& mount, const std::string& agent,
                const std::string& node_cache, bool staged, const std::vector<std::string>& cmd) {
   const std::string preload = FindPreload();
-  if (preload.empty()) return Status::Error("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
+  if (preload.empty())
+    return Status::Error("libfanstore.so not found next to fanrun (set FANSTORE_PRELOAD)");
   std::string ld = preload;
   if (const char* old = std::getenv("LD_PRELOAD"); old && *old) ld += std::string(":") + old;
   ::setenv("LD_PRELOAD", ld.c_str(), 1);
@@ -292,8 +295,9 @@ void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, SizeOptions* sizes, b
   app->add_option("--local-dir", o->local_dir,
                   "Node-local directory for staged partitions and the node cache (default: a "
                   "per-job, per-rank directory under /dev/shm)");
-  auto* no_stage = app->add_flag("--no-stage", o->no_stage,
-                                 "Serve each node's partitions in place from DATA instead of copying them");
+  auto* no_stage =
+      app->add_flag("--no-stage", o->no_stage,
+                    "Serve each node's partitions in place from DATA instead of copying them");
   app->add_flag("--stage", o->stage,
                 "Copy this node's partitions to local storage even when DATA is on a local file "
                 "system (by default one node copies only from a network or FUSE file system)")
@@ -314,8 +318,9 @@ void AddNodeOptions(CLI::App* app, fanrun::NodeOptions* o, SizeOptions* sizes, b
 }
 
 Status FinishOptions(fanrun::NodeOptions* o, const SizeOptions& sizes) {
-  for (auto [text, name, out] : {std::tuple{&sizes.cache_size, "--cache-size", &o->cache_bytes},
-                                 std::tuple{&sizes.fetch_ahead, "--fetch-ahead", &o->fetch_ahead}}) {
+  for (auto [text, name, out] :
+       {std::tuple{&sizes.cache_size, "--cache-size", &o->cache_bytes},
+        std::tuple{&sizes.fetch_ahead, "--fetch-ahead", &o->fetch_ahead}}) {
     if (text->empty()) continue;
     auto v = fanrun::ParseSize(*text);
     if (!v.ok()) return Status::Error(std::string(name) + ": " + v.status().message());
@@ -356,8 +361,11 @@ Result<std::string> PickJob(const std::string& job) {
     return job;
   }
   const auto jobs = ServedJobs();
-  if (jobs.empty()) return Status::Error("no served job on this host (start one with fanrun serve)");
-  if (jobs.size() > 1) return Status::Error(std::to_string(jobs.size()) + " served jobs on this host: choose one with --job");
+  if (jobs.empty())
+    return Status::Error("no served job on this host (start one with fanrun serve)");
+  if (jobs.size() > 1)
+    return Status::Error(std::to_string(jobs.size()) +
+                         " served jobs on this host: choose one with --job");
   return jobs[0];
 }
 
@@ -407,7 +415,8 @@ int Serve(fanrun::NodeOptions& opt) {
   fanrun::Node node;
   if (Status s = node.Setup(opt, cli::LaunchedByMpi()); !s.ok()) return Fail(s.message());
   if (node.rank() == 0)
-    std::fprintf(stderr, "fanrun: serving job %s at %s; run programs with: fanrun attach --job %s -- CMD\n",
+    std::fprintf(stderr,
+                 "fanrun: serving job %s at %s; run programs with: fanrun attach --job %s -- CMD\n",
                  node.job().c_str(), node.mount().c_str(), node.job().c_str());
   g_serving = &node;
   struct sigaction sa {};
@@ -503,13 +512,15 @@ int main(int argc, char** argv) {
   fanrun::NodeOptions serve_opt;
   SizeOptions serve_sizes;
   CLI::App* serve = app.add_subcommand(
-      "serve", "Attach mode: stage and serve DATA until `fanrun stop` (run it under mpiexec, one "
-               "rank per node, then start the application with `fanrun attach`)");
+      "serve",
+      "Attach mode: stage and serve DATA until `fanrun stop` (run it under mpiexec, one "
+      "rank per node, then start the application with `fanrun attach`)");
   AddNodeOptions(serve, &serve_opt, &serve_sizes, true);
   serve->add_option("--job", serve_opt.job, "Name of the job (default: generated and printed)");
   CLI::App* attach = app.add_subcommand(
-      "attach", "Run CMD attached to a served job on this host (MPI applications too: it execs "
-                "CMD in place, so a rank keeps its identity)");
+      "attach",
+      "Run CMD attached to a served job on this host (MPI applications too: it execs "
+      "CMD in place, so a rank keeps its identity)");
   attach->add_option("--job", job, "The served job (default: the only one on this host)");
   std::vector<std::string> attach_cmd;
   attach->add_option("CMD", attach_cmd, "The command and its arguments (after --)")->required();
@@ -518,9 +529,10 @@ int main(int argc, char** argv) {
   stop->add_option("--job", job, "The served job (default: the only one on this host)");
   fanrun::DoctorOptions doctor_opt;
   CLI::App* doctor = app.add_subcommand(
-      "doctor", "Check this machine before a first job: libc's interception plan, io_uring, "
-                "/dev/shm, the MPI library and launcher, and a dataset if given. Changes nothing; "
-                "exit 0 when no problem is found");
+      "doctor",
+      "Check this machine before a first job: libc's interception plan, io_uring, "
+      "/dev/shm, the MPI library and launcher, and a dataset if given. Changes nothing; "
+      "exit 0 when no problem is found");
   doctor->add_option("--data", doctor_opt.data, "A packed dataset to look at");
   doctor->add_option("--local-dir", doctor_opt.local_dir, "Where --local-dir would stage");
   doctor->add_option("--libc", doctor_opt.libc, "Plan this libc file instead of the running one");
@@ -583,8 +595,8 @@ int main(int argc, char** argv) {
     return Fail(s.message());
   SetStagingFrom(node.staging_from());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.
-  ::setenv("FANSTORE_AGENT_TIMEOUT",
-           std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(), 1);
+  ::setenv("FANSTORE_AGENT_TIMEOUT", std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(),
+           1);
   ::setenv("FANSTORE_RANK", std::to_string(node.rank()).c_str(), 1);
   ::setenv("FANSTORE_NODES", std::to_string(node.nodes()).c_str(), 1);
   ::setenv("FANSTORE_LOCAL_RANK", std::to_string(node.local_rank()).c_str(), 1);

@@ -1,8 +1,10 @@
 #include "bin/fanrun_node.h"
 
-#include <mpi.h>
 #include <fcntl.h>
+#include <mpi.h>
 #include <signal.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -22,9 +24,6 @@
 #include <mutex>
 #include <thread>
 
-#include <spdlog/sinks/stdout_sinks.h>
-#include <spdlog/spdlog.h>
-
 #include "bin/cli_util.h"
 #include "bin/mount_choice.h"
 #include "bin/private_dir.h"
@@ -33,12 +32,12 @@
 #include "io/pieces.h"
 #include "io/stage.h"
 #include "meta/dataset.h"
-#include "runtime/skeleton.h"
 #include "meta/exchange.h"
 #include "meta/manifest.h"
 #include "meta/namespace_image.h"
 #include "meta/partition_reader.h"
 #include "meta/placement.h"
+#include "runtime/skeleton.h"
 
 namespace fanstore::fanrun {
 namespace {
@@ -85,10 +84,11 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
       // The dataset is served all the same, and the runtime passes a working directory
       // inside it across exec (runtime/inherit.h); a program without the runtime finds no
       // such directory as its working directory.
-      spdlog::warn("cannot create the mount point's directory {} ({}): served all the same; "
-                   "a program without the runtime (a static binary) started inside the "
-                   "dataset will not find its working directory",
-                   *it, std::strerror(errno));
+      spdlog::warn(
+          "cannot create the mount point's directory {} ({}): served all the same; "
+          "a program without the runtime (a static binary) started inside the "
+          "dataset will not find its working directory",
+          *it, std::strerror(errno));
       return made;
     }
   }
@@ -124,7 +124,8 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
   // Root is not stopped by mode bits (docs/design.md). (The mount point's missing parents,
   // made too, are not the dataset's: they stay 0755.)
   for (const std::string& p : made)
-    if (p.size() >= mount.size() && p.compare(0, mount.size(), mount) == 0) ::chmod(p.c_str(), 0111);
+    if (p.size() >= mount.size() && p.compare(0, mount.size(), mount) == 0)
+      ::chmod(p.c_str(), 0111);
   return made;
 }
 
@@ -168,7 +169,8 @@ Status CheckMountPoint(const std::string& mount) {
 bool SayAndAgree(bool mpi, const Status& st, int rank, int nodes, const std::string& where,
                  int* failed_rank) {
   constexpr int64_t kFine = INT64_MAX;
-  const int64_t h = st.ok() ? 0 : static_cast<int64_t>(std::hash<std::string>{}(st.message()) >> 2) | 1;
+  const int64_t h =
+      st.ok() ? 0 : static_cast<int64_t>(std::hash<std::string>{}(st.message()) >> 2) | 1;
   const int64_t mine[3] = {h, kFine - h, st.ok() ? kFine : rank};
   int64_t all[3] = {mine[0], mine[1], mine[2]};
   if (mpi) MPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
@@ -246,13 +248,14 @@ Status MakeLocalParent(const std::string& dir) {
 
 // The namespace exchange: each rank encodes the partitions it is primary for (rank 0 the
 // broadcast ones); sizes, then the payload, by MPI_Allgatherv. Every rank gets every block.
-Result<std::string> ExchangeNamespace(bool mpi, int rank, int nodes, const meta::Placement& placement,
+Result<std::string> ExchangeNamespace(bool mpi, int rank, int nodes,
+                                      const meta::Placement& placement,
                                       const std::vector<uint8_t>& broadcast,
                                       const std::vector<meta::PartitionReader>& readers) {
   std::string mine;
   for (uint32_t p = 0; p < readers.size(); ++p) {
-    const bool primary = broadcast[p] ? rank == 0
-                                      : placement.Owners(p, false)[0] == static_cast<uint32_t>(rank);
+    const bool primary =
+        broadcast[p] ? rank == 0 : placement.Owners(p, false)[0] == static_cast<uint32_t>(rank);
     if (primary) meta::EncodeMembers(readers[p], p, &mine);
   }
   if (!mpi || nodes == 1) return mine;
@@ -448,7 +451,8 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
   // Every error about DATA names the option, as the user wrote it.
   const std::string data = "--data " + opt.data;
   if (::stat(opt.data.c_str(), &data_st) != 0)
-    st = errno == ENOENT ? Status::Error(data + ": no such directory") : Status::FromErrno(data, errno);
+    st = errno == ENOENT ? Status::Error(data + ": no such directory")
+                         : Status::FromErrno(data, errno);
   else if (!S_ISDIR(data_st.st_mode))
     st = Status::Error(data + ": not a directory (expected a packed dataset)");
   if (st.ok()) {
@@ -476,7 +480,8 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
   job_dir_ = *base + "/job-" + job_;
   rank_dir_ = job_dir_ + "/rank-" + std::to_string(rank_);
   if (st.ok()) {
-    if (::mkdir(job_dir_.c_str(), 0700) != 0 && errno != EEXIST) st = Status::FromErrno(job_dir_, errno);
+    if (::mkdir(job_dir_.c_str(), 0700) != 0 && errno != EEXIST)
+      st = Status::FromErrno(job_dir_, errno);
   }
   if (st.ok()) st = CheckPrivateDir(job_dir_).status();
   if (st.ok()) {
@@ -534,7 +539,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   in.no_stage_flag = opt.no_stage;
   in.local_dir_given = !opt.local_dir.empty();
   struct statfs data_fs;
-  if (st.ok() && ::statfs(s->abs_data.c_str(), &data_fs) == 0) in.data_fs_type = static_cast<long>(data_fs.f_type);
+  if (st.ok() && ::statfs(s->abs_data.c_str(), &data_fs) == 0)
+    in.data_fs_type = static_cast<long>(data_fs.f_type);
   for (uint32_t p = 0; p < parts; ++p)
     if (s->placement.Holds(static_cast<uint32_t>(rank_), p,
                            (manifest.partitions[p].flags & meta::kFlagBroadcast) != 0))
@@ -577,9 +583,10 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (st.ok() && !std::getenv("FANSTORE_QUIET") && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type)))
     std::fprintf(stderr, "fanrun: %s (%s)\n",
-                 overlap      ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
-                              " of DATA to " + local_dir_ + " while the command runs; reads go to DATA until then")
-                                    .c_str()
+                 overlap ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
+                            " of DATA to " + local_dir_ +
+                            " while the command runs; reads go to DATA until then")
+                               .c_str()
                  : s->stage ? "staging each node's share of DATA before the command starts"
                             : "serving DATA in place",
                  decision.why.c_str());
@@ -732,11 +739,12 @@ void Node::Finish(int exit_status) {
   if (agent_) {
     agent_->Finish();
     const io::AgentStats a = agent_->Stats();
-    spdlog::debug("agent: {} fetches ({} bytes, {} members fetched ahead, {} of them evicted "
-                  "unread), served {}, {} node-cache hits, {} deduplicated, {} timeouts, {} CRC "
-                  "retries, {} failures, {} evictions",
-                  a.fetched, a.fetched_bytes, a.fetched_ahead, a.ahead_unread, a.served, a.cache_hits,
-                  a.deduplicated, a.timeouts, a.crc_retries, a.failures, a.evictions);
+    spdlog::debug(
+        "agent: {} fetches ({} bytes, {} members fetched ahead, {} of them evicted "
+        "unread), served {}, {} node-cache hits, {} deduplicated, {} timeouts, {} CRC "
+        "retries, {} failures, {} evictions",
+        a.fetched, a.fetched_bytes, a.fetched_ahead, a.ahead_unread, a.served, a.cache_hits,
+        a.deduplicated, a.timeouts, a.crc_retries, a.failures, a.evictions);
   }
   Teardown();
 }
@@ -795,9 +803,10 @@ void Node::FinalizeBounded() {
     std::unique_lock<std::mutex> lk(m);
     if (cv.wait_for(lk, std::chrono::duration<double>(finalize_limit_s_), [&] { return done; }))
       return;
-    spdlog::warn("MPI_Finalize did not return within {:.0f} s (a known MPICH/UCX hang at the end of "
-                 "a job over TCP); the job's work is done, leaving without it",
-                 finalize_limit_s_);
+    spdlog::warn(
+        "MPI_Finalize did not return within {:.0f} s (a known MPICH/UCX hang at the end of "
+        "a job over TCP); the job's work is done, leaving without it",
+        finalize_limit_s_);
     spdlog::default_logger()->flush();
     std::fflush(nullptr);
     ::_exit(leave_status_);

@@ -89,7 +89,7 @@ class Node {
   std::string job_, job_dir_, rank_dir_, local_dir_, image_path_, socket_path_, mount_;
   bool own_local_dir_ = false;
   std::string fresh_base_;  // a base made because the usual one was another user's
-  DirId local_id_;  // (proves at clean-up that local_dir_ is still the directory made)
+  DirId local_id_;          // (proves at clean-up that local_dir_ is still the directory made)
   bool staged_ = false;
   // One node's copy while CMD runs: partitions (index, source, copy) copied by copier_.
   struct Copy {

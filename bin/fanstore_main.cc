@@ -29,15 +29,17 @@ int main(int argc, char** argv) {
   pack->add_option("OUT", po.out, "Output directory (manifest + part-NNNNN.fsb)")->required();
   pack->add_option("--partitions,-p", po.partitions,
                    "Number of sharded partitions (default: one per 256 MiB of data, at least 1)")
-      ->check(CLI::Validator(cli::IntegerIn(1, meta::kMaxShardedPartitions), "1.." + std::to_string(meta::kMaxShardedPartitions)));
+      ->check(CLI::Validator(cli::IntegerIn(1, meta::kMaxShardedPartitions),
+                             "1.." + std::to_string(meta::kMaxShardedPartitions)));
   pack->add_option("--broadcast,-b", po.broadcast,
                    "Glob of members every node keeps, e.g. 'val/**' (repeatable)");
-  pack->add_option("--compress,-c", compress,
-                   "none | auto | 0..3 (ISA-L level); auto keeps a member deflated (level 1) "
-                   "only if that saves >= 12.5%, never tries JPEG/PNG/MP4/zip..., and keeps members "
-                   "over 8 MiB raw unless named as text (.txt .csv .json ...: a mapped "
-                   "compressed member is inflated whole); large members are deflated in "
-                   "1 MiB blocks, so a read inflates only what it touches")
+  pack->add_option(
+          "--compress,-c", compress,
+          "none | auto | 0..3 (ISA-L level); auto keeps a member deflated (level 1) "
+          "only if that saves >= 12.5%, never tries JPEG/PNG/MP4/zip..., and keeps members "
+          "over 8 MiB raw unless named as text (.txt .csv .json ...: a mapped "
+          "compressed member is inflated whole); large members are deflated in "
+          "1 MiB blocks, so a read inflates only what it touches")
       ->capture_default_str();
   pack->add_option("--threads,-t", po.threads, "Worker threads (default: all cores)")
       ->check(CLI::Validator(cli::IntegerIn(1, 1024u), "1..1024"));

@@ -28,11 +28,14 @@ int Pack(const meta::PackOptions& in, bool quiet) {
     const std::string what = "'" + s.restricted_member + "' (mode " + mode + ")";
     if (s.private_output)
       cli::Error("fanstore", "pack: not every member is readable by everyone (first: " + what +
-                                 "), so " + o.out + " is readable by you only (0700, files 0600); "
+                                 "), so " + o.out +
+                                 " is readable by you only (0700, files 0600); "
                                  "--public makes it readable by all");
     else
-      cli::Error("fanstore", "warning: --public: " + o.out + " is readable by all, and so are "
-                                 "the bytes of members that are not, such as " + what);
+      cli::Error("fanstore", "warning: --public: " + o.out +
+                                 " is readable by all, and so are "
+                                 "the bytes of members that are not, such as " +
+                                 what);
   }
   if (s.partitions_asked > s.sharded)
     cli::Error("fanstore", "pack: --partitions " + std::to_string(s.partitions_asked) +
@@ -40,9 +43,10 @@ int Pack(const meta::PackOptions& in, bool quiet) {
                                " (each partition holds at least one non-empty file)");
   if (!quiet) {
     const std::string parts =
-        s.partitions > s.sharded ? std::to_string(s.partitions) + " partitions (" +
-                                       std::to_string(s.sharded) + " sharded + 1 broadcast)"
-                                 : std::to_string(s.partitions) + " partition" + (s.partitions == 1 ? "" : "s");
+        s.partitions > s.sharded
+            ? std::to_string(s.partitions) + " partitions (" + std::to_string(s.sharded) +
+                  " sharded + 1 broadcast)"
+            : std::to_string(s.partitions) + " partition" + (s.partitions == 1 ? "" : "s");
     std::printf(
         "packed %llu files, %llu dirs, %llu symlinks (%llu skipped) into %s: "
         "%s in, %s stored (ratio %.3f, %llu compressed), %.2f s, %s/s\n",

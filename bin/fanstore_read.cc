@@ -1,8 +1,8 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <vector>
@@ -79,8 +79,8 @@ bool CallerMay(const Dataset& ds, std::string_view path, unsigned want) {
   std::vector<gid_t> groups(static_cast<size_t>(std::max(0, ::getgroups(0, nullptr))));
   const int n = ::getgroups(static_cast<int>(groups.size()), groups.data());
   static_assert(sizeof(gid_t) == sizeof(uint32_t));
-  const meta::Credentials c{::geteuid(), ::getegid(), reinterpret_cast<const uint32_t*>(groups.data()),
-                            std::max(0, n)};
+  const meta::Credentials c{::geteuid(), ::getegid(),
+                            reinterpret_cast<const uint32_t*>(groups.data()), std::max(0, n)};
   const auto may = [&](std::string_view p, unsigned w) {
     const MemberRef* r = ds.Resolve(p, false);
     if (!r) return true;  // (reported as missing by the caller)
@@ -208,7 +208,8 @@ int Cat(const std::string& data, const std::string& path) {
   std::string whole;
   if (v.rec.size <= kBuffered) {
     whole.reserve(v.rec.size);
-  } else if (const Status check = ds->ReadMember(*ref, [](std::span<const uint8_t>) { return true; });
+  } else if (const Status check =
+                 ds->ReadMember(*ref, [](std::span<const uint8_t>) { return true; });
              !check.ok()) {
     cli::Error("fanstore", "cat: " + check.message());
     return cli::kExitFailure;
@@ -223,7 +224,8 @@ int Cat(const std::string& data, const std::string& path) {
     return !write_failed;
   });
   if (s.ok() && v.rec.size <= kBuffered)
-    write_failed = !WriteAll(STDOUT_FILENO, reinterpret_cast<const uint8_t*>(whole.data()), whole.size());
+    write_failed =
+        !WriteAll(STDOUT_FILENO, reinterpret_cast<const uint8_t*>(whole.data()), whole.size());
   if (write_failed) {
     cli::Error("fanstore", std::string("cat: standard output: ") + std::strerror(errno));
     return cli::kExitFailure;
@@ -274,8 +276,8 @@ int Verify(const std::string& data, bool quiet) {
   // directory, no path in two partitions, and the manifest's totals.
   bool bad_namespace = false;
   if (bad_parts == 0) {
-    auto image = meta::BuildNamespaceImage(
-        wire, std::vector<std::string>(m->partitions.size(), ""), m->dataset_id);
+    auto image = meta::BuildNamespaceImage(wire, std::vector<std::string>(m->partitions.size(), ""),
+                                           m->dataset_id);
     std::string why;
     if (!image.ok()) {
       why = image.status().message();
@@ -283,14 +285,16 @@ int Verify(const std::string& data, bool quiet) {
                    {reinterpret_cast<const uint8_t*>(image->data()), image->size()});
                !v.ok()) {
       why = v.status().message();
-    } else if (m->files != files || m->symlinks != symlinks || m->dirs != v->size() - files - symlinks) {
+    } else if (m->files != files || m->symlinks != symlinks ||
+               m->dirs != v->size() - files - symlinks) {
       why = "manifest: its counts of files, dirs and symlinks differ from the partitions'";
     }
     if (!why.empty()) {
       cli::Error("fanstore", "verify: " + why);
       bad_namespace = true;
     } else if (!quiet) {
-      std::printf("ok      namespace: %llu entries\n", static_cast<unsigned long long>(files + symlinks + m->dirs));
+      std::printf("ok      namespace: %llu entries\n",
+                  static_cast<unsigned long long>(files + symlinks + m->dirs));
     }
   }
   std::printf(

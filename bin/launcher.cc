@@ -27,7 +27,8 @@ std::string SrunWithoutPmi() {
 
 std::string LauncherName() {
   if (Has("OMPI_COMM_WORLD_SIZE")) return "Open MPI (mpirun)";
-  if (Has("PMI_RANK") || Has("PMI_SIZE")) return Has("SLURM_JOB_ID") ? "srun with PMI" : "mpiexec (PMI)";
+  if (Has("PMI_RANK") || Has("PMI_SIZE"))
+    return Has("SLURM_JOB_ID") ? "srun with PMI" : "mpiexec (PMI)";
   if (Has("PMIX_RANK")) return "PMIx";
   if (Has("SLURM_JOB_ID")) return Has("SLURM_STEP_ID") ? "srun without PMI" : "a Slurm allocation";
   return "";

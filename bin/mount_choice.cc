@@ -21,7 +21,6 @@ bool AtOrBelow(std::string_view path, std::string_view dir) {
          (path.size() == dir.size() || path[dir.size()] == '/');
 }
 
-
 // The longest existing prefix of `path` (at least "/"), stat'ed into *st.
 std::string NearestExisting(const std::string& path, struct stat* st) {
   std::string p = path;
@@ -46,9 +45,9 @@ std::string SystemPathReason(const std::string& path) {
   for (std::string_view ok : {"/dev/shm", "/run/user", "/var/tmp"})
     if (AtOrBelow(path, ok) && path.size() > ok.size()) return "";
   if (path == "/") return "a system directory";
-  for (std::string_view sys : {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
-                               "/libx32", "/boot", "/proc", "/sys", "/dev", "/run", "/var",
-                               "/opt", "/srv", "/snap", "/root"})
+  for (std::string_view sys :
+       {"/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/boot", "/proc",
+        "/sys", "/dev", "/run", "/var", "/opt", "/srv", "/snap", "/root"})
     if (AtOrBelow(path, sys)) return "a system directory";
   return "";
 }
@@ -63,7 +62,8 @@ std::string DefaultMountRefusal(const std::string& source) {
   // The same rules for where the path's existing part really is (/tmp/x -> /usr).
   char real[PATH_MAX];
   if (::realpath(existing.c_str(), real)) {
-    const std::string resolved = std::string(real) + source.substr(existing == "/" ? 0 : existing.size());
+    const std::string resolved =
+        std::string(real) + source.substr(existing == "/" ? 0 : existing.size());
     if (std::string why = SystemPathReason(resolved); !why.empty())
       return what + ", which is " + resolved + ", " + why + ask;
     char cwd[PATH_MAX];

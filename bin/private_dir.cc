@@ -50,7 +50,8 @@ Result<DirId> CheckPrivateDir(const std::string& path) {
     const int e = errno;
     // (ELOOP or ENOTDIR: say what is there instead)
     if (::lstat(path.c_str(), &st) == 0) {
-      if (std::string why = WhyNotPrivate(st); !why.empty()) return Status::Error(path + ": " + why);
+      if (std::string why = WhyNotPrivate(st); !why.empty())
+        return Status::Error(path + ": " + why);
     }
     return Status::FromErrno(path, e);
   }
@@ -103,10 +104,12 @@ Result<std::string> JobsBaseForNewJob() {
   auto id = MakePrivateDir(base);
   if (id.ok()) return base;
   auto fresh = MakeFreshPrivateDir(base + "-");
-  if (!fresh.ok()) return Status::Error(id.status().message() + "; and " + fresh.status().message());
+  if (!fresh.ok())
+    return Status::Error(id.status().message() + "; and " + fresh.status().message());
   cli::Error("fanrun", "warning: " + id.status().message() +
                            ": not used (another user may have made it); this job keeps its "
-                           "files in " + *fresh);
+                           "files in " +
+                           *fresh);
   return fresh;
 }
 

@@ -8,36 +8,61 @@ namespace fanstore::fanrun {
 
 const char* SharedFsName(long t) {
   switch (static_cast<unsigned long>(t) & 0xFFFFFFFFul) {
-    case 0x6969: return "NFS";
-    case 0x0BD00BD0: return "Lustre";
-    case 0x47504653: return "GPFS";
-    case 0x19830326: return "BeeGFS";
-    case 0x00C36400: return "CephFS";
-    case 0x65735546: return "FUSE";  // MooseFS, JuiceFS, s3fs, sshfs, squashfuse, ...
-    case 0x517B: return "SMB";
-    case 0xFF534D42: return "CIFS";
-    case 0xFE534D42: return "SMB2";
-    case 0x5346414F: return "AFS";
-    case 0x01021997: return "9P";
-    case 0x7461636F: return "OCFS2";
-    case 0x01161970: return "GFS2";
-    case 0x013111A8: return "IBRIX";
-    case 0xAAD7AAEA: return "PanFS";
-    default: return nullptr;
+    case 0x6969:
+      return "NFS";
+    case 0x0BD00BD0:
+      return "Lustre";
+    case 0x47504653:
+      return "GPFS";
+    case 0x19830326:
+      return "BeeGFS";
+    case 0x00C36400:
+      return "CephFS";
+    case 0x65735546:
+      return "FUSE";  // MooseFS, JuiceFS, s3fs, sshfs, squashfuse, ...
+    case 0x517B:
+      return "SMB";
+    case 0xFF534D42:
+      return "CIFS";
+    case 0xFE534D42:
+      return "SMB2";
+    case 0x5346414F:
+      return "AFS";
+    case 0x01021997:
+      return "9P";
+    case 0x7461636F:
+      return "OCFS2";
+    case 0x01161970:
+      return "GFS2";
+    case 0x013111A8:
+      return "IBRIX";
+    case 0xAAD7AAEA:
+      return "PanFS";
+    default:
+      return nullptr;
   }
 }
 
 const char* LocalFsName(long t) {
   switch (static_cast<unsigned long>(t) & 0xFFFFFFFFul) {
-    case 0xEF53: return "ext4";
-    case 0x58465342: return "XFS";
-    case 0x9123683E: return "Btrfs";
-    case 0x01021994: return "tmpfs";
-    case 0x2FC12FC1: return "ZFS";
-    case 0x794C7630: return "overlay";
-    case 0xF2F52010: return "F2FS";
-    case 0x858458F6: return "ramfs";
-    default: return nullptr;
+    case 0xEF53:
+      return "ext4";
+    case 0x58465342:
+      return "XFS";
+    case 0x9123683E:
+      return "Btrfs";
+    case 0x01021994:
+      return "tmpfs";
+    case 0x2FC12FC1:
+      return "ZFS";
+    case 0x794C7630:
+      return "overlay";
+    case 0xF2F52010:
+      return "F2FS";
+    case 0x858458F6:
+      return "ramfs";
+    default:
+      return nullptr;
   }
 }
 
@@ -61,7 +86,8 @@ StageDecision DecideStaging(const StageInputs& in) {
   if (!shared) {
     const char* local = LocalFsName(in.data_fs_type);
     char type[32];
-    std::snprintf(type, sizeof type, "type 0x%lx", static_cast<unsigned long>(in.data_fs_type) & 0xFFFFFFFFul);
+    std::snprintf(type, sizeof type, "type 0x%lx",
+                  static_cast<unsigned long>(in.data_fs_type) & 0xFFFFFFFFul);
     d.why = std::string("DATA is on a local file system (") + (local ? local : type) + ")";
     return d;
   }

@@ -6,9 +6,10 @@
 // patched with a stub that runs the system call itself (no hook, no stack: a vfork child
 // returns on the parent's stack, a new thread on an empty one), with this thread-local
 // byte set to 1 before the call and, after it, left at 1 where the call returned 0 (any
-// child) and cleared where it returned a pid or an error (the parent). A mark set in a forked child or a new thread is a false alarm the
-// runtime clears after one getpid; a mark that is 0 is trustworthy once CloneMarkComplete().
-// Thread-safety: the byte is per thread; the completeness flag is written once, by Install.
+// child) and cleared where it returned a pid or an error (the parent). A mark set in a forked child
+// or a new thread is a false alarm the runtime clears after one getpid; a mark that is 0 is
+// trustworthy once CloneMarkComplete(). Thread-safety: the byte is per thread; the completeness
+// flag is written once, by Install.
 #pragma once
 
 #include <cstdint>

@@ -47,9 +47,10 @@ __attribute__((constructor)) void FanstorePreloadInit() {
       "check), {} left (not of "
       "interest), {} left (original frame), {} refused; plan {} in {:.2f} ms, total {:.2f} ms, "
       "{} stub bytes, vector state {} ({} bytes), clone mark {}",
-      s.sites, s.patched, s.relocated, s.unknown_nr_patched, s.uninteresting, s.original_frame, s.refused,
-      s.plan_cached ? "from the cache" : "decoded", s.decode_ms, s.total_ms, s.stub_bytes,
-      VecModeName(), s.xsave_bytes, s.clone_mark ? "complete" : "incomplete (getpid checks)");
+      s.sites, s.patched, s.relocated, s.unknown_nr_patched, s.uninteresting, s.original_frame,
+      s.refused, s.plan_cached ? "from the cache" : "decoded", s.decode_ms, s.total_ms,
+      s.stub_bytes, VecModeName(), s.xsave_bytes,
+      s.clone_mark ? "complete" : "incomplete (getpid checks)");
   for (const auto& [why, n] : s.refusals) Logger().debug("refused {} site(s): {}", n, why);
 }
 

@@ -14,7 +14,7 @@ struct HookSpec {
   Hook hook = nullptr;
   Prefilter prefilter = nullptr;
   PrefilterAgain prefilter_again = nullptr;  // needed if the prefilter returns kAgain
-  Interest interest;        // sites of other (known) numbers are left unpatched
+  Interest interest;                         // sites of other (known) numbers are left unpatched
   bool full_xsave = false;  // save the whole XCR0 state with XSAVEC (cpu_state.h, mode 3)
 };
 

@@ -29,8 +29,8 @@ std::string BuildId(const dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type != PT_NOTE) continue;
-    std::string id = BuildIdOfNotes(reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr),
-                                    ph.p_memsz);
+    std::string id =
+        BuildIdOfNotes(reinterpret_cast<const uint8_t*>(info->dlpi_addr + ph.p_vaddr), ph.p_memsz);
     if (!id.empty()) return id;
   }
   return "";

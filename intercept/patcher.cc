@@ -134,7 +134,8 @@ Result<PatchStats> Install(const HookSpec& spec) {
   SetCloneMarkComplete(mark_complete);
   st.clone_mark = mark_complete;
   static_cast<PlanSummary&>(st) = Summarize(plans);
-  for (const SitePlan& p : plans) st.unknown_nr_patched += p.decision == Decision::kPatch && p.nr < 0;
+  for (const SitePlan& p : plans)
+    st.unknown_nr_patched += p.decision == Decision::kPatch && p.nr < 0;
   st.total_ms = MsSince(t0);
   return st;
 }

@@ -14,10 +14,10 @@
 
 namespace fanstore::intercept {
 
-struct PatchStats : PlanSummary {  // the plan's counts, after stubs out of reach
+struct PatchStats : PlanSummary {   // the plan's counts, after stubs out of reach
   uint64_t unknown_nr_patched = 0;  // stubs with the run-time clone/vfork check
-  bool plan_cached = false;                  // the plan came from the plan cache (plan_cache.h)
-  bool clone_mark = false;                   // every clone/vfork path writes the clone mark
+  bool plan_cached = false;         // the plan came from the plan cache (plan_cache.h)
+  bool clone_mark = false;          // every clone/vfork path writes the clone mark
   double decode_ms = 0, total_ms = 0;
   uint64_t stub_bytes = 0;
   uint32_t xsave_bytes = 0;

@@ -34,8 +34,9 @@ bool ValidFixups(const Record& r) {
     if (f.at + f.len > range || (k > 0 && f.at < r.fixups[k - 1].at + r.fixups[k - 1].len))
       return false;
     if (f.at < sc + 2 && f.at + f.len > sc) return false;
-    if (f.kind == FixKind::kRipDisp ? f.disp_at == 0 || f.disp_at + 4 > f.len
-                                    : f.kind != FixKind::kBranch || (f.len != 2 && f.len != 5 && f.len != 6))
+    if (f.kind == FixKind::kRipDisp
+            ? f.disp_at == 0 || f.disp_at + 4 > f.len
+            : f.kind != FixKind::kBranch || (f.len != 2 && f.len != 5 && f.len != 6))
       return false;
   }
   return true;

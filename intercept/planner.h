@@ -77,7 +77,7 @@ struct SitePlan {
   uint64_t start = 0, end = 0;  // the patched range (kPatch only)
   int nr = -1;                  // the syscall number if known from the code, else -1
   Decision decision = Decision::kRefused;
-  std::string reason;  // for everything but kPatch
+  std::string reason;    // for everything but kPatch
   uint8_t fixups_n = 0;  // kPatch: fixups[0, fixups_n), in address order
   std::array<Fixup, kMaxFixups> fixups{};
   bool operator==(const SitePlan&) const = default;

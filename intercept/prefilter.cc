@@ -13,10 +13,12 @@ bool g_entry_interest_all = false;
 using namespace fanstore::intercept;
 
 // Declared in dispatch.h (which this file must not include: see call_abi.h).
-extern "C" FANSTORE_HOT_TEXT PrefilterResult fanstore_intercept_prefilter(long nr, long a1, long a2, long a3, long a4,
-                                                        long a5, long a6) noexcept {
+extern "C" FANSTORE_HOT_TEXT PrefilterResult fanstore_intercept_prefilter(long nr, long a1, long a2,
+                                                                          long a3, long a4, long a5,
+                                                                          long a6) noexcept {
   if (nr == SYS_execve || nr == SYS_execveat) return {0, kToHook};  // the exec policy
-  if (!g_entry_interest_all && (nr < 0 || nr >= kMaxSyscallNr || !(g_entry_interest[nr / 64] >> (nr % 64) & 1ul)))
+  if (!g_entry_interest_all &&
+      (nr < 0 || nr >= kMaxSyscallNr || !(g_entry_interest[nr / 64] >> (nr % 64) & 1ul)))
     return {0, kToKernel};
   if (!g_entry_prefilter) return {0, kToHook};
   const long args[6] = {a1, a2, a3, a4, a5, a6};

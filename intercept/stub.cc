@@ -53,7 +53,8 @@ bool CopyRange(std::vector<uint8_t>& s, const SitePlan& p, const uint8_t* range,
     const uint64_t old_next = p.start + f.at + f.len;  // where the original's rip points
     if (f.kind == FixKind::kRipDisp) {
       const uint64_t new_next = stub_addr + s.size() + f.len;
-      const uint64_t target = old_next + static_cast<uint64_t>(static_cast<int64_t>(Get32(x + f.disp_at)));
+      const uint64_t target =
+          old_next + static_cast<uint64_t>(static_cast<int64_t>(Get32(x + f.disp_at)));
       if (!Rel32Reaches(new_next, target)) return false;
       const size_t pos = s.size();
       s.insert(s.end(), x, x + f.len);

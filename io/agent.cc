@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sched.h>
+#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -15,8 +16,6 @@
 #include <algorithm>
 #include <cstring>
 #include <utility>
-
-#include <spdlog/spdlog.h>
 
 #include "io/agent_loop.h"
 #include "io/resident.h"
@@ -63,12 +62,14 @@ Status Agent::Loop::OpenStorage(uint32_t entries, uint64_t fetchable) {
     if (blob_fds[p] < 0) return Status::FromErrno(cfg.blob_paths[p], errno);
     struct stat st;
     if (::fstat(blob_fds[p], &st) == 0 && st.st_size > 0) {
-      void* m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, blob_fds[p], 0);
+      void* m =
+          ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, blob_fds[p], 0);
       if (m != MAP_FAILED) {
         blob_maps[p] = static_cast<const uint8_t*>(m);
         blob_sizes[p] = static_cast<uint64_t>(st.st_size);
         struct statfs fs;
-        blob_in_memory[p] = ::fstatfs(blob_fds[p], &fs) == 0 && AlwaysResident(cfg.staged, fs.f_type);
+        blob_in_memory[p] =
+            ::fstatfs(blob_fds[p], &fs) == 0 && AlwaysResident(cfg.staged, fs.f_type);
       }
     }
   }
@@ -77,9 +78,11 @@ Status Agent::Loop::OpenStorage(uint32_t entries, uint64_t fetchable) {
   // ~0.44 s and 2 MiB of page tables per GiB here, so only for a staged share of at most
   // kPopulateBudget (larger shares fault their pages in as they are sent, as before).
   uint64_t staged_bytes = 0;
-  for (size_t p = 0; p < blob_maps.size(); ++p) staged_bytes += blob_in_memory[p] ? blob_sizes[p] : 0;
+  for (size_t p = 0; p < blob_maps.size(); ++p)
+    staged_bytes += blob_in_memory[p] ? blob_sizes[p] : 0;
   for (size_t p = 0; p < blob_maps.size() && staged_bytes <= kPopulateBudget; ++p)
-    if (blob_in_memory[p]) ::madvise(const_cast<uint8_t*>(blob_maps[p]), blob_sizes[p], MADV_POPULATE_READ);
+    if (blob_in_memory[p])
+      ::madvise(const_cast<uint8_t*>(blob_maps[p]), blob_sizes[p], MADV_POPULATE_READ);
   if (::mkdir(cfg.cache_dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Status::FromErrno(cfg.cache_dir, errno);
   fetchable_bytes = fetchable;
@@ -131,7 +134,9 @@ Status Agent::Loop::Open(meta::NamespaceView view) {
   }
   if (cfg.mpi && cfg.fetch_ahead > 0) {
     // Blocks of a power of two bytes, no larger than a member the cache keeps.
-    ahead_bytes = uint64_t{1} << (63 - __builtin_clzll(std::min({cfg.fetch_ahead, arena.max_member(), kMaxAhead}) | 1));
+    ahead_bytes =
+        uint64_t{1} << (63 - __builtin_clzll(
+                                 std::min({cfg.fetch_ahead, arena.max_member(), kMaxAhead}) | 1));
     if (ahead_bytes < 2 * kArenaAlign) ahead_bytes = 0;
   }
   listen_fd = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -155,7 +160,8 @@ Status Agent::Loop::Open(meta::NamespaceView view) {
   std::fill(std::begin(server_handles), std::end(server_handles), MPI_REQUEST_NULL);
   if (cfg.mpi) {
     for (int i = 0; i < kPostedRequests; ++i) PostRequest(i);
-    MPI_Irecv(&stop_msg, 1, MPI_INT, MPI_ANY_SOURCE, kTagStop, MPI_COMM_WORLD, &server_handles[kStopSlot]);
+    MPI_Irecv(&stop_msg, 1, MPI_INT, MPI_ANY_SOURCE, kTagStop, MPI_COMM_WORLD,
+              &server_handles[kStopSlot]);
   }
   return Status::Ok();
 }
@@ -323,7 +329,8 @@ void Agent::Loop::Withdraw() {
   for (;;) {
     TestOutgoing();
     TestLeftovers();
-    if ((outgoing.empty() && set_aside.empty() && abandoned.empty()) || Clock::now() > deadline) break;
+    if ((outgoing.empty() && set_aside.empty() && abandoned.empty()) || Clock::now() > deadline)
+      break;
     ::sched_yield();
   }
   // (the buffers of replies and attempts given up stay allocated until the loop is destroyed:

@@ -34,9 +34,9 @@ struct AgentConfig {
   meta::Placement placement;
   std::vector<std::string> blob_paths;  // per partition: this node's copy, "" if remote
   bool staged = false;  // the blobs are fanrun's own copies (nothing else truncates them)
-  std::vector<uint8_t> broadcast;       // per partition
-  std::string socket_path;              // the local socket to create
-  std::string cache_dir;                // holds the node cache arena
+  std::vector<uint8_t> broadcast;  // per partition
+  std::string socket_path;         // the local socket to create
+  std::string cache_dir;           // holds the node cache arena
   uint64_t cache_bytes = 1ull << 30;
   double timeout_s = 10;
   // A missed remote member is fetched with the members around it in its blob (the aligned
@@ -49,12 +49,12 @@ struct AgentConfig {
 };
 
 struct AgentStats {
-  uint64_t served = 0, served_bytes = 0;          // remote requests this node answered
-  uint64_t fetched = 0, fetched_bytes = 0;        // fetches from other nodes and their bytes
-  uint64_t fetched_ahead = 0, ahead_unread = 0;   // members fetched before anyone asked, and
-                                                  // those of them evicted unread
-  uint64_t cache_hits = 0, deduplicated = 0;      // local requests answered without a fetch
-                                                  // (most hits never reach the agent)
+  uint64_t served = 0, served_bytes = 0;         // remote requests this node answered
+  uint64_t fetched = 0, fetched_bytes = 0;       // fetches from other nodes and their bytes
+  uint64_t fetched_ahead = 0, ahead_unread = 0;  // members fetched before anyone asked, and
+                                                 // those of them evicted unread
+  uint64_t cache_hits = 0, deduplicated = 0;     // local requests answered without a fetch
+                                                 // (most hits never reach the agent)
   uint64_t timeouts = 0, crc_retries = 0, failures = 0;
   uint64_t evictions = 0;
 };

@@ -3,13 +3,13 @@
 // cache; timeouts, retries from replicas and damaged transfers.
 #include <fcntl.h>
 #include <mpi.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <spdlog/spdlog.h>
 
 #include "compress/crc32c.h"
 #include "io/agent_loop.h"
@@ -153,7 +153,8 @@ std::vector<Agent::Loop::Member> Agent::Loop::RangeAround(uint32_t entry) {
       return true;
     };
     const uint32_t first = entry > kMaxScan ? entry - kMaxScan : 0;
-    const uint32_t last = static_cast<uint32_t>(std::min<uint64_t>(ns.size(), uint64_t{entry} + kMaxScan));
+    const uint32_t last =
+        static_cast<uint32_t>(std::min<uint64_t>(ns.size(), uint64_t{entry} + kMaxScan));
     for (uint32_t x = entry; x-- > first && take(x);) {
     }
     for (uint32_t x = entry + 1; x < last && take(x); ++x) {
@@ -181,9 +182,10 @@ void Agent::Loop::StartFetch(uint32_t entry, const Waiter* w) {
   f->owners = cfg.placement.Owners(e.partition, bcast);
   // Spread the load over the replicas: start at a rank-dependent holder.
   if (f->owners.size() > 1)
-    std::rotate(f->owners.begin(),
-                f->owners.begin() + static_cast<long>(static_cast<uint32_t>(cfg.rank) % f->owners.size()),
-                f->owners.end());
+    std::rotate(
+        f->owners.begin(),
+        f->owners.begin() + static_cast<long>(static_cast<uint32_t>(cfg.rank) % f->owners.size()),
+        f->owners.end());
   f->owners.erase(std::remove(f->owners.begin(), f->owners.end(), static_cast<uint32_t>(cfg.rank)),
                   f->owners.end());
   if (!cfg.mpi) {  // one node holds everything: nothing to fetch
@@ -298,7 +300,8 @@ void Agent::Loop::Complete(Fetch& f, int32_t status) {
     kept[i] = st.ok();
     ahead += kept[i] && !waited[i];
     if (!kept[i] && !arena_failed) {  // said once: every later fetch would say it again
-      spdlog::error("{} (members fetched from now on are handed out as private copies)", st.message());
+      spdlog::error("{} (members fetched from now on are handed out as private copies)",
+                    st.message());
       arena_failed = true;
     }
   };
@@ -342,8 +345,10 @@ void Agent::Loop::CheckAhead() {
   }
   if (ahead_bytes == 0 || wasted + used < kAheadVerdict || wasted <= used) return;
   ahead_bytes = 0;
-  spdlog::info("fetch-ahead turned off: {} of {} members fetched ahead left the node cache unread "
-               "(a larger --cache-size may keep them until they are read)", wasted, wasted + used);
+  spdlog::info(
+      "fetch-ahead turned off: {} of {} members fetched ahead left the node cache unread "
+      "(a larger --cache-size may keep them until they are read)",
+      wasted, wasted + used);
 }
 
 // Checks a completed reply's bytes: every raw member against its CRC32C in the namespace,
@@ -407,8 +412,8 @@ bool Agent::Loop::ProgressFetches() {
     } else if (now > f.deadline) {
       active = true;
       Count(&AgentStats::timeouts);
-      spdlog::warn("rank {} did not answer within {} s: suspected for {} s", a.owner,
-                   cfg.timeout_s, 10 * cfg.timeout_s);
+      spdlog::warn("rank {} did not answer within {} s: suspected for {} s", a.owner, cfg.timeout_s,
+                   10 * cfg.timeout_s);
       suspect_until[static_cast<size_t>(a.owner)] =
           now + std::chrono::duration_cast<Clock::duration>(
                     std::chrono::duration<double>(10 * cfg.timeout_s));

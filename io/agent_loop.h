@@ -42,7 +42,7 @@ struct Agent::Loop {
   std::atomic<bool> finish_requested{false}, stop_requested{false};
   std::mutex mu;
   std::condition_variable cv;
-  bool stopped = false;  // the job has ended (guarded by mu)
+  bool stopped = false;   // the job has ended (guarded by mu)
   bool job_stop = false;  // a stop (not just this rank's finish) was seen
 
   mutable std::mutex stats_mu;
@@ -67,7 +67,7 @@ struct Agent::Loop {
   // piece of a large member (io/pieces.h).
   struct Waiter {
     int conn;
-    bool copy;  // wants a descriptor of a private copy (kFetchCopy)
+    bool copy;       // wants a descriptor of a private copy (kFetchCopy)
     uint32_t entry;  // the key
   };
   // One request to one holder and the receives of its reply: everything MPI may still
@@ -87,7 +87,7 @@ struct Agent::Loop {
     uint64_t off, len;
   };
   struct Fetch {
-    uint32_t entry;  // the member asked for first (the key in `fetches`)
+    uint32_t entry;               // the member asked for first (the key in `fetches`)
     std::vector<Member> members;  // by offset: it and the members fetched ahead with it
     std::vector<uint8_t> bad;     // per member, once checked: its bytes are damaged
     std::vector<Waiter> waiters;
@@ -99,14 +99,14 @@ struct Agent::Loop {
     Clock::time_point deadline;
   };
   tsl::robin_map<uint32_t, std::unique_ptr<Fetch>> fetches;
-  tsl::robin_map<uint32_t, uint32_t> joined;  // every member in flight -> its fetch's key
-  uint64_t ahead_bytes = 0;  // the fetch-ahead block in use (0: off)
-  std::vector<MPI_Request> abandoned;  // sends nobody waits for, tested until done
+  tsl::robin_map<uint32_t, uint32_t> joined;        // every member in flight -> its fetch's key
+  uint64_t ahead_bytes = 0;                         // the fetch-ahead block in use (0: off)
+  std::vector<MPI_Request> abandoned;               // sends nobody waits for, tested until done
   std::vector<std::unique_ptr<Attempt>> set_aside;  // timed out, until MPI lets go of them
-  std::vector<uint32_t> fetch_keys;  // ProgressFetches' snapshot of `fetches`
+  std::vector<uint32_t> fetch_keys;                 // ProgressFetches' snapshot of `fetches`
   std::vector<Clock::time_point> suspect_until;
 
-  NodeCache arena;  // members fetched before, shared with the node's processes
+  NodeCache arena;               // members fetched before, shared with the node's processes
   uint64_t fetchable_bytes = 0;  // what this node may fetch (an upper bound): allocated ahead
   bool arena_failed = false;
 

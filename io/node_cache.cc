@@ -72,7 +72,8 @@ Status NodeCache::Create(const std::string& path, uint32_t entries, uint64_t dat
   if (!RoomFor(fd_, h.data_offset)) return Status::FromErrno(path, ENOSPC);
   if (int rc = ::posix_fallocate(fd_, 0, static_cast<off_t>(h.data_offset)); rc != 0)
     return Status::FromErrno(path, rc);
-  if (::ftruncate(fd_, static_cast<off_t>(h.file_bytes)) != 0) return Status::FromErrno(path, errno);
+  if (::ftruncate(fd_, static_cast<off_t>(h.file_bytes)) != 0)
+    return Status::FromErrno(path, errno);
   void* m = ::mmap(nullptr, h.data_offset, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
   if (m == MAP_FAILED) return Status::FromErrno(path, errno);
   meta_ = static_cast<uint8_t*>(m);
@@ -86,7 +87,8 @@ Status NodeCache::Create(const std::string& path, uint32_t entries, uint64_t dat
   struct statfs fs;
   in_memory_ = ::fstatfs(fd_, &fs) == 0 && fs.f_type == TMPFS_MAGIC;
   if (data_bytes_ > 0) {  // (written through only where its pages are allocated: see Place)
-    void* d = ::mmap(nullptr, data_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, static_cast<off_t>(data_offset_));
+    void* d = ::mmap(nullptr, data_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+                     static_cast<off_t>(data_offset_));
     if (d != MAP_FAILED) data_ = static_cast<uint8_t*>(d);
   }
   return Status::Ok();
@@ -103,8 +105,9 @@ void NodeCache::EvictFront(std::vector<std::pair<uint32_t, std::vector<uint8_t>>
   if (s.ahead) ++(read ? ahead_used_ : ahead_wasted_);
   if (read && again && again->size() < kMaxSecondChances) {
     std::vector<uint8_t> bytes(s.bytes);
-    if (word != 0 && ::pread(fd_, bytes.data(), s.bytes, static_cast<off_t>(data_offset_ + s.off)) ==
-                         static_cast<ssize_t>(s.bytes)) {
+    if (word != 0 &&
+        ::pread(fd_, bytes.data(), s.bytes, static_cast<off_t>(data_offset_ + s.off)) ==
+            static_cast<ssize_t>(s.bytes)) {
       again->emplace_back(s.entry, std::move(bytes));
       ++second_chances_;
       return;
@@ -113,7 +116,8 @@ void NodeCache::EvictFront(std::vector<std::pair<uint32_t, std::vector<uint8_t>>
   ++evictions_;
 }
 
-void NodeCache::MakeRoom(uint64_t need, std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again) {
+void NodeCache::MakeRoom(uint64_t need,
+                         std::vector<std::pair<uint32_t, std::vector<uint8_t>>>* again) {
   // Live slots lie in ring order from the front (the oldest, at or after head_ in the
   // previous lap) round to head_. Wrapping first drops the previous lap's slots past head_.
   if (head_ + need > data_bytes_) {
@@ -141,7 +145,8 @@ Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool
     std::memcpy(data_ + off, bytes, len);
   }
   for (uint64_t done = mapped ? len : 0; done < len;) {  // elsewhere: pwrite
-    const ssize_t n = ::pwrite(fd_, bytes + done, len - done, static_cast<off_t>(data_offset_ + off + done));
+    const ssize_t n =
+        ::pwrite(fd_, bytes + done, len - done, static_cast<off_t>(data_offset_ + off + done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return Status::FromErrno("node cache", n < 0 ? errno : EIO);
     done += static_cast<uint64_t>(n);
@@ -159,7 +164,8 @@ Status NodeCache::Place(uint32_t entry, const uint8_t* bytes, uint64_t len, bool
 }
 
 Status NodeCache::Admit(uint32_t entry, const uint8_t* bytes, uint64_t len, bool ahead) {
-  if (entry >= entries_ || len > max_member()) return Status::Error("node cache: member does not fit");
+  if (entry >= entries_ || len > max_member())
+    return Status::Error("node cache: member does not fit");
   if (Contains(entry)) return Status::Ok();
   std::vector<std::pair<uint32_t, std::vector<uint8_t>>> again;
   Status st = Place(entry, bytes, len, ahead, &again);
@@ -197,7 +203,8 @@ Status NodeCache::AllocateUpTo(uint64_t bytes) {
     return Status::FromErrno(std::to_string(want - allocated_) + " bytes", ENOSPC);
   int rc;
   do {
-    rc = ::fallocate(fd_, 0, static_cast<off_t>(data_offset_ + allocated_), static_cast<off_t>(want - allocated_));
+    rc = ::fallocate(fd_, 0, static_cast<off_t>(data_offset_ + allocated_),
+                     static_cast<off_t>(want - allocated_));
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) return Status::FromErrno(std::to_string(want - allocated_) + " bytes", errno);
   // The page tables too, on tmpfs only: elsewhere (an SSD --local-dir) prefaulting for
@@ -212,7 +219,8 @@ bool NodeCache::Read(uint32_t entry, uint64_t len, std::vector<uint8_t>* out) co
   const uint64_t off = ArenaDataOffset(__atomic_load_n(&table_[entry], __ATOMIC_RELAXED));
   if (off > data_bytes_ || len > data_bytes_ - off) return false;
   out->resize(len);
-  return ::pread(fd_, out->data(), len, static_cast<off_t>(data_offset_ + off)) == static_cast<ssize_t>(len);
+  return ::pread(fd_, out->data(), len, static_cast<off_t>(data_offset_ + off)) ==
+         static_cast<ssize_t>(len);
 }
 
 }  // namespace fanstore::io

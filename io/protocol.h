@@ -65,7 +65,7 @@ struct RemoteRequest {
 inline constexpr uint32_t kNoTransferCrc = 1;
 
 struct RemoteReplyHeader {
-  int32_t status;  // 0 or a negative errno
+  int32_t status;   // 0 or a negative errno
   uint32_t crc32c;  // of the `length` bytes that follow (0 with kNoTransferCrc)
   uint64_t length;
 };

@@ -51,7 +51,8 @@ inline bool MayAccess(const Credentials& c, uint32_t mode, uint32_t uid, uint32_
 // (the owner's and group's classes only matter when they deny, which a dataset's modes
 // rarely do).
 inline bool OpenToAll(uint32_t mode, unsigned want) {
-  return (mode & want & 7) == want && ((mode >> 3) & want & 7) == want && ((mode >> 6) & want & 7) == want;
+  return (mode & want & 7) == want && ((mode >> 3) & want & 7) == want &&
+         ((mode >> 6) & want & 7) == want;
 }
 
 }  // namespace fanstore::meta

@@ -28,7 +28,8 @@ bool DecodeBlockTrailer(const uint8_t* in, uint64_t size, uint64_t stored_size, 
 
 bool DecodeBlockEntry(const uint8_t* in, const BlockTrailer& t, BlockEntry* out) {
   const BlockEntry e{GetU64(in), GetU32(in + 8), GetU32(in + 12)};
-  if (e.length == 0 || e.offset > t.table_offset || e.length > t.table_offset - e.offset) return false;
+  if (e.length == 0 || e.offset > t.table_offset || e.length > t.table_offset - e.offset)
+    return false;
   *out = e;
   return true;
 }

@@ -120,8 +120,9 @@ Result<std::vector<ExchangeBlock>> SplitBlocks(std::string_view bytes, uint32_t 
     pos += record_bytes;
     blocks.push_back(b);
   }
-  std::stable_sort(blocks.begin(), blocks.end(),
-                   [](const ExchangeBlock& a, const ExchangeBlock& b) { return a.partition < b.partition; });
+  std::stable_sort(
+      blocks.begin(), blocks.end(),
+      [](const ExchangeBlock& a, const ExchangeBlock& b) { return a.partition < b.partition; });
   return blocks;
 }
 

@@ -90,8 +90,8 @@ class BlockDecoder {
 
   ExchangeBlock b_;
   char* dst_;
-  size_t pos_ = 0;         // in b_.records
-  uint64_t out_ = 0;       // bytes written to dst_
+  size_t pos_ = 0;    // in b_.records
+  uint64_t out_ = 0;  // bytes written to dst_
   uint32_t decoded_ = 0;
   uint64_t prev_path_ = 0;  // position of the previous path in dst_
   uint32_t prev_len_ = 0;

@@ -22,11 +22,13 @@ inline constexpr uint32_t kMinFormatVersion = 1;
 inline constexpr uint64_t kBlockAlign = 4096;
 // A raw member of at least a block starts on a block boundary, so that it can be mapped
 // straight from the blob; smaller ones (mapped through a memfd copy) are packed tight.
-inline constexpr bool AlignedRaw(uint64_t size) { return size >= kBlockAlign; }
+inline constexpr bool AlignedRaw(uint64_t size) {
+  return size >= kBlockAlign;
+}
 // Member paths are at most this long: namespace images and the start-up exchange keep a
 // path's length in 16 bits. The scanner refuses a longer one, naming it; so does the reader.
 inline constexpr uint64_t kMaxPathBytes = 65535;
-inline constexpr uint64_t kDataStart = 4096;   // header block; member data starts here
+inline constexpr uint64_t kDataStart = 4096;  // header block; member data starts here
 inline constexpr std::string_view kPartitionMagic = "FANSTPRT";
 inline constexpr std::string_view kFooterMagic = "FANSTFTR";
 

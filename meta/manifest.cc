@@ -173,14 +173,17 @@ Result<Manifest> Manifest::Decode(const std::string& text) {
   uint64_t members = 0, bytes = 0, stored = 0;
   for (const PartitionSummary& p : m.partitions) {
     if (__builtin_add_overflow(members, p.members, &members) ||
-        __builtin_add_overflow(bytes, p.bytes, &bytes) || __builtin_add_overflow(stored, p.stored, &stored))
+        __builtin_add_overflow(bytes, p.bytes, &bytes) ||
+        __builtin_add_overflow(stored, p.stored, &stored))
       return bad("partition totals overflow");
   }
   uint64_t entries = 0;
   if (__builtin_add_overflow(m.files, m.dirs, &entries) ||
       __builtin_add_overflow(entries, m.symlinks, &entries) || entries == 0 || entries > members)
-    return bad("files, dirs and symlinks do not fit the partitions' " + std::to_string(members) + " members");
-  if (m.bytes != bytes || m.stored != stored) return bad("bytes or stored differ from the partitions' sums");
+    return bad("files, dirs and symlinks do not fit the partitions' " + std::to_string(members) +
+               " members");
+  if (m.bytes != bytes || m.stored != stored)
+    return bad("bytes or stored differ from the partitions' sums");
   return m;
 }
 

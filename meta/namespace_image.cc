@@ -4,8 +4,8 @@
 #include <tsl/robin_map.h>
 
 #include <algorithm>
-#include <functional>
 #include <cstring>
+#include <functional>
 
 #include "meta/access.h"
 #include "meta/dataset.h"
@@ -26,9 +26,12 @@ bool IsDir(const ImageEntry& e) {
 // The type bits of st_mode are those of the kind (a member is a file, directory or link).
 bool ModeMatchesKind(uint32_t mode, uint8_t kind) {
   switch (static_cast<Kind>(kind)) {
-    case Kind::kFile: return S_ISREG(mode);
-    case Kind::kDir: return S_ISDIR(mode);
-    case Kind::kSymlink: return S_ISLNK(mode);
+    case Kind::kFile:
+      return S_ISREG(mode);
+    case Kind::kDir:
+      return S_ISDIR(mode);
+    case Kind::kSymlink:
+      return S_ISLNK(mode);
   }
   return false;
 }
@@ -206,7 +209,8 @@ struct Builder {
     for (uint32_t i = 1; i < n; ++i) {
       ImageEntry& e = entries[remap[keys[i].k]];
       const ImageEntry& parent = entries[e.parent];
-      e.flags = (parent.flags & kEntryPathOpen) && OpenToAll(parent.mode, kMayExec) ? kEntryPathOpen : 0;
+      e.flags =
+          (parent.flags & kEntryPathOpen) && OpenToAll(parent.mode, kMayExec) ? kEntryPathOpen : 0;
     }
     return Status::Ok();
   }
@@ -287,7 +291,8 @@ Result<uint64_t> BuildNamespaceImageInto(std::string_view exchanged,
   h.dataset_id = dataset_id;
   uint8_t* out = allocate(h.total_size);  // zeroed (the gaps between sections stay zero)
   if (!out)
-    return Status::Error("namespace image: cannot allocate " + std::to_string(h.total_size) + " bytes");
+    return Status::Error("namespace image: cannot allocate " + std::to_string(h.total_size) +
+                         " bytes");
   std::memcpy(out + h.parts_off, parts.data(), parts.size());
   Builder b{reinterpret_cast<ImageEntry*>(out + h.entries_off),
             reinterpret_cast<ImageBucket*>(out + h.buckets_off),

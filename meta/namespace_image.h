@@ -40,8 +40,8 @@ inline constexpr uint16_t kEntryPathOpen = 1u << 0;
 // stored path at once instead of one after the other (a `stat` is bound by these dependent
 // memory loads once the namespace outgrows the cache; docs/design.md).
 struct ImageBucket {
-  uint32_t entry_plus_one;  // 0: empty
-  uint32_t tag;             // high 32 bits of the path's hash
+  uint32_t entry_plus_one;      // 0: empty
+  uint32_t tag;                 // high 32 bits of the path's hash
   uint32_t path_off, path_len;  // the entry's, in the string table
 };
 static_assert(sizeof(ImageBucket) == 16);

@@ -105,7 +105,8 @@ Status NamespaceView::CheckEntries(uint64_t child_slots, uint64_t string_bytes) 
       // The parent's path is this path's parent path: shorter, so parents never loop.
       if (path(e).empty() || ParentPath(path(e)) != path(parent))
         return Bad(at() + "its parent's path is not its parent path");
-      if (e.flags != (open ? kEntryPathOpen : 0)) return Bad(at() + "flags disagree with the parents' modes");
+      if (e.flags != (open ? kEntryPathOpen : 0))
+        return Bad(at() + "flags disagree with the parents' modes");
     }
     if (dir) {
       uint64_t last;
@@ -114,9 +115,11 @@ Status NamespaceView::CheckEntries(uint64_t child_slots, uint64_t string_bytes) 
       children_used += e.child_count;
       for (uint32_t c = 0; c < e.child_count; ++c) {
         const uint32_t k = children_[e.first_child + c];
-        if (k == 0 || k >= n || entries_[k].parent != i) return Bad(at() + "a child that is not its own");
+        if (k == 0 || k >= n || entries_[k].parent != i)
+          return Bad(at() + "a child that is not its own");
       }
-    } else if (e.partition >= h_->partition_count || e.codec > static_cast<uint8_t>(Codec::kDeflateBlocks)) {
+    } else if (e.partition >= h_->partition_count ||
+               e.codec > static_cast<uint8_t>(Codec::kDeflateBlocks)) {
       return Bad(at() + "partition or codec out of range");
     }
   }

@@ -1,7 +1,5 @@
 #include "meta/pack.h"
 
-#include "meta/access.h"
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -19,6 +17,7 @@
 
 #include "compress/crc32c.h"
 #include "compress/deflate.h"
+#include "meta/access.h"
 #include "meta/blocks.h"
 #include "meta/manifest.h"
 #include "meta/pack_plan.h"
@@ -141,8 +140,9 @@ class Encoder {
 // Deflates the blocks of one chunk on up to `helpers.size() + 1` threads (the caller's
 // and helpers', each with its own deflater): blocks are independent streams, so the bytes
 // are the same whatever the thread count. Returns false if a block failed.
-bool DeflateBlocks(compress::Deflater& own, std::vector<std::unique_ptr<compress::Deflater>>& helpers,
-                   const uint8_t* data, size_t n, std::vector<std::vector<uint8_t>>& out) {
+bool DeflateBlocks(compress::Deflater& own,
+                   std::vector<std::unique_ptr<compress::Deflater>>& helpers, const uint8_t* data,
+                   size_t n, std::vector<std::vector<uint8_t>>& out) {
   const size_t blocks = (n + kDeflateBlockBytes - 1) / kDeflateBlockBytes;
   out.resize(blocks);
   std::atomic<size_t> next{0};
@@ -166,7 +166,8 @@ bool DeflateBlocks(compress::Deflater& own, std::vector<std::unique_ptr<compress
 // it is cut into independent 1 MiB blocks with a table (Codec::kDeflateBlocks,
 // meta/blocks.h), so that a read of part of it inflates only the blocks it touches; the
 // blocks of a chunk are deflated on `threads` threads at once.
-Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& rec, unsigned threads) {
+Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& rec,
+                   unsigned threads) {
   auto fd_or = enc.OpenChecked(m);
   if (!fd_or.ok()) return fd_or.status();
   const int fd = *fd_or;
@@ -378,8 +379,8 @@ bool LooksLikeText(std::string_view path) {
   if (dot == std::string_view::npos || path.find('/', dot) != std::string_view::npos) return false;
   std::string ext(path.substr(dot + 1));
   for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (const char* t : {"txt", "csv", "tsv", "json", "jsonl", "ndjson", "xml", "html", "log",
-                        "yaml", "yml", "md"})
+  for (const char* t :
+       {"txt", "csv", "tsv", "json", "jsonl", "ndjson", "xml", "html", "log", "yaml", "yml", "md"})
     if (ext == t) return true;
   return false;
 }
@@ -444,7 +445,8 @@ Result<PackStats> Pack(const PackOptions& o) {
     for (uint32_t p = 0; p < nparts; ++p) {
       bool has = false;
       for (size_t i : plans[p].members)
-        has = has || (members[i].kind != Kind::kDir && (members[i].size > 0 || prog.bytes_total == 0));
+        has = has ||
+              (members[i].kind != Kind::kDir && (members[i].size > 0 || prog.bytes_total == 0));
       filled += has;
     }
     if (filled == nparts || nparts == 1) break;

@@ -58,9 +58,9 @@ struct PackStats {
   uint64_t files = 0, dirs = 0, symlinks = 0, skipped = 0;
   uint64_t bytes_in = 0, bytes_stored = 0, output_bytes = 0;
   uint64_t compressed_members = 0;
-  uint32_t partitions = 0;         // made, the broadcast one included
-  uint32_t partitions_asked = 0;   // --partitions (0: the default)
-  uint32_t sharded = 0;            // made, the broadcast one not included
+  uint32_t partitions = 0;        // made, the broadcast one included
+  uint32_t partitions_asked = 0;  // --partitions (0: the default)
+  uint32_t sharded = 0;           // made, the broadcast one not included
   double seconds = 0;
   // The first member (in path order) that not everyone may read (a file or link without
   // read for all, a directory without read and search for all), "" when none; and its mode.

@@ -148,7 +148,8 @@ Status PartitionReader::CheckRecords() {
         if (codec != Codec::kRaw && (r.stored_size == 0 || r.size == 0))
           return bad("inconsistent compressed member");
         if (codec == Codec::kDeflateBlocks &&
-            (r.stored_size < BlockTableBytes(BlockCount(r.size)) || BlockCount(r.size) > UINT32_MAX))
+            (r.stored_size < BlockTableBytes(BlockCount(r.size)) ||
+             BlockCount(r.size) > UINT32_MAX))
           return bad("inconsistent block-deflated member");
         break;
       default:
@@ -263,7 +264,8 @@ Status PartitionReader::ReadBlocks(size_t i,
     if (!DecodeBlockEntry(table.data() + b * kBlockEntryBytes, t, &e) || e.offset != expect)
       return damaged(block + ": table entry");
     expect = e.offset + e.length;
-    if (b + 1 == t.count && expect != t.table_offset) return damaged("table does not end the streams");
+    if (b + 1 == t.count && expect != t.table_offset)
+      return damaged("table does not end the streams");
     stored.resize(e.length);
     FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset + e.offset, stored.data(), stored.size()));
     const std::span<uint8_t> out(plain.data(), BlockPlainBytes(r.size, b));

@@ -17,7 +17,8 @@ std::vector<uint32_t> Placement::Owners(uint32_t partition, bool broadcast) cons
 bool Placement::Holds(uint32_t node, uint32_t partition, bool broadcast) const {
   if (broadcast) return true;
   // node is among partition, partition+1, ..., partition+K-1 (mod N).
-  const uint32_t distance = static_cast<uint32_t>((uint64_t{node} + nodes - partition % nodes) % nodes);
+  const uint32_t distance =
+      static_cast<uint32_t>((uint64_t{node} + nodes - partition % nodes) % nodes);
   return distance < EffectiveReplicas();
 }
 

@@ -45,7 +45,8 @@ FdTable::FdTable(int slab_fd, int fd_floor) {
     }
   }
   if (fd < 0) return;  // no slab: every open fails with ENOMEM
-  void* m = ::mmap(nullptr, kSlabBytes, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
+  void* m =
+      ::mmap(nullptr, kSlabBytes, PROT_READ | PROT_WRITE, MAP_SHARED, static_cast<int>(fd), 0);
   if (m == MAP_FAILED) {
     RawSyscall6(SYS_close, fd);
     inherited_ = false;
@@ -104,7 +105,8 @@ void FdTable::Bind(int fd, int d) {
 
 void FdTable::Adopt(int fd, int d, bool add_ref) {
   if (add_ref) slab_[d].refs.fetch_add(1, std::memory_order_acq_rel);
-  if (fd_[fd].exchange(d, std::memory_order_acq_rel) < 0) bound_.fetch_add(1, std::memory_order_relaxed);
+  if (fd_[fd].exchange(d, std::memory_order_acq_rel) < 0)
+    bound_.fetch_add(1, std::memory_order_relaxed);
   bits_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
 }
 

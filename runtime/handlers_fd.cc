@@ -1,14 +1,14 @@
 #include <dirent.h>
-#include <poll.h>
-#include <sys/select.h>
-#include <sys/stat.h>
-#include <sys/time.h>
 #include <fcntl.h>
 #include <linux/fs.h>
+#include <poll.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/select.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <termios.h>
 #include <unistd.h>
@@ -376,8 +376,8 @@ long MaskPastEnd(long addr, const long a[6], uint32_t entry, uint64_t size) {
   }
   const uint64_t from = std::max(past, off);
   if (from < map_end) {
-    const long empty = RawSyscall6(SYS_memfd_create, reinterpret_cast<long>("fanstore-past-end"),
-                                   MFD_CLOEXEC);
+    const long empty =
+        RawSyscall6(SYS_memfd_create, reinterpret_cast<long>("fanstore-past-end"), MFD_CLOEXEC);
     if (empty < 0) return empty;
     const long at = addr + static_cast<long>(from - off);
     const long m = RawSyscall6(SYS_mmap, at, static_cast<long>(map_end - from), a[2],
@@ -407,8 +407,8 @@ HookResult OnMmap(const long a[6]) {
     // Map the blob (or the agent's private copy) at the member's 4 KiB-aligned data; private
     // so nothing can write it. The mapping keeps a fetched copy alive after the close.
     const long flags = (a[3] & ~MAP_SHARED) | MAP_PRIVATE;
-    const long rc = RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, src.fd,
-                                static_cast<long>(src.base) + a[5]);
+    const long rc =
+        RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, src.fd, static_cast<long>(src.base) + a[5]);
     CloseSource(src);
     if (static_cast<unsigned long>(rc) >= static_cast<unsigned long>(-4095)) return Handled(rc);
     if (const long err = MaskPastEnd(rc, a, f->entry, e.size); err < 0) {
@@ -630,9 +630,9 @@ HookResult OnSelect(long nr, const long a[6]) {
                      reinterpret_cast<long>(c[2]), ready ? reinterpret_cast<long>(&zero) : a[4]);
   } else {
     timespec zero{0, 0};
-    rc = RawSyscall6(SYS_pselect6, nfds, reinterpret_cast<long>(c[0]),
-                     reinterpret_cast<long>(c[1]), reinterpret_cast<long>(c[2]),
-                     ready ? reinterpret_cast<long>(&zero) : a[4], a[5]);
+    rc = RawSyscall6(SYS_pselect6, nfds, reinterpret_cast<long>(c[0]), reinterpret_cast<long>(c[1]),
+                     reinterpret_cast<long>(c[2]), ready ? reinterpret_cast<long>(&zero) : a[4],
+                     a[5]);
   }
   if (rc < 0 && !(ready && rc == -EINTR)) return Handled(rc);
   for (long w = 0; w < words; ++w) {

@@ -161,16 +161,16 @@ int CheckOpenHow(const long a[6], open_how* how) {
                                    O_NONBLOCK | O_DSYNC | O_ASYNC | O_DIRECT | O_LARGEFILE |
                                    O_DIRECTORY | O_NOFOLLOW | O_NOATIME | O_CLOEXEC | O_PATH |
                                    O_TMPFILE | O_SYNC;
-  constexpr uint64_t kValidResolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS |
-                                     RESOLVE_NO_SYMLINKS | RESOLVE_BENEATH | RESOLVE_IN_ROOT |
-                                     RESOLVE_CACHED;
+  constexpr uint64_t kValidResolve = RESOLVE_NO_XDEV | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_SYMLINKS |
+                                     RESOLVE_BENEATH | RESOLVE_IN_ROOT | RESOLVE_CACHED;
   if ((how->flags & ~kValidFlags) || (how->resolve & ~kValidResolve)) return EINVAL;
   if ((how->flags & O_CREAT) || (how->flags & O_TMPFILE) == O_TMPFILE) {
     if (how->mode & ~uint64_t{07777}) return EINVAL;
   } else if (how->mode != 0) {
     return EINVAL;
   }
-  if ((how->flags & O_PATH) && (how->flags & ~uint64_t{O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC}))
+  if ((how->flags & O_PATH) &&
+      (how->flags & ~uint64_t{O_DIRECTORY | O_NOFOLLOW | O_PATH | O_CLOEXEC}))
     return EINVAL;
   if ((how->flags & O_TMPFILE) == O_TMPFILE && (how->flags & O_ACCMODE) == O_RDONLY) return EINVAL;
   if ((how->resolve & RESOLVE_BENEATH) && (how->resolve & RESOLVE_IN_ROOT)) return EINVAL;
@@ -187,7 +187,8 @@ bool MeetsSymlink(long dirfd, const char* path, bool follow_last) {
   const std::string p(path);
   for (size_t end = 0; end != std::string::npos;) {
     end = p.find('/', end + 1);
-    const bool last = end == std::string::npos || p.find_first_not_of('/', end) == std::string::npos;
+    const bool last =
+        end == std::string::npos || p.find_first_not_of('/', end) == std::string::npos;
     const std::string prefix = last ? p : p.substr(0, end);
     const Resolved r = Resolve(dirfd, prefix.c_str(), 0);
     if (r.kind != Resolved::kVirtual) return false;  // an error or a native part: not ours to say
@@ -232,9 +233,9 @@ HookResult OnOpenat(long nr, const long a[6]) {
       const Resolved r = Resolve(a[0], path, (flags & (O_NOFOLLOW | O_PATH)) ? 0 : kFollow);
       if (r.kind == Resolved::kNative) return kPassToKernel;
       uint32_t cwd;
-      const bool from_inside = path && path[0] != '/' &&
-                               (static_cast<int>(a[0]) == AT_FDCWD ? CwdIsVirtual(&cwd)
-                                                                   : Fds().Lookup(a[0]) != nullptr);
+      const bool from_inside =
+          path && path[0] != '/' &&
+          (static_cast<int>(a[0]) == AT_FDCWD ? CwdIsVirtual(&cwd) : Fds().Lookup(a[0]) != nullptr);
       if (r.kind == Resolved::kRewritten || !from_inside) return Err(EXDEV);
     }
     return OpenPath(nr, a, 1, a[0], path, flags);
@@ -295,7 +296,7 @@ HookResult OnAccess(long nr, const long a[6]) {
   // access(2) asks with the real ids (AT_EACCESS: the effective ones); the walk that
   // reached the entry searched with the fs ids, which equal the effective ones.
   Caller caller(nr == SYS_faccessat2 && (a[3] & AT_EACCESS) ? Caller::Ids::kEffective
-                                                          : Caller::Ids::kReal);
+                                                            : Caller::Ids::kReal);
   const unsigned want = ((mode & R_OK) ? meta::kMayRead : 0) | ((mode & X_OK) ? meta::kMayExec : 0);
   return Handled(caller.May(Get()->ns.entry(r.entry), want) ? 0 : -EACCES);
 }
@@ -385,7 +386,8 @@ HookResult OnStatfs(long nr, const long a[6]) {
     const meta::NamespaceView& ns = Get()->ns;
     b = 0;
     for (uint32_t i = 0; i < ns.size(); ++i)
-      if (ns.entry(i).kind == static_cast<uint8_t>(Kind::kFile)) b += (ns.entry(i).stored_size + 4095) / 4096;
+      if (ns.entry(i).kind == static_cast<uint8_t>(Kind::kFile))
+        b += (ns.entry(i).stored_size + 4095) / 4096;
     blocks.store(b, std::memory_order_relaxed);
   }
   auto* s = reinterpret_cast<struct statfs*>(a[1]);
@@ -534,7 +536,9 @@ HookResult OnUtimensat(long nr, const long a[6]) {
   const bool have_times = a[2] != 0;
   if (have_times && !CopyIn(t, a[2], sizeof t)) return Err(EFAULT);
   if (have_times && t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT) return Handled(0);
-  auto nsec_ok = [](long ns) { return ns == UTIME_NOW || ns == UTIME_OMIT || (ns >= 0 && ns < 1000000000); };
+  auto nsec_ok = [](long ns) {
+    return ns == UTIME_NOW || ns == UTIME_OMIT || (ns >= 0 && ns < 1000000000);
+  };
   const bool bad_times = have_times && (!nsec_ok(t[0].tv_nsec) || !nsec_ok(t[1].tv_nsec));
   if (!a[1] && static_cast<int>(a[0]) != AT_FDCWD) {
     if (!Fds().Lookup(a[0])) return kPassToKernel;
@@ -584,7 +588,8 @@ HookResult OnExec(long nr, const long a[6]) {
   // The program's bytes in a memfd, executed in place.
   const long mfd = MemfdOf(r.entry, false);
   if (mfd < 0) return Handled(mfd);
-  const long c[6] = {mfd, reinterpret_cast<long>(""), at ? a[2] : a[1], b[env_arg], AT_EMPTY_PATH, 0};
+  const long c[6] = {mfd, reinterpret_cast<long>(""), at ? a[2] : a[1], b[env_arg], AT_EMPTY_PATH,
+                     0};
   const long rc = ExecPassingFds(SYS_execveat, c, passing);
   RawSyscall6(SYS_close, mfd);  // only reached when the exec failed
   return Handled(rc);

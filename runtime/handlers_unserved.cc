@@ -19,7 +19,8 @@ bool InDataset(long dirfd, const char* path) {
   std::string_view p(path);
   while (p.size() > 1 && p.back() == '/') p.remove_suffix(1);
   const size_t slash = p.rfind('/');
-  if (slash == std::string_view::npos) return Resolve(dirfd, ".", kFollow).kind == Resolved::kVirtual;
+  if (slash == std::string_view::npos)
+    return Resolve(dirfd, ".", kFollow).kind == Resolved::kVirtual;
   const std::string parent(p.substr(0, slash == 0 ? 1 : slash));
   return Resolve(dirfd, parent.c_str(), kFollow).kind == Resolved::kVirtual;
 }

@@ -21,9 +21,9 @@
 #include "runtime/inherit.h"
 #include "runtime/member_io.h"
 #include "runtime/prefilter_state.h"
+#include "runtime/served_calls.h"
 #include "runtime/skeleton.h"
 #include "runtime/state.h"
-#include "runtime/served_calls.h"
 #include "runtime/unserved_calls.h"
 
 namespace fanstore::runtime {
@@ -122,7 +122,8 @@ bool MayReadAnyDirectory() {
   if (intercept::RawSyscall6(SYS_geteuid) == 0) return true;
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
-  if (intercept::RawSyscall6(SYS_capget, reinterpret_cast<long>(&header), reinterpret_cast<long>(data)) != 0)
+  if (intercept::RawSyscall6(SYS_capget, reinterpret_cast<long>(&header),
+                             reinterpret_cast<long>(data)) != 0)
     return true;
   return (data[0].effective & ((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH))) != 0;
 }
@@ -196,7 +197,8 @@ HookSpec PreloadHookSpec() {
     for (size_t k = 0; k < spellings.size(); ++k) {
       auto& to = g_prefilter.spellings[k];
       char* text = g_prefilter.spelling_text[k];
-      to.len = static_cast<unsigned>(std::min<size_t>(spellings[k].size(), sizeof g_prefilter.spelling_text[k] - 1));
+      to.len = static_cast<unsigned>(
+          std::min<size_t>(spellings[k].size(), sizeof g_prefilter.spelling_text[k] - 1));
       std::memcpy(text, spellings[k].data(), to.len);
       to.path = text;
       const size_t first_alias = spellings.first_alias;

@@ -1,7 +1,7 @@
 #include "runtime/member_io.h"
 
-#include <liburing.h>
 #include <fcntl.h>
+#include <liburing.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -13,11 +13,11 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <memory>
-#include <new>
 #include <mutex>  // std::lock_guard
+#include <new>
 #include <vector>
 
 #include "compress/crc32c.h"
@@ -113,7 +113,7 @@ uint64_t ReadaheadBytes(const State& s) {
     for (const std::string& p : s.parts) {
       struct stat st;
       if (!p.empty() && intercept::RawSyscall6(SYS_stat, reinterpret_cast<long>(p.c_str()),
-                                                reinterpret_cast<long>(&st)) == 0)
+                                               reinterpret_cast<long>(&st)) == 0)
         local += static_cast<uint64_t>(st.st_size);
     }
     struct sysinfo si;
@@ -255,8 +255,9 @@ size_t ReadBeforeBytes(const State& s) {
 std::atomic<uint64_t>* LazyBits(std::atomic<std::atomic<uint64_t>*>& slot, size_t bytes) {
   std::atomic<uint64_t>* bits = slot.load(std::memory_order_acquire);
   if (bits) return bits;
-  const long m = intercept::RawSyscall6(SYS_mmap, 0, static_cast<long>(bytes), PROT_READ | PROT_WRITE,
-                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  const long m =
+      intercept::RawSyscall6(SYS_mmap, 0, static_cast<long>(bytes), PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m < 0) return nullptr;
   auto* fresh = reinterpret_cast<std::atomic<uint64_t>*>(m);
   if (slot.compare_exchange_strong(bits, fresh, std::memory_order_acq_rel)) return fresh;
@@ -324,8 +325,8 @@ bool RegionsReadBefore(uint32_t partition, uint64_t off, size_t len) {
   if (!bits) return true;  // no memory for the bits: reads take the mapping, as before
   bool all = true;
   for (uint64_t r = off >> kRegionShift; r <= (off + len - 1) >> kRegionShift; ++r)
-    all &= TestAndSet(bits, ((uint64_t{partition} << 40 ^ r) * 0x9E3779B97F4A7C15ull) >>
-                                (64 - kRegionBitsLog2));
+    all &= TestAndSet(
+        bits, ((uint64_t{partition} << 40 ^ r) * 0x9E3779B97F4A7C15ull) >> (64 - kRegionBitsLog2));
   return all;
 }
 
@@ -346,10 +347,12 @@ const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t l
   const bool trusted = !resident && read_before && map && TrustReRead(s);
   if (trusted) size = s.blob_sizes[partition].load(std::memory_order_relaxed);  // after the check
   unsigned char vec[kViewMax / io::kResidentPage + 2];
-  const uint8_t* view = io::ResidentBytes(map, size, off, len, resident || trusted, vec, [](const uint8_t* at, uint64_t n, unsigned char* v) {
-    return intercept::RawSyscall6(SYS_mincore, reinterpret_cast<long>(at), static_cast<long>(n),
-                                  reinterpret_cast<long>(v));
-  });
+  const uint8_t* view = io::ResidentBytes(map, size, off, len, resident || trusted, vec,
+                                          [](const uint8_t* at, uint64_t n, unsigned char* v) {
+                                            return intercept::RawSyscall6(
+                                                SYS_mincore, reinterpret_cast<long>(at),
+                                                static_cast<long>(n), reinterpret_cast<long>(v));
+                                          });
   if (view) {
     s_mapped.Add(1);
     if (trusted) s_trusted.Add(1);
@@ -415,7 +418,8 @@ const uint8_t* StoredBytes(State& s, const MemberSource& src, const ImageEntry& 
     return n < 0 ? nullptr : buf;
   }
   if (!src.owned)
-    if (const uint8_t* v = ResidentView(s, e.partition, src.base + off, len, meta::kNoEntry)) return v;
+    if (const uint8_t* v = ResidentView(s, e.partition, src.base + off, len, meta::kNoEntry))
+      return v;
   const long n = PreadBlob(src.fd, buf, len, src.base + off);
   if (n < 0) {
     *err = n;
@@ -443,9 +447,10 @@ long LoadBlock(State& s, const MemberSource& src, const ImageEntry& e, uint64_t 
   };
   long err = 0;
   uint8_t tail_buf[meta::kBlockTrailerBytes], entry_buf[meta::kBlockEntryBytes];
-  if (e.stored_size < sizeof tail_buf) return damaged("damaged compressed data (block trailer)", kNoBlock);
-  const uint8_t* tail = StoredBytes(s, src, e, e.stored_size - sizeof tail_buf, sizeof tail_buf,
-                                    tail_buf, &err);
+  if (e.stored_size < sizeof tail_buf)
+    return damaged("damaged compressed data (block trailer)", kNoBlock);
+  const uint8_t* tail =
+      StoredBytes(s, src, e, e.stored_size - sizeof tail_buf, sizeof tail_buf, tail_buf, &err);
   if (!tail) return err;
   meta::BlockTrailer t;
   if (!meta::DecodeBlockTrailer(tail, e.size, e.stored_size, &t) || b >= t.count)
@@ -464,8 +469,10 @@ long LoadBlock(State& s, const MemberSource& src, const ImageEntry& e, uint64_t 
     if (!stored) return err;
   }
   const size_t n = static_cast<size_t>(meta::BlockPlainBytes(e.size, b));
-  if (InflateTimed({stored, be.length}, {out, n}) != 0) return damaged("damaged compressed data", b);
-  if (compress::Crc32c(0, out, n) != be.crc32c) return damaged("checksum mismatch (damaged data)", b);
+  if (InflateTimed({stored, be.length}, {out, n}) != 0)
+    return damaged("damaged compressed data", b);
+  if (compress::Crc32c(0, out, n) != be.crc32c)
+    return damaged("checksum mismatch (damaged data)", b);
   return static_cast<long>(n);
 }
 
@@ -526,7 +533,8 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
 
 long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
   long rc = kStale;
-  for (int i = 0; rc == kStale && i < kAttempts; ++i) rc = LoadOnce(s, entry, out, i == kAttempts - 1);
+  for (int i = 0; rc == kStale && i < kAttempts; ++i)
+    rc = LoadOnce(s, entry, out, i == kAttempts - 1);
   return rc == kStale ? -EIO : rc;
 }
 
@@ -580,7 +588,9 @@ class SpinLock {
 // Keys: a whole member, or one block of a block-deflated member.
 constexpr uint64_t kWholeMember = 0xFFFFFFFF;
 constexpr uint64_t kNoKey = ~uint64_t{0};
-uint64_t CacheKey(uint32_t entry, uint64_t block) { return uint64_t{entry} << 32 | block; }
+uint64_t CacheKey(uint32_t entry, uint64_t block) {
+  return uint64_t{entry} << 32 | block;
+}
 
 struct Cache {
   SpinLock mu;

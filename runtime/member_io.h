@@ -53,11 +53,11 @@ void MemberIoAfterFork();
 
 struct IoStats {
   uint64_t reads = 0, bytes = 0, inflates = 0, inflate_ns = 0, cache_hits = 0, errors = 0;
-  uint64_t remote = 0;  // reads of members other nodes hold
+  uint64_t remote = 0;           // reads of members other nodes hold
   uint64_t node_cache_hits = 0;  // of those, copied from the node cache arena
-  uint64_t device_reads = 0;  // blob reads not in the page cache (through io_uring)
-  uint64_t mapped_reads = 0;  // members copied from a mapping of their page-cached blob
-  uint64_t trusted_reads = 0;  // of those, re-reads copied without a page check (ReuseTrust)
+  uint64_t device_reads = 0;     // blob reads not in the page cache (through io_uring)
+  uint64_t mapped_reads = 0;     // members copied from a mapping of their page-cached blob
+  uint64_t trusted_reads = 0;    // of those, re-reads copied without a page check (ReuseTrust)
 };
 IoStats SnapshotIoStats();
 

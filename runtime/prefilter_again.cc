@@ -61,8 +61,8 @@ bool ParentInSkeleton(long dirfd, const char* s) {
     slot = &g_prefilter.native_parents[h % kNativeParents];
     if (slot->load(std::memory_order_relaxed) == h) return false;
   }
-  if (intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd), reinterpret_cast<long>(parent),
-                             reinterpret_cast<long>(&st), 0) != 0 ||
+  if (intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd),
+                             reinterpret_cast<long>(parent), reinterpret_cast<long>(&st), 0) != 0 ||
       !S_ISDIR(st.st_mode))
     return false;
   if (IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked)) return true;

@@ -55,7 +55,8 @@ struct ArenaMapping {
 ArenaMapping* MapArena(State& s) {
   if (s.node_cache.empty()) return nullptr;
   const std::string path = s.node_cache + "/arena";
-  const long fd = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()), O_RDWR | O_CLOEXEC);
+  const long fd =
+      RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()), O_RDWR | O_CLOEXEC);
   if (fd < 0) return nullptr;
   auto* m = new ArenaMapping();
   struct stat st;
@@ -173,7 +174,8 @@ long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
   if (t_conn.fd < 0) {
     const long c = Connect(s);
     if (c < 0) {
-      intercept::Logger().error("node agent {}: cannot connect ({})", s.agent, std::strerror(static_cast<int>(-c)));
+      intercept::Logger().error("node agent {}: cannot connect ({})", s.agent,
+                                std::strerror(static_cast<int>(-c)));
       return -EIO;
     }
     t_conn.fd = static_cast<int>(c);
@@ -181,7 +183,8 @@ long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
   io::LocalRequest req{op, entry};
   long rc;
   do {
-    rc = RawSyscall6(SYS_sendto, t_conn.fd, reinterpret_cast<long>(&req), sizeof req, MSG_NOSIGNAL, 0, 0);
+    rc = RawSyscall6(SYS_sendto, t_conn.fd, reinterpret_cast<long>(&req), sizeof req, MSG_NOSIGNAL,
+                     0, 0);
   } while (rc == -EINTR);
   if (rc != static_cast<long>(sizeof req)) {
     Drop();
@@ -214,7 +217,8 @@ long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
   }
   int got = -1;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) std::memcpy(&got, CMSG_DATA(c), sizeof got);
+    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+      std::memcpy(&got, CMSG_DATA(c), sizeof got);
   if (rep.status != 0 || (rep.where == io::Where::kInFile) != (got >= 0)) {
     if (got >= 0) RawSyscall6(SYS_close, got);
     intercept::Logger().error("member {}: the node agent could not fetch it ({})", NameOf(s, entry),

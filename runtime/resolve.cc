@@ -13,11 +13,11 @@
 #include "intercept/raw_syscall.h"
 #include "meta/format.h"
 #include "runtime/fd_table.h"
+#include "runtime/kernel_names.h"
 #include "runtime/mount_ways.h"
 #include "runtime/path_pair.h"
-#include "runtime/prefilter_state.h"
-#include "runtime/kernel_names.h"
 #include "runtime/permission.h"
+#include "runtime/prefilter_state.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -73,7 +73,6 @@ struct VforkCwd {
 };
 constexpr uint32_t kNativeCwd = ~0u;  // the child chdir'ed natively
 thread_local VforkCwd t_vfork_cwd __attribute__((tls_model("initial-exec"))) = {0, 0, 0, 0};
-
 
 bool IsDir(const ImageEntry& e) {
   return e.kind == static_cast<uint8_t>(Kind::kDir);
@@ -458,10 +457,14 @@ int FdLink(std::string_view p, std::string_view* rest) {
   };
   long fd = -1;
   if (eat("/dev/")) {
-    if (eat("stdin")) fd = 0;
-    else if (eat("stdout")) fd = 1;
-    else if (eat("stderr")) fd = 2;
-    else if (eat("fd/")) fd = number();
+    if (eat("stdin"))
+      fd = 0;
+    else if (eat("stdout"))
+      fd = 1;
+    else if (eat("stderr"))
+      fd = 2;
+    else if (eat("fd/"))
+      fd = number();
   } else if (eat("/proc/")) {
     const State* s = Get();
     bool own = eat("self/") || eat("thread-self/");
@@ -501,7 +504,9 @@ bool KernelCwdId(uint64_t* dev, uint64_t* ino) {
 bool CwdForExec(uint32_t* entry, uint64_t* dev, uint64_t* ino) {
   const VforkCwd& v = t_vfork_cwd;
   const bool own = v.pid != 0 && v.pid == static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid));
-  const int64_t c = !own ? g_cwd.load(std::memory_order_relaxed) : v.entry == kNativeCwd ? -1 : v.entry;
+  const int64_t c = !own                    ? g_cwd.load(std::memory_order_relaxed)
+                    : v.entry == kNativeCwd ? -1
+                                            : v.entry;
   if (c < 0 || !KernelCwdId(dev, ino)) return false;
   *entry = static_cast<uint32_t>(c);
   return own ? *dev == v.dev && *ino == v.ino
@@ -584,7 +589,8 @@ void SetCwdVirtual(uint32_t entry) {
   g_prefilter.cwd_virtual.store(1);
 }
 void SetCwdNative() {
-  g_cwd.store(kCwdUnknown);  // recomputed on the next relative path: a native chdir may enter the mount
+  g_cwd.store(
+      kCwdUnknown);  // recomputed on the next relative path: a native chdir may enter the mount
   g_prefilter.cwd_virtual.store(1);
 }
 

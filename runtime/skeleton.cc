@@ -1,7 +1,5 @@
 #include "runtime/skeleton.h"
 
-#include "meta/member.h"
-
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -10,6 +8,7 @@
 #include <string_view>
 
 #include "intercept/raw_syscall.h"
+#include "meta/member.h"
 #include "runtime/kernel_names.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/state.h"
@@ -157,8 +156,8 @@ bool SkeletonPath(long nr, const long a[6], long k, char* out, size_t room) {
   if (k == -EACCES) {  // one of the skeleton's directories itself, opened (they are 0111)
     const char* self = reinterpret_cast<const char*>(a[pa]);
     const int fd_at = pa == 1 ? static_cast<int>(a[0]) : AT_FDCWD;
-    if (RawSyscall6(SYS_newfstatat, fd_at, reinterpret_cast<long>(self), reinterpret_cast<long>(&st),
-                    0) == 0 &&
+    if (RawSyscall6(SYS_newfstatat, fd_at, reinterpret_cast<long>(self),
+                    reinterpret_cast<long>(&st), 0) == 0 &&
         OnSkeletonDevice(st)) {
       const size_t n = UnderMount(*s, DirName(fd_at, self, out, room), out);
       if (n == 0) return false;

@@ -84,8 +84,8 @@ int State::BlobFd(uint32_t p) {
     if (provisional >= 0) return provisional;
     const std::string& final_path = parts[p];
     const std::string in_place = staging_from + final_path.substr(final_path.rfind('/'));
-    const long ip = intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(in_place.c_str()),
-                                           O_RDONLY | O_CLOEXEC);
+    const long ip = intercept::RawSyscall6(
+        SYS_openat, AT_FDCWD, reinterpret_cast<long>(in_place.c_str()), O_RDONLY | O_CLOEXEC);
     if (ip < 0) return static_cast<int>(ip);
     const long target = IntoReserved(ip, reserved_lo);
     if (target < 0) return static_cast<int>(target);
@@ -120,7 +120,8 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
         st.st_size > 0) {
       len = st.st_size;
       const long r = intercept::RawSyscall6(SYS_mmap, 0, len, PROT_READ, MAP_SHARED, fd, 0);
-      if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095)) made = static_cast<uintptr_t>(r);
+      if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095))
+        made = static_cast<uintptr_t>(r);
     }
     // Racing threads both map; the size goes out before the mapping is published. Both
     // store this blob's size; should a cut blob make them differ, mincore (ResidentView)
@@ -128,9 +129,10 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
     if (made > 1) {
       struct statfs fs;
       blob_sizes[p].store(static_cast<uint64_t>(len), std::memory_order_relaxed);
-      blob_resident[p].store(intercept::RawSyscall6(SYS_fstatfs, fd, reinterpret_cast<long>(&fs)) == 0 &&
-                                 io::AlwaysResident(staged, static_cast<long>(fs.f_type)),
-                             std::memory_order_relaxed);
+      blob_resident[p].store(
+          intercept::RawSyscall6(SYS_fstatfs, fd, reinterpret_cast<long>(&fs)) == 0 &&
+              io::AlwaysResident(staged, static_cast<long>(fs.f_type)),
+          std::memory_order_relaxed);
     }
     uintptr_t expected = 0;
     if (blob_maps[p].compare_exchange_strong(expected, made, std::memory_order_acq_rel)) {
@@ -176,9 +178,11 @@ Status Init() {
   // user owns and nobody else may write is the same bytes, and checking it again would cost
   // every exec'd process a pass over the namespace (40 ms for 300 k entries, measured).
   // Anyone else's image is checked whole.
-  const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(m), static_cast<size_t>(st.st_size));
-  auto view = st.st_uid == ::geteuid() && !(st.st_mode & 022) ? meta::NamespaceView::AttachLayout(bytes)
-                                                             : meta::NamespaceView::Attach(bytes);
+  const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(m),
+                                       static_cast<size_t>(st.st_size));
+  auto view = st.st_uid == ::geteuid() && !(st.st_mode & 022)
+                  ? meta::NamespaceView::AttachLayout(bytes)
+                  : meta::NamespaceView::Attach(bytes);
   if (!view.ok()) return Status::Error(std::string(image) + ": " + view.status().message());
   auto* s = new State();
   s->ns = *view;
@@ -230,13 +234,16 @@ Status Init() {
   const char* verify = std::getenv("FANSTORE_VERIFY");
   s->verify_raw = verify && std::strcmp(verify, "all") == 0;
   if (const char* st_env = std::getenv("FANSTORE_STATS")) s->stats_target = st_env;
-  if (const char* m = std::getenv("FANSTORE_MAPPED_READS")) s->mapped_reads = std::strcmp(m, "0") != 0;
+  if (const char* m = std::getenv("FANSTORE_MAPPED_READS"))
+    s->mapped_reads = std::strcmp(m, "0") != 0;
   if (const char* ra = std::getenv("FANSTORE_READAHEAD"); ra && std::strcmp(ra, "auto") != 0)
     s->readahead = static_cast<int64_t>(std::strtoull(ra, nullptr, 10));
   if (const char* agent = std::getenv("FANSTORE_AGENT")) s->agent = agent;
   if (const char* cache = std::getenv("FANSTORE_NODE_CACHE")) s->node_cache = cache;
-  if (const char* staged = std::getenv("FANSTORE_STAGED")) s->staged = std::strcmp(staged, "1") == 0;
-  if (const char* from = std::getenv("FANSTORE_STAGING_FROM"); from && from[0] == '/') s->staging_from = from;
+  if (const char* staged = std::getenv("FANSTORE_STAGED"))
+    s->staged = std::strcmp(staged, "1") == 0;
+  if (const char* from = std::getenv("FANSTORE_STAGING_FROM"); from && from[0] == '/')
+    s->staging_from = from;
   s->provisional_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
   s->recheck_at_ns.reset(new std::atomic<int64_t>[s->parts.size() + 1]);
   for (size_t p = 0; p <= s->parts.size(); ++p) {
@@ -251,7 +258,8 @@ Status Init() {
   const long need = static_cast<long>(s->parts.size()) + 8;
   s->reserved_lo = static_cast<int>(soft - need > 64 ? soft - need : 0);
   if (s->stats_target == "1" && s->reserved_lo > 0)
-    s->stats_fd = ::fcntl(2, F_DUPFD_CLOEXEC, s->reserved_lo + static_cast<int>(s->parts.size()) + 2);
+    s->stats_fd =
+        ::fcntl(2, F_DUPFD_CLOEXEC, s->reserved_lo + static_cast<int>(s->parts.size()) + 2);
   s->pid.store(::getpid());
   pthread_atfork(nullptr, nullptr, AfterFork);
   g_state = s;

@@ -41,8 +41,8 @@ inline constexpr size_t kMountSpellings = 6;
 
 struct State {
   meta::NamespaceView ns;
-  std::string mount;               // absolute, no trailing '/'
-  std::string mount_real;          // its symlinks resolved, if that differs; else ""
+  std::string mount;       // absolute, no trailing '/'
+  std::string mount_real;  // its symlinks resolved, if that differs; else ""
   // Symlinks to the mount point, above it or to a directory inside it, found in fanrun's
   // directory at start (FANSTORE_MOUNT_ALIASES), as the mount point spelled through them:
   // /repo/data for a link /repo/data -> /datasets/imagenet mounted there; /repo/train for

@@ -13,10 +13,10 @@
 namespace fanstore::runtime {
 
 // Numbers newer than some kernel headers in use (Debian 12's end at 450).
-inline constexpr long kNrOpenTree = 428, kNrMoveMount = 429, kNrFspick = 433,
-                      kNrMountSetattr = 442, kNrFchmodat2 = 452, kNrSetxattrat = 463,
-                      kNrGetxattrat = 464, kNrListxattrat = 465, kNrRemovexattrat = 466,
-                      kNrOpenTreeAttr = 467, kNrFileGetattr = 468, kNrFileSetattr = 469;
+inline constexpr long kNrOpenTree = 428, kNrMoveMount = 429, kNrFspick = 433, kNrMountSetattr = 442,
+                      kNrFchmodat2 = 452, kNrSetxattrat = 463, kNrGetxattrat = 464,
+                      kNrListxattrat = 465, kNrRemovexattrat = 466, kNrOpenTreeAttr = 467,
+                      kNrFileGetattr = 468, kNrFileSetattr = 469;
 inline constexpr long kHighestClassified = 469;
 
 // One call's path arguments: up to two (dirfd, path) pairs; a dirfd of -1 means AT_FDCWD.

@@ -33,9 +33,9 @@ class PathList {
 };
 
 struct Workload {
-  PathList files;                  // absolute paths
-  std::vector<uint64_t> sizes;     // st_size of each file at listing time
-  std::vector<std::string> dirs;   // absolute paths, for --op readdir
+  PathList files;                 // absolute paths
+  std::vector<uint64_t> sizes;    // st_size of each file at listing time
+  std::vector<std::string> dirs;  // absolute paths, for --op readdir
   uint64_t total_bytes = 0;
 };
 

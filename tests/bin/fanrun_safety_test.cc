@@ -167,8 +167,8 @@ TEST_F(SharedNode, DefaultMountRefusesWhatHoldsTheWorkingDirectory) {
 }
 
 TEST_F(SharedNode, DefaultMountAcceptsTheUsersOwnPlaces) {
-  EXPECT_EQ(DefaultMountRefusal(dir_), "");                  // exists, ours
-  EXPECT_EQ(DefaultMountRefusal(dir_ + "/new/deeper"), "");  // below ours
+  EXPECT_EQ(DefaultMountRefusal(dir_), "");                         // exists, ours
+  EXPECT_EQ(DefaultMountRefusal(dir_ + "/new/deeper"), "");         // below ours
   EXPECT_EQ(DefaultMountRefusal("/tmp/fanrun-safety-none/x"), "");  // below sticky /tmp
 }
 

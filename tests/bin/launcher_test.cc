@@ -23,10 +23,19 @@ class Env {
   }
 
  private:
-  static constexpr const char* kAll[] = {
-      "PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_JOB_ID", "SLURM_STEP_ID",
-      "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "MPI_LOCALRANKID", "OMPI_COMM_WORLD_LOCAL_RANK",
-      "SLURM_LOCALID", "PMIX_LOCAL_RANK", "LOCAL_RANK"};
+  static constexpr const char* kAll[] = {"PMI_RANK",
+                                         "PMI_SIZE",
+                                         "PMIX_RANK",
+                                         "OMPI_COMM_WORLD_SIZE",
+                                         "SLURM_JOB_ID",
+                                         "SLURM_STEP_ID",
+                                         "SLURM_STEP_NUM_TASKS",
+                                         "SLURM_NTASKS",
+                                         "MPI_LOCALRANKID",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "SLURM_LOCALID",
+                                         "PMIX_LOCAL_RANK",
+                                         "LOCAL_RANK"};
 };
 
 TEST(Launcher, NothingLaunchedThisProcess) {
@@ -52,7 +61,9 @@ TEST(Launcher, MpiexecAndOpenMpiFormAJob) {
 
 TEST(Launcher, SrunWithoutPmiIsNamedWithItsFix) {
   {
-    Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}, {"SLURM_STEP_NUM_TASKS", "4"},
+    Env e({{"SLURM_JOB_ID", "7"},
+           {"SLURM_STEP_ID", "0"},
+           {"SLURM_STEP_NUM_TASKS", "4"},
            {"SLURM_LOCALID", "2"}});
     EXPECT_FALSE(LaunchedByMpi());
     EXPECT_NE(SrunWithoutPmi().find("srun started 4 tasks without a PMI"), std::string::npos);
@@ -69,8 +80,11 @@ TEST(Launcher, SrunWithoutPmiIsNamedWithItsFix) {
     EXPECT_EQ(SrunWithoutPmi(), "");
     EXPECT_EQ(LauncherName(), "a Slurm allocation");
   }
-  Env e({{"SLURM_JOB_ID", "7"}, {"SLURM_STEP_ID", "0"}, {"SLURM_STEP_NUM_TASKS", "4"},
-         {"PMI_RANK", "0"}, {"PMI_SIZE", "4"}});
+  Env e({{"SLURM_JOB_ID", "7"},
+         {"SLURM_STEP_ID", "0"},
+         {"SLURM_STEP_NUM_TASKS", "4"},
+         {"PMI_RANK", "0"},
+         {"PMI_SIZE", "4"}});
   EXPECT_EQ(SrunWithoutPmi(), "");
   EXPECT_EQ(LauncherName(), "srun with PMI");
 }

@@ -71,7 +71,8 @@ TEST(StageDecision, TooLittleRoomServesInPlaceAndSaysWhy) {
   in.local_free = 1ull << 30;
   const StageDecision d = DecideStaging(in);
   EXPECT_FALSE(d.stage);
-  EXPECT_NE(d.why.find("DATA is on FUSE, but /dev/shm has 1.0 GiB free for 3.0 GiB"), std::string::npos)
+  EXPECT_NE(d.why.find("DATA is on FUSE, but /dev/shm has 1.0 GiB free for 3.0 GiB"),
+            std::string::npos)
       << d.why;
   EXPECT_NE(d.why.find("--local-dir"), std::string::npos);
   // asked for explicitly, it is tried (and a full disk is then named by the copy)

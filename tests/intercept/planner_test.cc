@@ -207,8 +207,9 @@ Bytes MarkStore(uint8_t v) {
   return {0x64, 0xC6, 0x04, 0x25, 0xF8, 0xFF, 0xFF, 0xFF, v};
 }
 const Bytes kMark = Cat({{0x48, 0x89, 0xC1, 0xE3, 0x0B},  // mov %rax,%rcx; jrcxz child
-                         MarkStore(0), {0xEB, 0x09},      // parent: 0; jmp done
-                         MarkStore(1)});                  // child: 1
+                         MarkStore(0),
+                         {0xEB, 0x09},    // parent: 0; jmp done
+                         MarkStore(1)});  // child: 1
 
 TEST(Stub, CloneStubRunsTheCallItselfThenWritesTheMark) {
   // vfork as glibc has it: pop %rdi; mov $58,%eax; syscall; push %rdi
@@ -216,7 +217,9 @@ TEST(Stub, CloneStubRunsTheCallItselfThenWritesTheMark) {
   const SitePlan p = Patch(6, 1, 8, SYS_vfork);
   const Bytes s = BuildStub(p, code.data() + 1, 0x20000, 0x1FFF0, -8);
   const Bytes want = Cat({
-      MovEax(SYS_vfork), MarkStore(1), kSyscall,  // no stack touched, no hook
+      MovEax(SYS_vfork),
+      MarkStore(1),
+      kSyscall,  // no stack touched, no hook
       kMark,
       {0xE9, 0xDA, 0xFF, 0xFE, 0xFF},  // jmp 0x10008: 0x10008 - 0x2002E
   });
@@ -241,10 +244,13 @@ TEST(Stub, UnknownNumberStubChecksForOriginalFrameCalls) {
     if (s[i] == 0x0F && s[i + 1] == 0x05) direct = i;
   ASSERT_GT(direct, 0u);
   EXPECT_EQ(Bytes(s.begin() + static_cast<long>(direct) + 2,
-                  s.begin() + static_cast<long>(direct + 2 + kMark.size())), kMark);
+                  s.begin() + static_cast<long>(direct + 2 + kMark.size())),
+            kMark);
   const Bytes set = MarkStore(1);  // the mark is set before the direct call
   ASSERT_GT(direct, set.size() + 2);
-  EXPECT_EQ(Bytes(s.begin() + static_cast<long>(direct - set.size()), s.begin() + static_cast<long>(direct)), set);
+  EXPECT_EQ(Bytes(s.begin() + static_cast<long>(direct - set.size()),
+                  s.begin() + static_cast<long>(direct)),
+            set);
   EXPECT_EQ(s[direct - set.size() - 2], 0xEB);
   EXPECT_EQ(s[direct - set.size() - 1], set.size() + 2 + kMark.size());
   ASSERT_EQ(s.size(), direct + 2 + kMark.size() + 5);
@@ -253,7 +259,8 @@ TEST(Stub, UnknownNumberStubChecksForOriginalFrameCalls) {
 
 TEST(Stub, OutOfReachIsReportedNotWrapped) {
   const Bytes code = Cat({MovEax(SYS_getpid), kSyscall});
-  EXPECT_TRUE(BuildStub(Patch(5, 0, 7, 39), code.data(), 0x20000, 0x20000 + (5ull << 32), -8).empty());
+  EXPECT_TRUE(
+      BuildStub(Patch(5, 0, 7, 39), code.data(), 0x20000, 0x20000 + (5ull << 32), -8).empty());
   EXPECT_FALSE(Rel32Reaches(0, 1ull << 32));
   EXPECT_TRUE(Rel32Reaches(1ull << 32, (1ull << 32) - 5));
 }
@@ -278,22 +285,26 @@ TEST(Stub, RipRelativeAndBranchFixupsKeepTheirTargets) {
   int32_t rel;
   std::memcpy(&rel, &t[at + 2], 4);
   EXPECT_EQ(0x20000 + at + 6 + static_cast<int64_t>(rel), 0x10015);
-  EXPECT_EQ(Bytes(t.begin() + static_cast<long>(at) + 6, t.begin() + static_cast<long>(at) + 12), kCmpRax4095);
+  EXPECT_EQ(Bytes(t.begin() + static_cast<long>(at) + 6, t.begin() + static_cast<long>(at) + 12),
+            kCmpRax4095);
   // a target beyond rel32 reach of the stub is refused, not wrapped
-  EXPECT_TRUE(BuildStub(p, code.data() + 1, 0x10000 + (3ull << 31), 0x10000 + (3ull << 31) - 16, -8).empty());
+  EXPECT_TRUE(BuildStub(p, code.data() + 1, 0x10000 + (3ull << 31), 0x10000 + (3ull << 31) - 16, -8)
+                  .empty());
 }
 
 // A plan with fixups survives the cache as it was made; a stored fixup that would split
 // the copied bytes at the syscall is refused (the plan is made again, never misused).
 TEST(PlanCache, FixupsRoundTripAndBadOnesAreRefused) {
   // ret; lea 0x10(%rip),%rdx; syscall; jne +0x10; cmp $-4095,%rax; ret: two sites' worth
-  const Bytes code = Cat({kRet, kLeaRipRdx, kSyscall, kRet, kSyscall, {0x75, 0x10}, kCmpRax4095, kRet});
+  const Bytes code =
+      Cat({kRet, kLeaRipRdx, kSyscall, kRet, kSyscall, {0x75, 0x10}, kCmpRax4095, kRet});
   LibcImage img;
   img.text_start = reinterpret_cast<uint64_t>(code.data());
   img.text_end = img.text_start + code.size();
   std::vector<Insn> insns;
   ASSERT_TRUE(DecodeRegion(code.data(), code.size(), img.text_start, &insns));
-  const auto plans = PlanSites(insns, CollectTargets(insns, img.text_start, code.size(), {}), All());
+  const auto plans =
+      PlanSites(insns, CollectTargets(insns, img.text_start, code.size(), {}), All());
   ASSERT_EQ(plans.size(), 2u);
   ASSERT_EQ(plans[0].fixups_n, 1);
   ASSERT_EQ(plans[1].fixups_n, 1);
@@ -345,7 +356,8 @@ TEST(PlannerOnThisLibc, EverySiteIsPlannedSafely) {
       if (x.addr <= p.start || x.addr >= p.end) continue;
       EXPECT_FALSE(targets.Has(x.addr)) << std::hex << x.addr;
       if (x.addr != p.syscall_addr) {
-        EXPECT_TRUE(x.relocatable || (x.movable_branch && x.addr > p.syscall_addr)) << std::hex << x.addr;
+        EXPECT_TRUE(x.relocatable || (x.movable_branch && x.addr > p.syscall_addr))
+            << std::hex << x.addr;
         const bool fixed = x.rip_disp_at > 0 || x.movable_branch;
         int listed = 0;
         for (uint8_t k = 0; k < p.fixups_n; ++k) listed += p.fixups[k].at == x.addr - p.start;

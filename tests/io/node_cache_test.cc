@@ -73,7 +73,8 @@ TEST_F(NodeCacheTest, WhatIsAdmittedIsFoundByAReaderWithItsBytes) {
   ASSERT_TRUE(c.Create(path_, 100, 1 << 20).ok());
   Reader r;
   ASSERT_TRUE(r.Open(path_, 100));
-  for (uint32_t e : {0u, 7u, 99u}) ASSERT_TRUE(c.Admit(e, Bytes(e, 1000 + e).data(), 1000 + e).ok());
+  for (uint32_t e : {0u, 7u, 99u})
+    ASSERT_TRUE(c.Admit(e, Bytes(e, 1000 + e).data(), 1000 + e).ok());
   ASSERT_TRUE(c.Admit(5, nullptr, 0).ok());  // an empty member is cached too
   std::vector<uint8_t> got;
   for (uint32_t e : {0u, 7u, 99u}) {
@@ -82,7 +83,7 @@ TEST_F(NodeCacheTest, WhatIsAdmittedIsFoundByAReaderWithItsBytes) {
   }
   EXPECT_TRUE(r.Get(5, 0, &got));
   EXPECT_FALSE(r.Get(1, 10, &got));
-  EXPECT_FALSE(r.Get(100, 10, &got));  // past the table
+  EXPECT_FALSE(r.Get(100, 10, &got));           // past the table
   EXPECT_FALSE(r.Get(0, (1 << 20) + 1, &got));  // a length the data area cannot hold
   EXPECT_TRUE(c.Contains(7));
   EXPECT_FALSE(c.Contains(8));
@@ -158,7 +159,8 @@ TEST_F(NodeCacheTest, MembersFetchedAheadAreCountedAsReadOrWastedWhenTheyLeave) 
   Reader r;
   ASSERT_TRUE(r.Open(path_, 1000));
   // 0-3 asked for, 4-15 fetched ahead; a reader reads 4-7 of those.
-  for (uint32_t e = 0; e < 16; ++e) ASSERT_TRUE(c.Admit(e, Bytes(e, 4000).data(), 4000, e >= 4).ok());
+  for (uint32_t e = 0; e < 16; ++e)
+    ASSERT_TRUE(c.Admit(e, Bytes(e, 4000).data(), 4000, e >= 4).ok());
   std::vector<uint8_t> got;
   for (uint32_t e = 4; e < 8; ++e) ASSERT_TRUE(r.Get(e, 4000, &got));
   EXPECT_EQ(c.ahead_used() + c.ahead_wasted(), 0u);  // nothing has left yet

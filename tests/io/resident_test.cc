@@ -33,8 +33,9 @@ TEST(ResidentBytes, BoundsAndEveryPage) {
   EXPECT_EQ(ResidentBytes(map.data(), map.size(), 100, 3 * kResidentPage, false, vec, one_missing),
             nullptr);
   // Past the mapping's end: refused before mincore, even when always resident.
-  EXPECT_EQ(ResidentBytes(map.data(), map.size(), 4 * kResidentPage, kResidentPage + 1, true, vec, all),
-            nullptr);
+  EXPECT_EQ(
+      ResidentBytes(map.data(), map.size(), 4 * kResidentPage, kResidentPage + 1, true, vec, all),
+      nullptr);
   EXPECT_EQ(ResidentBytes(map.data(), map.size(), map.size() + 1, 1, true, vec, all), nullptr);
   EXPECT_EQ(calls, 1);
   // Always resident: no mincore.

@@ -142,7 +142,7 @@ TEST(DeflateBlocks, WhatDoesNotFitTheMemberIsRefused) {
   EXPECT_FALSE(DecodeBlockTrailer(tail, size, 1000 + BlockTableBytes(3), &t));
   EncodeBlockTrailer(4, tail);
   EXPECT_FALSE(DecodeBlockTrailer(tail, size, BlockTableBytes(4) + 3, &t));  // < 1 byte per stream
-  EXPECT_FALSE(DecodeBlockTrailer(tail, size, 10, &t));                      // no room for the table
+  EXPECT_FALSE(DecodeBlockTrailer(tail, size, 10, &t));  // no room for the table
   EXPECT_FALSE(DecodeBlockTrailer(tail, 0, 1000, &t));
   tail[2] = 0x20;  // another block size
   EXPECT_FALSE(DecodeBlockTrailer(tail, size, 1000 + BlockTableBytes(4), &t));

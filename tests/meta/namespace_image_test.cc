@@ -5,10 +5,10 @@
 #include <cstring>
 #include <filesystem>
 
+#include "io/pieces.h"
 #include "meta/dataset.h"
 #include "meta/exchange.h"
 #include "meta/member.h"
-#include "io/pieces.h"
 #include "meta/pack.h"
 #include "tests/testutil.h"
 
@@ -343,7 +343,8 @@ TEST_F(NamespaceImageTest, ValuesAnEntryCannotHoldAreRefused) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("bad path length"), std::string::npos)  // (the exchange's)
       << r.status().message();
-  const std::string longest = long_path.substr(0, kMaxPathBytes);  // the longest the exchange carries
+  const std::string longest =
+      long_path.substr(0, kMaxPathBytes);  // the longest the exchange carries
   ms.back().path = longest;
   r = BuildNamespaceImage(Block(0, ms), parts, 1);
   ASSERT_TRUE(r.ok()) << r.status().message();
@@ -376,8 +377,8 @@ TEST_F(NamespaceImageTest, DamagedExchangeBlocksAreRefused) {
     // (a directory, mode 040755 as a varint, then the size)
     std::string rec = std::string("\x62\0\0\xed\x83\x01", 6) + size_varint + std::string(6, '\0');
     std::string h(kBlockHeaderSize, '\0');
-    h[4] = 1;                                  // one member
-    h[16] = static_cast<char>(rec.size());     // record bytes
+    h[4] = 1;                               // one member
+    h[16] = static_cast<char>(rec.size());  // record bytes
     return h + rec;
   };
   EXPECT_TRUE(BuildNamespaceImage(root_block(std::string(9, '\xff') + '\x01'), parts, 1).ok());
@@ -403,7 +404,8 @@ TEST_F(NamespaceImageTest, DamagedExchangeBlocksAreRefused) {
 
 TEST_F(NamespaceImageTest, DuplicateFilesAndOrphansAreRefused) {
   std::string wire;
-  for (uint32_t p = 0; p < ds_->partitions().size(); ++p) EncodeMembers(ds_->partitions()[p], p, &wire);
+  for (uint32_t p = 0; p < ds_->partitions().size(); ++p)
+    EncodeMembers(ds_->partitions()[p], p, &wire);
   const std::vector<std::string> parts(ds_->partitions().size(), "");
   std::vector<NsMember> all = MembersOf(ds_->partitions()[0]);
   std::vector<NsMember> dup;

@@ -239,7 +239,8 @@ BlockEntry BlockOf(const std::string& part, const IndexRecord& r, uint32_t b) {
   const std::string bytes = testing::ReadFile(part);
   const auto* p = reinterpret_cast<const uint8_t*>(bytes.data()) + r.data_offset;
   BlockTrailer t;
-  EXPECT_TRUE(DecodeBlockTrailer(p + r.stored_size - kBlockTrailerBytes, r.size, r.stored_size, &t));
+  EXPECT_TRUE(
+      DecodeBlockTrailer(p + r.stored_size - kBlockTrailerBytes, r.size, r.stored_size, &t));
   EXPECT_EQ(t.count, BlockCount(r.size));
   BlockEntry e{};
   EXPECT_TRUE(DecodeBlockEntry(p + t.table_offset + b * kBlockEntryBytes, t, &e));
@@ -263,15 +264,17 @@ TEST(Pack, ADamagedBlockIsNamedAndTheBlocksBeforeItAreDelivered) {
   auto ds = Dataset::Open(t / "out");
   ASSERT_TRUE(ds.ok()) << ds.status().message();  // metadata intact: data is checked when read
   std::string got;
-  const Status s = (*ds)->ReadMember(*(*ds)->Lookup("multi/mb_text.txt"), [&](std::span<const uint8_t> b) {
-    got.append(reinterpret_cast<const char*>(b.data()), b.size());
-    return true;
-  });
+  const Status s =
+      (*ds)->ReadMember(*(*ds)->Lookup("multi/mb_text.txt"), [&](std::span<const uint8_t> b) {
+        got.append(reinterpret_cast<const char*>(b.data()), b.size());
+        return true;
+      });
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.message().find("'multi/mb_text.txt'"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("block 4"), std::string::npos) << s.message();
   EXPECT_EQ(got, testing::ReadFile(t / "src/multi/mb_text.txt").substr(0, 4u << 20));
-  EXPECT_EQ(ReadMember(**ds, "multi/mb_random_big.bin"), testing::ReadFile(t / "src/multi/mb_random_big.bin"));
+  EXPECT_EQ(ReadMember(**ds, "multi/mb_random_big.bin"),
+            testing::ReadFile(t / "src/multi/mb_random_big.bin"));
 }
 
 TEST(Pack, BroadcastMembersAreInTheBroadcastPartitionOnly) {

@@ -5,8 +5,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <liburing.h>
+#include <limits.h>
 #include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
@@ -25,10 +25,14 @@ static const char* EIO_PATH = "/fanstore-test/eio";
 
 static const char* ErrName(int e) {
   switch (e) {
-    case 0: return "OK";
-    case ENOENT: return "ENOENT";
-    case EHOSTDOWN: return "EHOSTDOWN";
-    default: return strerrorname_np(e) ? strerrorname_np(e) : "E?";
+    case 0:
+      return "OK";
+    case ENOENT:
+      return "ENOENT";
+    case EHOSTDOWN:
+      return "EHOSTDOWN";
+    default:
+      return strerrorname_np(e) ? strerrorname_np(e) : "E?";
   }
 }
 
@@ -83,7 +87,7 @@ static int CmdNull(void) {
 
 static int CmdGetpid(long n) {
   long sum = 0;
-  for (long i = 0; i < n; ++i) sum += getpid() == getpid() ? 0 : 1;  /* 2n calls */
+  for (long i = 0; i < n; ++i) sum += getpid() == getpid() ? 0 : 1; /* 2n calls */
   printf("getpid calls=%ld mismatches=%ld\n", 2 * n, sum);
   return 0;
 }
@@ -125,7 +129,7 @@ static int CmdVfork(void) {
   volatile int child_err = -1;
   const pid_t pid = vfork();
   if (pid == 0) {
-    child_err = OpenErr(EIO_PATH);  /* shares the parent's memory */
+    child_err = OpenErr(EIO_PATH); /* shares the parent's memory */
     _exit(0);
   }
   int st = 0;
@@ -158,8 +162,10 @@ static atomic_long g_sig_ok, g_sig_bad;
 static void OnAlarm(int sig) {
   (void)sig;
   const int saved = errno;
-  if (OpenErr(EIO_PATH) == EHOSTDOWN) atomic_fetch_add(&g_sig_ok, 1);
-  else atomic_fetch_add(&g_sig_bad, 1);
+  if (OpenErr(EIO_PATH) == EHOSTDOWN)
+    atomic_fetch_add(&g_sig_ok, 1);
+  else
+    atomic_fetch_add(&g_sig_bad, 1);
   errno = saved;
 }
 
@@ -207,9 +213,9 @@ __attribute__((target("avx"))) static int CheckYmm(void) {
       "vmovdqu %%ymm15, 480(%%r13)\n vzeroupper\n"
       : "+r"(pb), "+r"(pa), "+r"(pf)
       :
-      : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r14", "memory", "cc",
-        "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15");
+      : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r14", "memory", "cc", "xmm0",
+        "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10", "xmm11",
+        "xmm12", "xmm13", "xmm14", "xmm15");
   int diff = 0;
   for (int i = 0; i < 16 * 32; ++i) diff += before[i] != after[i];
   return diff;
@@ -229,22 +235,23 @@ __attribute__((target("avx512f"))) static int CheckZmm(void) {
 #define ZS(n) "vmovdqu64 %%zmm" #n ", " #n "*64(%%r13)\n"
 #define K(n) "kmovw 2048+" #n "*2(%%r12), %%k" #n "\n"
 #define KS(n) "kmovw %%k" #n ", 2048+" #n "*2(%%r13)\n"
-  asm volatile(
-      Z(0) Z(1) Z(2) Z(3) Z(4) Z(5) Z(6) Z(7) Z(8) Z(9) Z(10) Z(11) Z(12) Z(13) Z(14) Z(15)
-      Z(16) Z(17) Z(18) Z(19) Z(20) Z(21) Z(22) Z(23) Z(24) Z(25) Z(26) Z(27) Z(28) Z(29)
-      Z(30) Z(31) K(1) K(2) K(3) K(4) K(5) K(6) K(7)
-      "mov %%rsp, %%r14\n sub $128, %%rsp\n and $-16, %%rsp\n call *%%r15\n mov %%r14, %%rsp\n"
-      ZS(0) ZS(1) ZS(2) ZS(3) ZS(4) ZS(5) ZS(6) ZS(7) ZS(8) ZS(9) ZS(10) ZS(11) ZS(12) ZS(13)
-      ZS(14) ZS(15) ZS(16) ZS(17) ZS(18) ZS(19) ZS(20) ZS(21) ZS(22) ZS(23) ZS(24) ZS(25)
-      ZS(26) ZS(27) ZS(28) ZS(29) ZS(30) ZS(31) KS(1) KS(2) KS(3) KS(4) KS(5) KS(6) KS(7)
-      "vzeroupper\n"
-      : "+r"(pb), "+r"(pa), "+r"(pf)
-      :
-      : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r14", "memory", "cc",
-        "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
-        "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18", "xmm19", "xmm20",
-        "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27", "xmm28", "xmm29", "xmm30",
-        "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7");
+  asm volatile(Z(0) Z(1) Z(2) Z(3) Z(4) Z(5) Z(6) Z(7) Z(8) Z(9) Z(10) Z(11) Z(12) Z(13) Z(14) Z(15)
+                   Z(16) Z(17) Z(18) Z(19) Z(20) Z(21) Z(22) Z(23) Z(24) Z(25) Z(26) Z(27) Z(28)
+                       Z(29) Z(30) Z(31) K(1) K(2) K(3) K(4) K(5) K(6)
+                           K(7) "mov %%rsp, %%r14\n sub $128, %%rsp\n and $-16, %%rsp\n call "
+                                "*%%r15\n mov %%r14, %%rsp\n" ZS(0) ZS(1) ZS(2) ZS(3) ZS(4) ZS(5)
+                                    ZS(6) ZS(7) ZS(8) ZS(9) ZS(10) ZS(11) ZS(12) ZS(13) ZS(14)
+                                        ZS(15) ZS(16) ZS(17) ZS(18) ZS(19) ZS(20) ZS(21) ZS(22)
+                                            ZS(23) ZS(24) ZS(25) ZS(26) ZS(27) ZS(28) ZS(29) ZS(30)
+                                                ZS(31) KS(1) KS(2) KS(3) KS(4) KS(5) KS(6)
+                                                    KS(7) "vzeroupper\n"
+               : "+r"(pb), "+r"(pa), "+r"(pf)
+               :
+               : "rax", "rcx", "rdx", "rsi", "rdi", "r8", "r9", "r10", "r11", "r14", "memory", "cc",
+                 "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+                 "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "xmm16", "xmm17", "xmm18",
+                 "xmm19", "xmm20", "xmm21", "xmm22", "xmm23", "xmm24", "xmm25", "xmm26", "xmm27",
+                 "xmm28", "xmm29", "xmm30", "xmm31", "k1", "k2", "k3", "k4", "k5", "k6", "k7");
 #undef Z
 #undef ZS
 #undef K
@@ -347,8 +354,9 @@ static int CmdUring(const char* path) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    fprintf(stderr, "usage: probe libc PATH | null | getpid N | threads T N | fork K | vfork |"
-                    " spawn PROG ARGS | exec-scrubbed PROG ARGS | signals N | vector N\n");
+    fprintf(stderr,
+            "usage: probe libc PATH | null | getpid N | threads T N | fork K | vfork |"
+            " spawn PROG ARGS | exec-scrubbed PROG ARGS | signals N | vector N\n");
     return 2;
   }
   const char* c = argv[1];

@@ -39,7 +39,8 @@ static int CheckFile(const File* f, unsigned seed) {
   if (mode == 0) {
     while ((n = read(fd, buf + got, f->size + 1 - got)) > 0) got += n;
   } else if (mode == 1) {
-    while ((n = read(fd, buf + got, 4096 < f->size + 1 - got ? 4096 : f->size + 1 - got)) > 0) got += n;
+    while ((n = read(fd, buf + got, 4096 < f->size + 1 - got ? 4096 : f->size + 1 - got)) > 0)
+      got += n;
   } else {
     const long half = f->size / 2;
     got = pread(fd, buf + half, f->size - half, half);
@@ -75,7 +76,9 @@ int main(int argc, char** argv) {
   FILE* l = fopen(argv[2], "r");
   if (!l) return 2;
   g_files = calloc(100000, sizeof(File));
-  while (g_n < 100000 && fscanf(l, "%511s %ld %lx", g_files[g_n].path, &g_files[g_n].size, &g_files[g_n].sum) == 3) ++g_n;
+  while (g_n < 100000 &&
+         fscanf(l, "%511s %ld %lx", g_files[g_n].path, &g_files[g_n].size, &g_files[g_n].sum) == 3)
+    ++g_n;
   fclose(l);
   g_rounds = atol(argv[3]);
   if (!strcmp(argv[1], "threads")) {
@@ -92,7 +95,8 @@ int main(int argc, char** argv) {
       if (pid == 0) {
         int bad = lseek(fd, 0, SEEK_CUR) != 1;
         if (read(fd, &c, 1) != 1 && g_files[r % g_n].size > 1) bad = 1;
-        for (int k = 0; k < 20; ++k) bad |= CheckFile(&g_files[(r * 7 + k) % g_n], (unsigned)k) != 0;
+        for (int k = 0; k < 20; ++k)
+          bad |= CheckFile(&g_files[(r * 7 + k) % g_n], (unsigned)k) != 0;
         _exit(bad);
       }
       int st = 0;

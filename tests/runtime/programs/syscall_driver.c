@@ -6,15 +6,16 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
-#include <linux/openat2.h>
-#include <sys/file.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/epoll.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/select.h>
 #include <sys/stat.h>
@@ -24,21 +25,26 @@
 #include <sys/uio.h>
 #include <sys/xattr.h>
 #include <termios.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
-static const char* E(void) { return strerrorname_np(errno) ? strerrorname_np(errno) : "E?"; }
-#define SHOW(name, expr)                                    \
-  do {                                                      \
-    errno = 0;                                              \
-    long _r = (long)(expr);                                 \
-    if (_r < 0) printf("%-34s -1 %s\n", name, E());         \
-    else printf("%-34s %ld\n", name, _r);                   \
+static const char* E(void) {
+  return strerrorname_np(errno) ? strerrorname_np(errno) : "E?";
+}
+#define SHOW(name, expr)                  \
+  do {                                    \
+    errno = 0;                            \
+    long _r = (long)(expr);               \
+    if (_r < 0)                           \
+      printf("%-34s -1 %s\n", name, E()); \
+    else                                  \
+      printf("%-34s %ld\n", name, _r);    \
   } while (0)
-#define SHOWFD(name, fd)                                    \
-  do {                                                      \
-    if ((fd) < 0) printf("%-34s -1 %s\n", name, E());       \
-    else printf("%-34s fd\n", name);                        \
+#define SHOWFD(name, fd)                  \
+  do {                                    \
+    if ((fd) < 0)                         \
+      printf("%-34s -1 %s\n", name, E()); \
+    else                                  \
+      printf("%-34s fd\n", name);         \
   } while (0)
 
 static unsigned long Sum(const unsigned char* p, long n) {
@@ -48,10 +54,12 @@ static unsigned long Sum(const unsigned char* p, long n) {
 }
 
 static void Stat(const char* label, int rc, const struct stat* st) {
-  if (rc < 0) printf("%-34s -1 %s\n", label, E());
-  else printf("%-34s mode=%o size=%lld nlink=%lu mtime=%lld.%09ld uid=%u\n", label, st->st_mode,
-              (long long)st->st_size, (unsigned long)st->st_nlink, (long long)st->st_mtim.tv_sec,
-              st->st_mtim.tv_nsec, st->st_uid);
+  if (rc < 0)
+    printf("%-34s -1 %s\n", label, E());
+  else
+    printf("%-34s mode=%o size=%lld nlink=%lu mtime=%lld.%09ld uid=%u\n", label, st->st_mode,
+           (long long)st->st_size, (unsigned long)st->st_nlink, (long long)st->st_mtim.tv_sec,
+           st->st_mtim.tv_nsec, st->st_uid);
 }
 
 /* Calls on an open read-only file that are not reads: locks (HDF5 flocks every file it
@@ -89,7 +97,8 @@ static void FdCalls(int fd, const char* dir) {
   SHOW("stat -L /dev/fd/N: size", stat(p, &st) == 0 ? st.st_size : -1);
   SHOW("lstat /dev/fd/N: a link", lstat(p, &st) == 0 ? S_ISLNK(st.st_mode) : -1);
   snprintf(want, sizeof want, "%s/meta/one", dir);
-  SHOW("readlink /dev/fd/N: the file", readlink(p, target, sizeof target - 1) > 0 ? !strcmp(target, want) : -1);
+  SHOW("readlink /dev/fd/N: the file",
+       readlink(p, target, sizeof target - 1) > 0 ? !strcmp(target, want) : -1);
   snprintf(p, sizeof p, "/proc/%d/fd/%d/x", getpid(), fd);
   SHOW("open /proc/PID/fd/FILE/x", open(p, O_RDONLY));
   snprintf(p, sizeof p, "/proc/self/fd/%d/one", d);
@@ -107,7 +116,9 @@ static void FdCalls(int fd, const char* dir) {
 }
 
 static sigjmp_buf g_fault;
-static void OnFault(int sig) { siglongjmp(g_fault, sig); }
+static void OnFault(int sig) {
+  siglongjmp(g_fault, sig);
+}
 
 /* What a read of `p` gives: "readable", "SIGBUS" or "SIGSEGV". */
 static const char* Probe(const volatile unsigned char* p) {
@@ -116,8 +127,10 @@ static const char* Probe(const volatile unsigned char* p) {
   sigaction(SIGSEGV, &sa, &old_segv);
   const char* what = "readable";
   int sig = sigsetjmp(g_fault, 1);
-  if (sig == 0) (void)*p;
-  else what = sig == SIGBUS ? "SIGBUS" : "SIGSEGV";
+  if (sig == 0)
+    (void)*p;
+  else
+    what = sig == SIGBUS ? "SIGBUS" : "SIGSEGV";
   sigaction(SIGBUS, &old_bus, NULL);
   sigaction(SIGSEGV, &old_segv, NULL);
   return what;
@@ -128,22 +141,30 @@ static const char* Probe(const volatile unsigned char* p) {
 static void MapPastEnd(const char* path) {
   int fd = open(path, O_RDONLY);
   struct stat st;
-  if (fd < 0 || fstat(fd, &st) != 0) { printf("%-34s -1 %s\n", "map past end: open", E()); return; }
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    printf("%-34s -1 %s\n", "map past end: open", E());
+    return;
+  }
   long page = 4096, size = st.st_size, end = (size + page - 1) / page * page;
   for (long off = 0; off < end; off += page) {
     long len = end - off + 2 * page;
     unsigned char* m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, off);
-    if (m == MAP_FAILED) { printf("%-34s -1 %s\n", "map past end", E()); continue; }
+    if (m == MAP_FAILED) {
+      printf("%-34s -1 %s\n", "map past end", E());
+      continue;
+    }
     long zeros = 0;
     for (long k = size - off; k < end - off; ++k) zeros += m[k] == 0;
-    printf("map past end at %ld: sum %lx, %ld of %ld zero, next page %s\n", off,
-           Sum(m, size - off), zeros, end - size, Probe(m + end - off));
-    m[size - off] = 1;  /* a private copy: writable past the end within the page */
+    printf("map past end at %ld: sum %lx, %ld of %ld zero, next page %s\n", off, Sum(m, size - off),
+           zeros, end - size, Probe(m + end - off));
+    m[size - off] = 1; /* a private copy: writable past the end within the page */
     munmap(m, len);
   }
-  unsigned char* m = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, end);  /* wholly past it */
-  if (m == MAP_FAILED) printf("%-34s -1 %s\n", "map past end: beyond", E());
-  else printf("map past end beyond the last page: %s\n", Probe(m));
+  unsigned char* m = mmap(NULL, page, PROT_READ, MAP_PRIVATE, fd, end); /* wholly past it */
+  if (m == MAP_FAILED)
+    printf("%-34s -1 %s\n", "map past end: beyond", E());
+  else
+    printf("map past end beyond the last page: %s\n", Probe(m));
   if (m != MAP_FAILED) munmap(m, page);
   close(fd);
 }
@@ -153,10 +174,13 @@ static long Openat2Call(int dirfd, const char* path, unsigned long long flags,
   char how[64] = {0};
   struct open_how h = {.flags = flags, .mode = mode, .resolve = resolve};
   memcpy(how, &h, sizeof h);
-  if (size == 65) { size = 64; how[40] = 1; }  /* a larger struct with a non-zero tail */
+  if (size == 65) {
+    size = 64;
+    how[40] = 1;
+  } /* a larger struct with a non-zero tail */
   long fd = syscall(SYS_openat2, dirfd, path, how, size);
   if (fd >= 0) close((int)fd);
-  return fd >= 0 ? 0 : -1;  /* (not the fd number) */
+  return fd >= 0 ? 0 : -1; /* (not the fd number) */
 }
 
 /* openat2: the open_how checks, then the resolve flags inside the dataset. */
@@ -176,20 +200,27 @@ static void Openat2(const char* dir) {
   SHOW("openat2 unknown flag", Openat2Call(AT_FDCWD, "meta/one", 1ull << 40, 0, 0, 24));
   SHOW("openat2 unknown resolve", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, 1 << 20, 24));
   SHOW("openat2 O_PATH with O_RDWR", Openat2Call(AT_FDCWD, "meta/one", O_PATH | O_RDWR, 0, 0, 24));
-  SHOW("openat2 BENEATH and IN_ROOT", Openat2Call(d, "one", O_RDONLY, 0, RESOLVE_BENEATH | RESOLVE_IN_ROOT, 24));
-  SHOW("openat2 CACHED with O_CREAT", Openat2Call(AT_FDCWD, "meta/one", O_CREAT, 0, RESOLVE_CACHED, 24));
+  SHOW("openat2 BENEATH and IN_ROOT",
+       Openat2Call(d, "one", O_RDONLY, 0, RESOLVE_BENEATH | RESOLVE_IN_ROOT, 24));
+  SHOW("openat2 CACHED with O_CREAT",
+       Openat2Call(AT_FDCWD, "meta/one", O_CREAT, 0, RESOLVE_CACHED, 24));
   SHOW("openat2 CACHED", Openat2Call(AT_FDCWD, "meta/one", O_RDONLY, 0, RESOLVE_CACHED, 24));
-  SHOW("openat2 NO_SYMLINKS final link", Openat2Call(AT_FDCWD, "meta/link", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
-  SHOW("openat2 NO_SYMLINKS dir link", Openat2Call(AT_FDCWD, "meta/dirlink/b/c/leaf.txt", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
-  SHOW("openat2 NO_SYMLINKS O_PATH link", Openat2Call(AT_FDCWD, "meta/link", O_PATH | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS, 24));
-  SHOW("openat2 NO_SYMLINKS plain", Openat2Call(AT_FDCWD, "deep/a/b/c/leaf.txt", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
+  SHOW("openat2 NO_SYMLINKS final link",
+       Openat2Call(AT_FDCWD, "meta/link", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
+  SHOW("openat2 NO_SYMLINKS dir link",
+       Openat2Call(AT_FDCWD, "meta/dirlink/b/c/leaf.txt", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
+  SHOW("openat2 NO_SYMLINKS O_PATH link",
+       Openat2Call(AT_FDCWD, "meta/link", O_PATH | O_NOFOLLOW, 0, RESOLVE_NO_SYMLINKS, 24));
+  SHOW("openat2 NO_SYMLINKS plain",
+       Openat2Call(AT_FDCWD, "deep/a/b/c/leaf.txt", O_RDONLY, 0, RESOLVE_NO_SYMLINKS, 24));
   SHOW("openat2 NO_XDEV inside", Openat2Call(d, "one", O_RDONLY, 0, RESOLVE_NO_XDEV, 24));
   SHOW("openat2 NO_XDEV absolute", Openat2Call(d, abs, O_RDONLY, 0, RESOLVE_NO_XDEV, 24));
   SHOW("openat2 NO_XDEV leaving", Openat2Call(d, "../..", O_RDONLY, 0, RESOLVE_NO_XDEV, 24));
   int fd = open("meta/one", O_RDONLY);
   char p[64];
   snprintf(p, sizeof p, "/proc/self/fd/%d", fd);
-  SHOW("openat2 NO_MAGICLINKS fd link", Openat2Call(AT_FDCWD, p, O_RDONLY, 0, RESOLVE_NO_MAGICLINKS, 24));
+  SHOW("openat2 NO_MAGICLINKS fd link",
+       Openat2Call(AT_FDCWD, p, O_RDONLY, 0, RESOLVE_NO_MAGICLINKS, 24));
   close(fd);
   close(d);
 }
@@ -267,8 +298,10 @@ int main(int argc, char** argv) {
   fd = open("meta/numbers.txt", O_RDONLY);
   fstat(fd, &st);
   void* m = mmap(NULL, st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (m == MAP_FAILED) printf("%-34s -1 %s\n", "mmap", E());
-  else printf("%-34s ok %lx\n", "mmap", Sum(m, st.st_size));
+  if (m == MAP_FAILED)
+    printf("%-34s -1 %s\n", "mmap", E());
+  else
+    printf("%-34s ok %lx\n", "mmap", Sum(m, st.st_size));
   if (m != MAP_FAILED) munmap(m, st.st_size);
   void* w = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   SHOW("mmap shared writable", w == MAP_FAILED ? -1 : 0);
@@ -278,8 +311,10 @@ int main(int argc, char** argv) {
   /* a 1-byte file: packed tight, off a page boundary in the blob */
   fd = open("meta/one", O_RDONLY);
   m = mmap(NULL, 1, PROT_READ, MAP_PRIVATE, fd, 0);
-  if (m == MAP_FAILED) printf("%-34s -1 %s\n", "mmap 1-byte file", E());
-  else printf("%-34s ok %lx\n", "mmap 1-byte file", Sum(m, 1));
+  if (m == MAP_FAILED)
+    printf("%-34s -1 %s\n", "mmap 1-byte file", E());
+  else
+    printf("%-34s ok %lx\n", "mmap 1-byte file", Sum(m, 1));
   if (m != MAP_FAILED) munmap(m, 1);
   close(fd);
   /* open errors */
@@ -289,7 +324,8 @@ int main(int argc, char** argv) {
   SHOWFD("open file O_WRONLY", open("meta/numbers.txt", O_WRONLY));
   SHOWFD("open file O_RDWR", open("meta/numbers.txt", O_RDWR));
   SHOWFD("open O_CREAT new", open("meta/new.txt", O_CREAT | O_WRONLY, 0644));
-  SHOWFD("open O_CREAT|O_EXCL existing", open("meta/numbers.txt", O_CREAT | O_EXCL | O_RDONLY, 0644));
+  SHOWFD("open O_CREAT|O_EXCL existing",
+         open("meta/numbers.txt", O_CREAT | O_EXCL | O_RDONLY, 0644));
   SHOWFD("open O_DIRECTORY on file", open("meta/numbers.txt", O_RDONLY | O_DIRECTORY));
   SHOWFD("open O_NOFOLLOW on symlink", open("meta/link", O_RDONLY | O_NOFOLLOW));
   SHOWFD("open symlink (followed)", open("meta/link", O_RDONLY));
@@ -328,9 +364,9 @@ int main(int argc, char** argv) {
   struct statx sx;
   errno = 0;
   int rc = statx(AT_FDCWD, "meta/one", 0, STATX_BASIC_STATS, &sx);
-  printf("%-34s %d size=%llu mode=%o mtime=%lld.%u basic=%d\n", "statx", rc, (unsigned long long)sx.stx_size,
-         sx.stx_mode, (long long)sx.stx_mtime.tv_sec, sx.stx_mtime.tv_nsec,
-         (sx.stx_mask & STATX_BASIC_STATS) == STATX_BASIC_STATS);
+  printf("%-34s %d size=%llu mode=%o mtime=%lld.%u basic=%d\n", "statx", rc,
+         (unsigned long long)sx.stx_size, sx.stx_mode, (long long)sx.stx_mtime.tv_sec,
+         sx.stx_mtime.tv_nsec, (sx.stx_mask & STATX_BASIC_STATS) == STATX_BASIC_STATS);
   n = readlink("meta/link", buf, sizeof buf);
   printf("%-34s %ld %.*s\n", "readlink", n, (int)(n > 0 ? n : 0), buf);
   SHOW("readlink on file", readlink("meta/one", buf, sizeof buf));
@@ -357,7 +393,8 @@ int main(int argc, char** argv) {
   SHOW("chmod", chmod("meta/one", 0600));
   SHOW("chown", chown("meta/one", 0, 0));
   /* meta/outlink points outside the tree: only the NOFOLLOW form touches the dataset. */
-  SHOW("fchownat nofollow", fchownat(AT_FDCWD, "meta/outlink", getuid(), getgid(), AT_SYMLINK_NOFOLLOW));
+  SHOW("fchownat nofollow",
+       fchownat(AT_FDCWD, "meta/outlink", getuid(), getgid(), AT_SYMLINK_NOFOLLOW));
   SHOW("fchownat follow", fchownat(AT_FDCWD, "meta/outlink", getuid(), getgid(), 0));
   SHOW("truncate", truncate("meta/one", 0));
   SHOW("utimensat", utimensat(AT_FDCWD, "meta/one", NULL, 0));
@@ -381,9 +418,9 @@ int main(int argc, char** argv) {
     int file = open("meta/numbers.txt", O_RDONLY), dir = open("deep", O_RDONLY | O_DIRECTORY);
     int full[2], empty[2];
     if (pipe(full) != 0 || pipe(empty) != 0 || write(full[1], "x", 1) != 1) return 3;
-    struct pollfd p[6] = {{file, POLLIN, 0},  {dir, POLLIN | POLLOUT | POLLPRI, 0},
+    struct pollfd p[6] = {{file, POLLIN, 0},    {dir, POLLIN | POLLOUT | POLLPRI, 0},
                           {full[0], POLLIN, 0}, {empty[0], POLLIN, 0},
-                          {-1, POLLIN, 0},   {file, 0, 0}};
+                          {-1, POLLIN, 0},      {file, 0, 0}};
     rc = poll(p, 6, 1000);
     printf("%-34s %d %x %x %x %x %x %x\n", "poll mixed", rc, p[0].revents, p[1].revents,
            p[2].revents, p[3].revents, p[4].revents, p[5].revents);
@@ -394,15 +431,21 @@ int main(int argc, char** argv) {
     struct pollfd z[1] = {{file, 0, 0}};
     SHOW("poll nothing asked, timeout 0", poll(z, 1, 0));
     fd_set r, w, e;
-    FD_ZERO(&r); FD_ZERO(&w); FD_ZERO(&e);
-    FD_SET(file, &r); FD_SET(empty[0], &r); FD_SET(dir, &w); FD_SET(file, &e);
+    FD_ZERO(&r);
+    FD_ZERO(&w);
+    FD_ZERO(&e);
+    FD_SET(file, &r);
+    FD_SET(empty[0], &r);
+    FD_SET(dir, &w);
+    FD_SET(file, &e);
     struct timeval tv = {1, 0};
     int maxfd = file > dir ? file : dir;
     if (empty[0] > maxfd) maxfd = empty[0];
     rc = select(maxfd + 1, &r, &w, &e, &tv);
     printf("%-34s %d r=%d,%d w=%d e=%d\n", "select mixed", rc, FD_ISSET(file, &r),
            FD_ISSET(empty[0], &r), FD_ISSET(dir, &w), FD_ISSET(file, &e));
-    FD_ZERO(&r); FD_SET(file, &r);
+    FD_ZERO(&r);
+    FD_SET(file, &r);
     rc = pselect(file + 1, &r, NULL, NULL, &zero, NULL);
     printf("%-34s %d r=%d\n", "pselect", rc, FD_ISSET(file, &r));
     int ep = epoll_create1(EPOLL_CLOEXEC);
@@ -414,18 +457,22 @@ int main(int argc, char** argv) {
     SHOW("epoll_ctl on a file as epfd", epoll_ctl(file, EPOLL_CTL_ADD, full[0], &ev));
     /* bad pointers with a virtual fd open: EFAULT, as the kernel answers, never a crash */
     struct timeval tv0 = {0, 0};
-    struct pollfd* volatile bad_fds = (struct pollfd*)8;  /* volatile: no compile-time check */
+    struct pollfd* volatile bad_fds = (struct pollfd*)8; /* volatile: no compile-time check */
     fd_set* volatile bad_set = (fd_set*)8;
     SHOW("poll bad pointer", poll(bad_fds, 2, 0));
     SHOW("ppoll bad pointer", ppoll(bad_fds, 2, &zero, NULL));
     SHOW("select bad set", select(file + 1, bad_set, NULL, NULL, &tv0));
     SHOW("pselect bad set", pselect(file + 1, NULL, bad_set, NULL, &zero, NULL));
-    struct pollfd* ro = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    ro[0].fd = file; ro[0].events = POLLIN; ro[0].revents = 0;
+    struct pollfd* ro =
+        mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ro[0].fd = file;
+    ro[0].events = POLLIN;
+    ro[0].revents = 0;
     mprotect(ro, 4096, PROT_READ);
     SHOW("poll read-only array", poll(ro, 1, 0));
     fd_set* ros = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    FD_ZERO(ros); FD_SET(file, ros);
+    FD_ZERO(ros);
+    FD_SET(file, ros);
     mprotect(ros, 4096, PROT_READ);
     SHOW("select read-only set", select(file + 1, ros, NULL, NULL, &tv0));
     munmap(ro, 4096);
@@ -437,7 +484,10 @@ int main(int argc, char** argv) {
     rc = poll(c, 1, 0);
     printf("%-34s %d %x\n", "poll closed fd", rc, c[0].revents);
     close(dir);
-    close(full[0]); close(full[1]); close(empty[0]); close(empty[1]);
+    close(full[0]);
+    close(full[1]);
+    close(empty[0]);
+    close(empty[1]);
   }
   struct statfs sfs;
   rc = statfs("meta", &sfs);
