@@ -1,0 +1,112 @@
+// The mount point and the dataset's directories fanrun makes under it (its skeleton).
+#include <fcntl.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+
+#include "bin/fanrun_node_parts.h"
+#include "runtime/skeleton.h"
+
+namespace fanstore::fanrun {
+
+namespace fs = std::filesystem;
+
+// Creates, below the mount point, the dataset's directories that do not exist natively
+// (so a chdir into the dataset leaves a kernel cwd that children inherit). Returns what
+// was created, to be removed at exit, deepest first.
+std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::string& mount) {
+  std::vector<std::string> made;
+  std::error_code ec;
+  std::vector<std::string> parents;
+  for (fs::path p = mount; !p.empty() && !fs::exists(p, ec); p = p.parent_path())
+    parents.push_back(p.string());
+  std::vector<std::pair<std::string, int64_t>> marks;  // made at or below the mount point
+  for (auto it = parents.rbegin(); it != parents.rend(); ++it) {
+    if (::mkdir(it->c_str(), 0755) == 0) {
+      made.push_back(*it);
+      if (*it == mount) marks.emplace_back(*it, ns.entry(0).mtime_ns);
+    } else if (errno != EEXIST) {
+      // The dataset is served all the same, and the runtime passes a working directory
+      // inside it across exec (runtime/inherit.h); a program without the runtime finds no
+      // such directory as its working directory.
+      spdlog::warn(
+          "cannot create the mount point's directory {} ({}): served all the same; "
+          "a program without the runtime (a static binary) started inside the "
+          "dataset will not find its working directory",
+          *it, std::strerror(errno));
+      return made;
+    }
+  }
+  // Parents before children: a walk down from the root.
+  std::vector<uint32_t> todo = {0};
+  while (!todo.empty()) {
+    const meta::ImageEntry& dir = ns.entry(todo.back());
+    todo.pop_back();
+    for (uint32_t c = 0; c < dir.child_count; ++c) {
+      const uint32_t i = ns.Child(dir, c);
+      const meta::ImageEntry& e = ns.entry(i);
+      if (e.kind != static_cast<uint8_t>(meta::Kind::kDir)) continue;
+      const std::string p = mount + "/" + std::string(ns.path(e));
+      if (::mkdir(p.c_str(), 0755) == 0) {
+        made.push_back(p);
+        marks.emplace_back(p, e.mtime_ns);
+      }
+      todo.push_back(i);
+    }
+  }
+  // The mark (runtime/skeleton.h), once every directory is made (a mkdir below one changes
+  // its mtime): the dataset directory's second, kSkeletonMarkNs nanoseconds.
+  for (const auto& [p, mtime_ns] : marks) {
+    const timespec times[2] = {
+        {0, UTIME_OMIT}, {static_cast<time_t>(mtime_ns / 1'000'000'000), runtime::kSkeletonMarkNs}};
+    ::utimensat(AT_FDCWD, p.c_str(), times, 0);
+  }
+  // Search only (0111): a program that reaches a skeleton directory through a link the
+  // runtime was not told of gets the kernel's EACCES, which the runtime answers from the
+  // dataset (a listing; EROFS for a file created there), instead of creating files there,
+  // invisible through the mount and left behind, or listing directories without their
+  // files. So a successful native directory open needs no check (runtime/prefilter.cc).
+  // Root is not stopped by mode bits (docs/design.md). (The mount point's missing parents,
+  // made too, are not the dataset's: they stay 0755.)
+  for (const std::string& p : made)
+    if (p.size() >= mount.size() && p.compare(0, mount.size(), mount) == 0)
+      ::chmod(p.c_str(), 0111);
+  return made;
+}
+
+// Removes the skeleton directories this rank made (deepest first). They are read-only
+// (0111): each is made writable again first, and so is its parent when that is another
+// rank's skeleton directory on this host (ranks share a mount point; the parent still
+// carries the skeleton mark, runtime/skeleton.h, and nothing else under the mount point is
+// touched).
+void RemoveSkeleton(const std::vector<std::string>& made, const std::string& mount) {
+  for (const std::string& p : made) ::chmod(p.c_str(), 0700);
+  for (auto it = made.rbegin(); it != made.rend(); ++it) {
+    const std::string parent = fs::path(*it).parent_path().string();
+    struct stat st;
+    if (parent.size() >= mount.size() && parent.compare(0, mount.size(), mount) == 0 &&
+        ::lstat(parent.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+        st.st_mtim.tv_nsec == runtime::kSkeletonMarkNs && !(st.st_mode & S_IWUSR))
+      ::chmod(parent.c_str(), 0700);
+    ::rmdir(it->c_str());
+  }
+}
+
+// A mount point can be a directory (shadowed while the job runs) or nothing yet (made, with
+// its missing parents), not a file: the dataset's root would be a directory where the
+// kernel and every child process see a file.
+Status CheckMountPoint(const std::string& mount) {
+  struct stat st;
+  if (::stat(mount.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return Status::Ok();
+    return Status::Error("--mount " + mount + ": exists and is not a directory");
+  }
+  if (errno == ENOTDIR)
+    return Status::Error("--mount " + mount + ": a component of the path is not a directory");
+  return Status::Ok();
+}
+
+}  // namespace fanstore::fanrun

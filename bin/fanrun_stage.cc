@@ -1,0 +1,164 @@
+// Whether this node's partitions are staged (bin/stage_decision.h), the copies made before
+// the namespace exchange (several nodes), and the copier that makes them while CMD runs
+// (one node).
+#include <spdlog/spdlog.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+#include "bin/cli_util.h"
+#include "bin/fanrun_node_parts.h"
+#include "bin/stage_decision.h"
+#include "io/agent.h"
+#include "io/node_cache.h"
+#include "io/pieces.h"
+#include "io/stage.h"
+#include "meta/dataset.h"
+
+namespace fanstore::fanrun {
+
+// This rank's partitions (placement), copied to its local directory and checked, or checked
+// in place; then the rest of the node's local storage: the agent maps the blobs and makes
+// the node cache (allocated ahead once every rank has staged, up to what this node may
+// fetch: the manifest's members of partitions it does not hold).
+void Node::StageIn(const NodeOptions& opt, StartUp* s) {
+  Status& st = s->st;
+  const meta::Manifest& manifest = s->manifest;
+  const uint32_t parts = st.ok() ? static_cast<uint32_t>(manifest.partitions.size()) : 0;
+  s->placement = meta::Placement{static_cast<uint32_t>(nodes_), opt.replicas};
+  if (rank_ == 0 && opt.replicas > static_cast<uint32_t>(nodes_))  // said once, not per rank
+    spdlog::warn("--replicas {} with {} node{}: every node holds every partition", opt.replicas,
+                 nodes_, nodes_ == 1 ? "" : "s");
+  // Whether to copy, and how (bin/stage_decision.h): from DATA's file system and the room
+  // where the copies would go.
+  StageInputs in;
+  in.nodes = nodes_;
+  in.stage_flag = opt.stage;
+  in.no_stage_flag = opt.no_stage;
+  in.local_dir_given = !opt.local_dir.empty();
+  struct statfs data_fs;
+  if (st.ok() && ::statfs(s->abs_data.c_str(), &data_fs) == 0)
+    in.data_fs_type = static_cast<long>(data_fs.f_type);
+  for (uint32_t p = 0; p < parts; ++p)
+    if (s->placement.Holds(static_cast<uint32_t>(rank_), p,
+                           (manifest.partitions[p].flags & meta::kFlagBroadcast) != 0))
+      in.share_bytes += manifest.partitions[p].file_size;
+  struct statvfs local_fs;
+  if (::statvfs(local_dir_.c_str(), &local_fs) == 0)
+    in.local_free = static_cast<uint64_t>(local_fs.f_bavail) * local_fs.f_frsize;
+  in.local_where = opt.local_dir.empty() ? "/dev/shm" : opt.local_dir;
+  const StageDecision decision = DecideStaging(in);
+  s->stage = decision.stage;
+  const bool overlap = decision.stage && decision.overlap;
+  s->local_paths.assign(parts, "");
+  s->broadcast.assign(parts, 0);
+  s->readers = std::vector<meta::PartitionReader>(parts);
+  for (uint32_t p = 0; p < parts && st.ok(); ++p) {
+    s->broadcast[p] = (manifest.partitions[p].flags & meta::kFlagBroadcast) != 0;
+    if (!s->placement.Holds(static_cast<uint32_t>(rank_), p, s->broadcast[p])) continue;
+    const std::string src = s->abs_data + "/" + meta::PartitionFileName(p);
+    std::string path = src;
+    if (overlap) {  // read in place now, copied while CMD runs (StartCopier)
+      copies_.push_back({p, src, local_dir_ + "/" + meta::PartitionFileName(p)});
+    } else if (s->stage) {
+      path = local_dir_ + "/" + meta::PartitionFileName(p);
+      auto r = io::StagePartition(src, path, manifest, p);
+      if (!r.ok()) {
+        st = r.status();
+        break;
+      }
+      s->staged_bytes += r->bytes;
+    }
+    if (Status opened = s->readers[p].Open(path); !opened.ok()) {
+      st = opened;
+    } else if (Status same = meta::CheckAgainstManifest(s->readers[p], manifest, p); !same.ok()) {
+      st = same;
+    }
+    s->local_paths[p] = overlap ? copies_.back().dst : path;
+  }
+  if (overlap && st.ok()) staging_from_ = s->abs_data;
+  // Said once per node, as the job starts: what happens to DATA's bytes, and why.
+  if (st.ok() && !std::getenv("FANSTORE_QUIET") && (in.nodes == 1 || rank_ == 0) &&
+      (decision.stage || SharedFsName(in.data_fs_type)))
+    std::fprintf(stderr, "fanrun: %s (%s)\n",
+                 overlap ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
+                            " of DATA to " + local_dir_ +
+                            " while the command runs; reads go to DATA until then")
+                               .c_str()
+                 : s->stage ? "staging each node's share of DATA before the command starts"
+                            : "serving DATA in place",
+                 decision.why.c_str());
+  socket_path_ = rank_dir_ + "/agent.sock";
+  if (!st.ok() || !(mpi_ || opt.serve)) return;
+  io::AgentConfig cfg;
+  cfg.mpi = mpi_;
+  cfg.rank = rank_;
+  cfg.placement = s->placement;
+  cfg.blob_paths = s->local_paths;
+  for (const Copy& c : copies_) cfg.blob_paths[c.partition] = c.src;  // (in place until copied)
+  cfg.staged = s->stage;
+  cfg.broadcast = s->broadcast;
+  cfg.socket_path = socket_path_;
+  cfg.cache_dir = cache_dir();
+  cfg.cache_bytes = opt.cache_bytes;
+  cfg.fetch_ahead = opt.fetch_ahead;
+  cfg.timeout_s = opt.timeout_s;
+  if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES"))
+    cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
+  // (a rank whose replies never come, though it is alive and passes the job's barriers)
+  if (const char* r = std::getenv("FANSTORE_TEST_SILENT_RANK"))
+    cfg.silent = std::strtol(r, nullptr, 10) == rank_;
+  uint64_t fetchable = 0;
+  for (uint32_t p = 0; p < parts; ++p)
+    if (s->local_paths[p].empty())
+      fetchable +=
+          io::ArenaBytesAtMost(manifest.partitions[p].members, manifest.partitions[p].stored);
+  // The node cache's keys: the entries, then the pieces of large members (io/pieces.h),
+  // bounded here from the stored bytes (the namespace, which numbers them, comes later).
+  uint64_t stored = 0;
+  for (const auto& part : manifest.partitions) stored += part.stored;
+  const uint64_t keys = io::KeysAtMost(manifest.files + manifest.dirs + manifest.symlinks, stored);
+  agent_ = std::make_unique<io::Agent>(std::move(cfg));
+  st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(keys, UINT32_MAX - 1)),
+                           fetchable);
+}
+
+// The copies one node makes while CMD runs, one partition after another. Each appears
+// under its final name only once complete and checked (io/stage.h), which is what the
+// runtime looks for (runtime/state.h staging_from); a failed copy leaves that partition
+// read in place, and says so.
+void Node::StartCopier(const meta::Manifest& manifest) {
+  if (copies_.empty()) return;
+  // (tests: hold the copy back, so that reads are seen going to DATA first)
+  const char* delay = std::getenv("FANSTORE_TEST_COPY_DELAY_MS");
+  const long delay_ms = delay ? std::strtol(delay, nullptr, 10) : 0;
+  copier_ = std::thread([this, manifest, delay_ms] {
+    for (long waited = 0; waited < delay_ms && !cancel_copy_.load(); waited += 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    const auto t0 = Clock::now();
+    uint64_t bytes = 0;
+    for (const Copy& c : copies_) {
+      auto r = io::StagePartition(c.src, c.dst, manifest, c.partition, &cancel_copy_);
+      if (cancel_copy_.load()) return;
+      if (!r.ok()) {
+        std::fprintf(stderr, "fanrun: staging stopped, the rest is read in place from DATA: %s\n",
+                     r.status().message().c_str());
+        return;
+      }
+      bytes += r->bytes;
+    }
+    // (its absence tells `fanrun attach` and anyone watching the job that the copy is done)
+    ::unlink((rank_dir_ + "/staging-from").c_str());
+    const double secs = Since(t0);
+    if (!std::getenv("FANSTORE_QUIET"))
+      std::fprintf(stderr, "fanrun: staged %s in %.2f s (%.0f MB/s); reads now go to %s\n",
+                   cli::HumanBytes(static_cast<double>(bytes)).c_str(), secs,
+                   secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0, local_dir_.c_str());
+  });
+}
+
+}  // namespace fanstore::fanrun
