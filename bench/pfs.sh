@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
 # FanStore against the shared file system it exists for: MooseFS (a metadata server, as
-# Lustre's MDS) started here, an ImageNet-like tree generated and packed on it, and random-
-# order epochs read natively from the MooseFS mount and through one-node `fanrun` (which
-# copies DATA to /dev/shm while the command runs), alternating, cold (page cache dropped)
-# then warm (a second epoch in the same process), with 1 and 2 reader threads. Reports wall
-# time including start-up, files/s, the master's operations per run (mfscli -SMO) and the
-# time to the first read. JSON in bench/results/pfs.json.
+# Lustre's MDS) started here, an ImageNet-like tree generated and packed on it, and jobs
+# alternating native (the tree on the MooseFS mount) and one-node `fanrun` (DATA on
+# MooseFS, copied to /dev/shm while the command runs). Each job drops the page cache and
+# reads every file once in a random order (cold), then twice more once fanrun's copy is
+# done (the second epoch is the first over the fresh copy, the third is warm), with 1 and
+# 2 reader threads; then a PyTorch DataLoader epoch
+# (bench/train_epoch.py); a two-rank job (mpiexec -n 2, both ranks staging from MooseFS);
+# and an interference run: another client stats other files in a loop while each reader
+# runs. Per job: wall time with start-up, files/s, time to the first read, the master's
+# operations (mfscli -SMO) and CPU time, and the bytes the client pulled from the daemons
+# (the veth's counters). JSON in bench/results/pfs.json, a plot in bench/results/pfs.png.
 # Usage: bench/pfs.sh [--files N] [--rounds R]   (root; default 4,000 files of ~100 KB, 3 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -30,64 +35,116 @@ MFS_MNT=$work/mnt
 trap 'mfs_stop; rm -rf "$work"' EXIT
 mfs_start || { echo "pfs.sh: MooseFS did not start: $(cat "$MFS_DIR"/*.log | tail -n 3)" >&2; exit 1; }
 echo "MooseFS up (master $MFS_IP, mount $MFS_MNT); generating $files files"
-/usr/bin/python3 bench/gen_dataset.py imagenet "$MFS_MNT/imagenet" --files "$files" --mean-kb 100 >/dev/null
+/usr/bin/python3 bench/gen_dataset.py imagenet "$MFS_MNT/imagenet" --files "$files" --mean-kb 100 --real-jpeg >/dev/null
 build/release/bin/fanstore pack -q "$MFS_MNT/imagenet" "$MFS_MNT/packed"
 FR=$(pwd)/build/release/bin/fanrun
-/usr/bin/python3 - "$rounds" "$MFS_MNT" "$FR" "$work" <<'PY'
-import json, os, statistics, subprocess, sys, time
+mkdir -p "$MFS_MNT/other"  # the interfering client's files
+for i in $(seq 2000); do : >"$MFS_MNT/other/f$i"; done
+MFS_DIR=$MFS_DIR MFS_VETH=fsm$$h /usr/bin/python3 - "$rounds" "$MFS_MNT" "$FR" "$work" <<'PY'
+import json, os, statistics, subprocess, sys, threading, time
 rounds, mnt, fanrun, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
-ip = "10.231.0.2"
-def ops():
+ip, veth, mfs_dir = "10.231.0.2", os.environ["MFS_VETH"], os.environ["MFS_DIR"]
+master_pid = subprocess.run(["pgrep", "-f", "mfsmaster -c " + mfs_dir], capture_output=True, text=True).stdout.split()[0]
+hz = os.sysconf("SC_CLK_TCK")
+def counters():
     out = subprocess.run(["mfscli", "-H", ip, "-SMO", "-m", "1"], capture_output=True, text=True).stdout
-    return sum(int(l.split("\t")[-1]) for l in out.splitlines() if l.startswith("active mounts, operations:"))
+    ops = sum(int(l.split("\t")[-1]) for l in out.splitlines() if l.startswith("active mounts, operations:"))
+    f = open("/proc/%s/stat" % master_pid).read().rsplit(")", 1)[1].split()
+    cpu = (int(f[11]) + int(f[12])) / hz
+    rx = int(open("/sys/class/net/%s/statistics/rx_bytes" % veth).read())
+    return ops, cpu, rx
 def drop():
     subprocess.run(["sync"]); open("/proc/sys/vm/drop_caches", "w").write("3\n")
 epoch = ["/usr/bin/python3", os.path.abspath("bench/pfs_epoch.py")]
-def run(kind, threads):
+under = [fanrun, "--data", mnt + "/packed", "--mount", work + "/ds", "--"]
+class Stats(threading.Thread):  # another user's client: stat of other files, in a loop
+    def __init__(self):
+        super().__init__(daemon=True); self.n = 0; self.stop = False
+    def run(self):
+        names = [mnt + "/other/f%d" % i for i in range(1, 2001)]
+        while not self.stop:
+            for p in names:
+                os.stat(p); self.n += 1
+                if self.stop: break
+def job(cmd, parse=True, interfere=False):
     drop()
-    o0 = ops()
+    c0 = counters()
+    st = Stats() if interfere else None
+    if st: st.start()
     t0 = time.perf_counter()
-    if kind == "native":
-        cmd = epoch + [mnt + "/imagenet", "--threads", str(threads), "--epochs", "2"]
-    else:
-        cmd = [fanrun, "--data", mnt + "/packed", "--mount", work + "/ds", "--"] + epoch + [
-            work + "/ds", "--threads", str(threads), "--epochs", "2"]
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
+    if st: st.stop = True; st.join()
+    c1 = counters()
     if r.returncode != 0:
         sys.exit("pfs.sh: %s failed: %s" % (" ".join(cmd), r.stderr[-500:]))
-    e = [json.loads(l) for l in r.stdout.splitlines()]
-    return {"wall_s": wall, "cold_files_per_s": e[0]["files_per_s"], "cold_epoch_s": e[0]["seconds"],
-            "warm_files_per_s": e[1]["files_per_s"], "first_read_s": e[0]["first_read_s"],
-            "master_ops": ops() - o0, "stderr": r.stderr.strip().splitlines()}
-res = {}
-for threads in (1, 2):
-    for kind in ("native", "fanrun"):
-        res.setdefault((kind, threads), [])
+    out = {"wall_s": wall, "master_ops": c1[0] - c0[0], "master_cpu_s": c1[1] - c0[1],
+           "mfs_bytes": c1[2] - c0[2], "stderr": r.stderr.strip().splitlines()[-3:]}
+    if st: out["other_stats_per_s"] = st.n / wall
+    if parse:
+        e = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
+        out.update({"cold_files_per_s": e[0]["files_per_s"], "first_read_s": e[0]["first_read_s"],
+                    "cold_epoch_s": e[0]["seconds"]})
+        if len(e) > 2:  # (the second epoch is fanrun's first over its fresh copy)
+            out.update({"second_files_per_s": e[1]["files_per_s"], "warm_files_per_s": e[2]["files_per_s"],
+                        "staging_wait_s": e[1]["staging_wait_s"]})
+    return out
+def summarize(rs):
+    row = {"rounds": len(rs)}
+    for k in rs[0]:
+        if isinstance(rs[0][k], (int, float)):
+            v = [r[k] for r in rs]
+            row[k] = {"median": statistics.median(v), "min": min(v), "max": max(v)}
+    row["stderr_example"] = rs[0]["stderr"]
+    return row
+results = []
+def compare(name, native_cmd, fanrun_cmd, **kw):
+    rs = {"native": [], "fanrun": []}
     for _ in range(rounds):
-        for kind in ("native", "fanrun"):
-            res[(kind, threads)].append(run(kind, threads))
-summary = []
-print("%-8s %7s %10s %12s %12s %10s %10s" % ("reader", "threads", "wall s", "cold files/s", "warm files/s", "1st read s", "master ops"))
-for (kind, threads), rs in res.items():
-    med = lambda k: statistics.median(r[k] for r in rs)
-    rng = lambda k: (min(r[k] for r in rs), max(r[k] for r in rs))
-    row = {"reader": kind, "threads": threads, "rounds": len(rs)}
-    for k in ("wall_s", "cold_files_per_s", "warm_files_per_s", "first_read_s", "master_ops"):
-        row[k] = {"median": med(k), "min": rng(k)[0], "max": rng(k)[1]}
-    summary.append(row)
-    print("%-8s %7d %10.2f %12.0f %12.0f %10.3f %10.0f" % (kind, threads, med("wall_s"), med("cold_files_per_s"),
-          med("warm_files_per_s"), med("first_read_s"), med("master_ops")))
-for threads in (1, 2):
-    n = {r["reader"]: r for r in summary if r["threads"] == threads}
-    print("threads %d: wall fanrun/native %.2f; warm files/s %.1fx; master ops %.0fx fewer" % (
-        threads, n["fanrun"]["wall_s"]["median"] / n["native"]["wall_s"]["median"],
-        n["fanrun"]["warm_files_per_s"]["median"] / n["native"]["warm_files_per_s"]["median"],
-        n["native"]["master_ops"]["median"] / max(1, n["fanrun"]["master_ops"]["median"])))
+        rs["native"].append(job(native_cmd, **kw)); rs["fanrun"].append(job(fanrun_cmd, **kw))
+    for kind in ("native", "fanrun"):
+        row = summarize(rs[kind]); row.update({"run": name, "reader": kind}); results.append(row)
+        m = lambda k: row[k]["median"] if k in row else float("nan")
+        print("%-28s %-7s wall %6.2f s  cold %7.0f  warm %7.0f files/s  1st read %.3f s  master %6.0f ops %5.2f s cpu  %7.1f MB pulled%s" % (
+            name, kind, m("wall_s"), m("cold_files_per_s"), m("warm_files_per_s"), m("first_read_s"),
+            m("master_ops"), m("master_cpu_s"), m("mfs_bytes") / 1e6,
+            ("  other client %.0f stat/s" % m("other_stats_per_s")) if "other_stats_per_s" in row else ""), flush=True)
+idle = Stats(); idle.start(); time.sleep(3); idle.stop = True; idle.join()
+idle_rate = idle.n / 3
+print("another client's stat loop alone: %.0f stat/s" % idle_rate)
+for t in (1, 2):
+    compare("epochs, %d thread%s" % (t, "s" if t > 1 else ""),
+            epoch + [mnt + "/imagenet", "--threads", str(t), "--epochs", "3"],
+            under + epoch + [work + "/ds", "--threads", str(t), "--epochs", "3", "--after-staging"])
+compare("DataLoader epoch, 2 workers",
+        ["/usr/bin/python3", "bench/train_epoch.py", mnt + "/imagenet/train", "--workers", "2", "--json"],
+        under + ["/usr/bin/python3", "bench/train_epoch.py", work + "/ds/train", "--workers", "2", "--json"], parse=False)
+compare("2 ranks (mpiexec -n 2)",
+        ["mpiexec", "-n", "2"] + epoch + [mnt + "/imagenet", "--threads", "1"],
+        ["mpiexec", "-n", "2"] + under + epoch + [work + "/ds", "--threads", "1"], parse=False)
+compare("epoch with another client", epoch + [mnt + "/imagenet", "--threads", "2"],
+        under + epoch + [work + "/ds", "--threads", "2"], interfere=True)
 os.makedirs("bench/results", exist_ok=True)
 json.dump({"benchmark": "pfs", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "file_system": "MooseFS 3.0 (one master, one chunkserver, FUSE client, this host)",
-           "rounds": rounds, "results": summary,
-           "fanrun_stderr_example": res[("fanrun", 1)][0]["stderr"]}, open("bench/results/pfs.json", "w"), indent=1)
+           "file_system": "MooseFS 3.0: one master, one chunkserver (own network namespace), FUSE client, this host",
+           "rounds": rounds, "other_client_alone_stats_per_s": idle_rate, "results": results},
+          open("bench/results/pfs.json", "w"), indent=1)
+with open(work + "/pfs.dat", "w") as f:
+    for r in results:
+        if r["run"].startswith("epochs"):
+            f.write('"%s, %s thr" %f %f\n' % (r["reader"], r["run"].split(", ")[1].split()[0], r["cold_files_per_s"]["median"], r["warm_files_per_s"]["median"]))
 print("wrote bench/results/pfs.json")
 PY
+if command -v gnuplot >/dev/null; then
+  gnuplot <<GP && echo "wrote bench/results/pfs.png"
+set terminal pngcairo size 800,450
+set output "bench/results/pfs.png"
+set title "Random-order epochs from MooseFS: native vs one-node fanrun (median files/s)"
+set style data histograms
+set style fill solid 0.8 border -1
+set logscale y
+set ylabel "files/s"
+set key top left
+plot "$work/pfs.dat" using 2:xtic(1) title "cold (page cache dropped)", "" using 3 title "warm"
+GP
+fi
