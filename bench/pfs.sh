@@ -2,13 +2,13 @@
 # FanStore against the shared file system it exists for: MooseFS (a metadata server, as
 # Lustre's MDS) started here, an ImageNet-like tree generated and packed on it, and jobs
 # alternating native (the tree on the MooseFS mount) and one-node `fanrun` (DATA on
-# MooseFS, copied to /dev/shm while the command runs). Each job drops the page cache and
-# reads every file once in a random order (cold), then twice more once fanrun's copy is
+# MooseFS, copied to /dev/shm while the command runs). Each job gets a new MooseFS client
+# (its own mount, no cache) and a dropped page cache, and reads every file once in a random order (cold), then twice more once fanrun's copy is
 # done (the second epoch is the first over the fresh copy, the third is warm), with 1 and
-# 2 reader threads; then a PyTorch DataLoader epoch
-# (bench/train_epoch.py); a two-rank job (mpiexec -n 2, both ranks staging from MooseFS);
-# and an interference run: another client stats other files in a loop while each reader
-# runs. Per job: wall time with start-up, files/s, time to the first read, the master's
+# 2 reader threads; a warm epoch read by fsbench (C++, after an untimed one); a PyTorch
+# DataLoader epoch (bench/train_epoch.py); a two-rank job (mpiexec -n 2, both ranks
+# staging from MooseFS); and an interference run: another client stats other files in a
+# loop while each reader runs. Per job: wall time with start-up, files/s, time to the first read, the master's
 # operations (mfscli -SMO) and CPU time, and the bytes the client pulled from the daemons
 # (the veth's counters). JSON in bench/results/pfs.json, a plot in bench/results/pfs.png.
 # Usage: bench/pfs.sh [--files N] [--rounds R]   (root; default 4,000 files of ~100 KB, 3 rounds)
@@ -32,7 +32,7 @@ chmod 755 "$work"  # (the daemons run as user mfs)
 MFS_DIR=$work/mfs
 MFS_MNT=$work/mnt
 . bench/mfs_lib.sh
-trap 'mfs_stop; rm -rf "$work"' EXIT
+trap 'for m in "$work"/m[0-9]*; do umount -l "$m" 2>/dev/null || true; done; mfs_stop; rm -rf "$work"' EXIT
 mfs_start || { echo "pfs.sh: MooseFS did not start: $(cat "$MFS_DIR"/*.log | tail -n 3)" >&2; exit 1; }
 echo "MooseFS up (master $MFS_IP, mount $MFS_MNT); generating $files files"
 /usr/bin/python3 bench/gen_dataset.py imagenet "$MFS_MNT/imagenet" --files "$files" --mean-kb 100 --real-jpeg >/dev/null
@@ -46,42 +46,56 @@ rounds, mnt, fanrun, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv
 ip, veth, mfs_dir = "10.231.0.2", os.environ["MFS_VETH"], os.environ["MFS_DIR"]
 master_pid = subprocess.run(["pgrep", "-f", "mfsmaster -c " + mfs_dir], capture_output=True, text=True).stdout.split()[0]
 hz = os.sysconf("SC_CLK_TCK")
-def counters():
+jobs = [0]
+def fresh_mount():  # a new client per job (no cache of its own), its session told by its path
+    jobs[0] += 1
+    m = "%s/m%d" % (work, jobs[0])
+    os.makedirs(m)
+    subprocess.run(["sync"])
+    open("/proc/sys/vm/drop_caches", "w").write("3\n")
+    subprocess.run(["mfsmount", "-H", ip, m], check=True, capture_output=True)
+    return m
+def counters(m):
     out = subprocess.run(["mfscli", "-H", ip, "-SMO", "-m", "1"], capture_output=True, text=True).stdout
-    ops = sum(int(l.split("\t")[-1]) for l in out.splitlines() if l.startswith("active mounts, operations:"))
+    ops = sum(int(f[-1]) for f in (l.split("\t") for l in out.splitlines())
+              if f[0].startswith("active mounts, operations:") and f[2] == m)
     f = open("/proc/%s/stat" % master_pid).read().rsplit(")", 1)[1].split()
     cpu = (int(f[11]) + int(f[12])) / hz
     rx = int(open("/sys/class/net/%s/statistics/rx_bytes" % veth).read())
     return ops, cpu, rx
-def drop():
-    subprocess.run(["sync"]); open("/proc/sys/vm/drop_caches", "w").write("3\n")
 epoch = ["/usr/bin/python3", os.path.abspath("bench/pfs_epoch.py")]
-under = [fanrun, "--data", mnt + "/packed", "--mount", work + "/ds", "--"]
-class Stats(threading.Thread):  # another user's client: stat of other files, in a loop
+def under(m):
+    return [fanrun, "--data", m + "/packed", "--mount", work + "/ds", "--"]
+other_mnt = fresh_mount()
+class Stats(threading.Thread):  # another user's client, its own mount: stat of other files
     def __init__(self):
         super().__init__(daemon=True); self.n = 0; self.stop = False
     def run(self):
-        names = [mnt + "/other/f%d" % i for i in range(1, 2001)]
+        names = [other_mnt + "/other/f%d" % i for i in range(1, 2001)]
         while not self.stop:
             for p in names:
                 os.stat(p); self.n += 1
                 if self.stop: break
-def job(cmd, parse=True, interfere=False):
-    drop()
-    c0 = counters()
+def job(make_cmd, parse=True, interfere=False):
+    m = fresh_mount()
+    c0 = counters(m)
     st = Stats() if interfere else None
     if st: st.start()
     t0 = time.perf_counter()
+    cmd = make_cmd(m)
     r = subprocess.run(cmd, capture_output=True, text=True)
     wall = time.perf_counter() - t0
     if st: st.stop = True; st.join()
-    c1 = counters()
+    c1 = counters(m)
+    subprocess.run(["umount", "-l", m])
     if r.returncode != 0:
         sys.exit("pfs.sh: %s failed: %s" % (" ".join(cmd), r.stderr[-500:]))
     out = {"wall_s": wall, "master_ops": c1[0] - c0[0], "master_cpu_s": c1[1] - c0[1],
            "mfs_bytes": c1[2] - c0[2], "stderr": r.stderr.strip().splitlines()[-3:]}
     if st: out["other_stats_per_s"] = st.n / wall
-    if parse:
+    if parse == "fsbench":
+        out["warm_files_per_s"] = json.loads(r.stdout)["items_per_s"]
+    elif parse:
         e = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
         out.update({"cold_files_per_s": e[0]["files_per_s"], "first_read_s": e[0]["first_read_s"],
                     "cold_epoch_s": e[0]["seconds"]})
@@ -114,16 +128,25 @@ idle_rate = idle.n / 3
 print("another client's stat loop alone: %.0f stat/s" % idle_rate)
 for t in (1, 2):
     compare("epochs, %d thread%s" % (t, "s" if t > 1 else ""),
-            epoch + [mnt + "/imagenet", "--threads", str(t), "--epochs", "3"],
-            under + epoch + [work + "/ds", "--threads", str(t), "--epochs", "3", "--after-staging"])
+            lambda m: epoch + [m + "/imagenet", "--threads", str(t), "--epochs", "3"],
+            lambda m: under(m) + epoch + [work + "/ds", "--threads", str(t), "--epochs", "3", "--after-staging"])
+fsbench = os.path.join(os.path.dirname(fanrun), "fsbench")
+def fsbench_warm(root, t):  # one warm epoch, after an untimed one (C++: no interpreter's ceiling)
+    return (r'while [ -e "$(dirname "${FANSTORE_IMAGE:-/nonexistent/x}")/staging-from" ]; do sleep 0.05; done; '
+            '%s --op read --warmup --epochs 1 --threads %d --json -q %s' % (fsbench, t, root))
+for t in (1, 2):
+    compare("warm epoch, fsbench, %d thread%s" % (t, "s" if t > 1 else ""),
+            lambda m: ["sh", "-c", fsbench_warm(m + "/imagenet", t)],
+            lambda m: under(m) + ["sh", "-c", fsbench_warm(work + "/ds", t)], parse="fsbench")
 compare("DataLoader epoch, 2 workers",
-        ["/usr/bin/python3", "bench/train_epoch.py", mnt + "/imagenet/train", "--workers", "2", "--json"],
-        under + ["/usr/bin/python3", "bench/train_epoch.py", work + "/ds/train", "--workers", "2", "--json"], parse=False)
+        lambda m: ["/usr/bin/python3", "bench/train_epoch.py", m + "/imagenet/train", "--workers", "2", "--json"],
+        lambda m: under(m) + ["/usr/bin/python3", "bench/train_epoch.py", work + "/ds/train", "--workers", "2", "--json"],
+        parse=False)
 compare("2 ranks (mpiexec -n 2)",
-        ["mpiexec", "-n", "2"] + epoch + [mnt + "/imagenet", "--threads", "1"],
-        ["mpiexec", "-n", "2"] + under + epoch + [work + "/ds", "--threads", "1"], parse=False)
-compare("epoch with another client", epoch + [mnt + "/imagenet", "--threads", "2"],
-        under + epoch + [work + "/ds", "--threads", "2"], interfere=True)
+        lambda m: ["mpiexec", "-n", "2"] + epoch + [m + "/imagenet", "--threads", "1"],
+        lambda m: ["mpiexec", "-n", "2"] + under(m) + epoch + [work + "/ds", "--threads", "1"], parse=False)
+compare("epoch with another client", lambda m: epoch + [m + "/imagenet", "--threads", "2"],
+        lambda m: under(m) + epoch + [work + "/ds", "--threads", "2"], interfere=True)
 os.makedirs("bench/results", exist_ok=True)
 json.dump({"benchmark": "pfs", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "file_system": "MooseFS 3.0: one master, one chunkserver (own network namespace), FUSE client, this host",
