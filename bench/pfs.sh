@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # FanStore against the shared file system it exists for: MooseFS (a metadata server, as
-# Lustre's MDS) started here, an ImageNet-like tree generated and packed on it, and jobs
-# alternating native (the tree on the MooseFS mount) and one-node `fanrun` (DATA on
-# MooseFS, copied to /dev/shm while the command runs). Each job gets a new MooseFS client
-# (its own mount, no cache) and a dropped page cache, and reads every file once in a random order (cold), then twice more once fanrun's copy is
-# done (the second epoch is the first over the fresh copy, the third is warm), with 1 and
-# 2 reader threads; a warm epoch read by fsbench (C++, after an untimed one); a PyTorch
-# DataLoader epoch (bench/train_epoch.py); a two-rank job (mpiexec -n 2, both ranks
-# staging from MooseFS); and an interference run: another client stats other files in a
-# loop while each reader runs. Per job: wall time with start-up, files/s, time to the first read, the master's
-# operations (mfscli -SMO) and CPU time, and the bytes the client pulled from the daemons
-# (the veth's counters). JSON in bench/results/pfs.json, a plot in bench/results/pfs.png.
+# Lustre's MDS) started here, an ImageNet-like tree of real JPEGs generated and packed on
+# it, and jobs alternating native (the tree on the MooseFS mount) and one-node `fanrun`
+# (DATA on MooseFS, copied to /dev/shm while the command runs). Each job gets a new
+# MooseFS client (its own mount, no cache) and a dropped page cache. The jobs: 3 epochs,
+# every file once per epoch in a random order, with 1 and 2 Python reader threads (cold;
+# the first over fanrun's fresh copy; warm); a warm epoch read by fsbench (after an
+# untimed one); a PyTorch DataLoader epoch (bench/train_epoch.py); a two-rank job
+# (mpiexec -n 2, both ranks staging from MooseFS); and one epoch while another client
+# stats other files in a loop. Per job: wall time with start-up, files/s, the time to the
+# first read, the master's operations (mfscli -SMO) and CPU time, and the bytes the client
+# pulled from the daemons (the veth's counters). JSON in bench/results/pfs.json, a plot in
+# bench/results/pfs.png. Installs MooseFS from Debian's packages if missing.
 # Usage: bench/pfs.sh [--files N] [--rounds R]   (root; default 4,000 files of ~100 KB, 3 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,13 +21,18 @@ while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^# Usage/p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "pfs.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "pfs.sh: needs root (network namespace, FUSE mount, drop_caches)" >&2; exit 2; }
-command -v mfsmaster >/dev/null || { echo "pfs.sh: MooseFS missing: apt-get install moosefs-master moosefs-chunkserver moosefs-client moosefs-cli" >&2; exit 2; }
-[ -x build/release/bin/fanrun ] || ci/build.sh release >/dev/null
+if ! command -v mfsmaster >/dev/null || ! command -v mfsmount >/dev/null || ! command -v mfscli >/dev/null; then
+  echo "pfs.sh: installing MooseFS from Debian's packages"
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q moosefs-master moosefs-chunkserver \
+    moosefs-client moosefs-cli >/dev/null
+fi
+[ -x build/release/bin/fanrun ] || { ci/install-deps.sh && ci/build.sh release >/dev/null; }
 work=$(mktemp -d /tmp/fanstore-pfs-XXXXXX)
 chmod 755 "$work"  # (the daemons run as user mfs)
 MFS_DIR=$work/mfs
