@@ -238,7 +238,7 @@ void SetStagingFrom(const std::string& data) {
 }
 
 // Runs CMD and waits for it. Returns its wait status.
-Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub) {
+Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub, fanrun::Node* node) {
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) {
@@ -252,6 +252,7 @@ Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub) {
     _exit(e == ENOENT ? kExitNotFound : kExitCannotRun);
   }
   g_child = pid;
+  node->StartStaging();
   struct sigaction sa {};
   sa.sa_handler = Forward;
   for (int sig : {SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
@@ -414,6 +415,7 @@ int Serve(fanrun::NodeOptions& opt) {
   opt.serve = true;
   fanrun::Node node;
   if (Status s = node.Setup(opt, cli::LaunchedByMpi()); !s.ok()) return Fail(s.message());
+  node.StartStaging();
   if (node.rank() == 0)
     std::fprintf(stderr,
                  "fanrun: serving job %s at %s; run programs with: fanrun attach --job %s -- CMD\n",
@@ -600,7 +602,7 @@ int main(int argc, char** argv) {
   ::setenv("FANSTORE_RANK", std::to_string(node.rank()).c_str(), 1);
   ::setenv("FANSTORE_NODES", std::to_string(node.nodes()).c_str(), 1);
   ::setenv("FANSTORE_LOCAL_RANK", std::to_string(node.local_rank()).c_str(), 1);
-  auto status = RunCommand(cmd, mpi);
+  auto status = RunCommand(cmd, mpi, &node);
   // Under mpiexec: serves the other nodes until every CMD has finished.
   node.Finish(status.ok() ? ExitCodeOf(*status) : kExitFanrun);
   if (!status.ok()) return Fail(status.status().message());

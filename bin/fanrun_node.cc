@@ -161,7 +161,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   // stage-in (every rank's stage-in agreed) it is the namespace's start-up, everything it
   // takes once the bytes are local.
   Announce(s, Since(t_start), Since(t_exchange));
-  StartCopier(s.manifest);
+  if (!copies_.empty()) copies_manifest_ = s.manifest;  // (for StartStaging)
   return Status::Ok();
 }
 

@@ -66,6 +66,9 @@ class Node {
   bool staged() const { return staged_; }  // the local blobs are this job's own copies
   // DATA while its copies are still being made (one node stages while CMD runs), else "".
   const std::string& staging_from() const { return staging_from_; }
+  // Starts that copy (a thread), if any. Called once CMD is forked: a process forked while
+  // another thread runs is what some runtimes (ThreadSanitizer's) cannot take.
+  void StartStaging() { StartCopier(copies_manifest_); }
   io::AgentStats agent_stats() const;
 
  private:
@@ -97,6 +100,7 @@ class Node {
     std::string src, dst;
   };
   std::vector<Copy> copies_;
+  meta::Manifest copies_manifest_;
   std::string staging_from_;
   std::thread copier_;
   std::atomic<bool> cancel_copy_{false};

@@ -49,7 +49,9 @@ ci/build.sh asan
 run_ctest ASAN_OPTIONS=detect_leaks=1 -- --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun' || status=1
 echo "== tsan build (ThreadSanitizer)"
 ci/build.sh tsan
-run_ctest TSAN_OPTIONS=halt_on_error=1 -- --preset tsan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun' || status=1
+# (UCX_MEM_EVENTS=no: MPICH's UCX memory hooks crash inside ThreadSanitizer's interceptors
+# when any thread of fanrun exits, e.g. the copier of a one-node staging; third-party code)
+run_ctest TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no -- --preset tsan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun' || status=1
 echo "== Debian 13 root: build and suite"
 run_logged ci/debian-root.sh trixie /src/ci/root-suite.sh || status=1
 echo "== Debian 12 root with Open MPI: the MPI suites"

@@ -57,7 +57,7 @@ print("then", bad, ",".join(blobs()), flush=True)
 PY
 
 # 1. DATA on FUSE: copied while the command runs.
-FANSTORE_TEST_COPY_DELAY_MS=1500 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
+FANSTORE_TEST_COPY_DELAY_MS=5000 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
   /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" >"$S/out" 2>"$S/err"
 rc=$?
 [ $rc -eq 0 ] && ok || bad "fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
