@@ -51,7 +51,12 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (::statvfs(local_dir_.c_str(), &local_fs) == 0)
     in.local_free = static_cast<uint64_t>(local_fs.f_bavail) * local_fs.f_frsize;
   in.local_where = opt.local_dir.empty() ? "/dev/shm" : opt.local_dir;
-  const StageDecision decision = DecideStaging(in);
+  // Under a launcher the rule stays what the multi-node start-up was built and tested
+  // with: several nodes stage before the exchange, one serves in place.
+  const StageDecision decision = mpi_ ? StageDecision{!opt.no_stage && nodes_ > 1, false,
+                                                      nodes_ > 1 ? std::to_string(nodes_) + " nodes"
+                                                                 : "one rank under a launcher"}
+                                      : DecideStaging(in);
   s->stage = decision.stage;
   const bool overlap = decision.stage && decision.overlap;
   s->local_paths.assign(parts, "");
