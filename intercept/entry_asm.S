@@ -37,16 +37,21 @@
 #define F_RDI 64
 #define F_RAX 72
 
-/* Loads (nr, a1..a6) from the saved frame as C arguments (a6 on the stack, which must be
-   16-byte aligned before this; the caller drops 16 bytes after the call). */
-.macro LOAD_CALL_ARGS
+/* Loads (nr, a1..a6[, seventh]) from the saved frame as C arguments (a6, and the register
+   `seventh` if given, on the stack, which must be 16-byte aligned before this; the caller
+   drops 16 bytes after the call). */
+.macro LOAD_CALL_ARGS seventh
   mov F_RAX(%rbx), %rdi
   mov F_RDI(%rbx), %rsi
   mov F_RSI(%rbx), %rdx
   mov F_RDX(%rbx), %rcx
   mov F_R10(%rbx), %r8
   mov F_R8(%rbx), %r9
+  .ifb \seventh
   sub $8, %rsp
+  .else
+  push \seventh
+  .endif
   pushq F_R9(%rbx)
 .endm
 
@@ -142,14 +147,7 @@ fanstore_intercept_entry_hook:
   cmp $3, %rbp            /* kAgain: the prefilter's second stage, on this stack */
   jne .Lhook
   and $-16, %rsp
-  mov F_RAX(%rbx), %rdi
-  mov F_RDI(%rbx), %rsi
-  mov F_RSI(%rbx), %rdx
-  mov F_RDX(%rbx), %rcx
-  mov F_R10(%rbx), %r8
-  mov F_R8(%rbx), %r9
-  push %r12               /* done */
-  pushq F_R9(%rbx)        /* a6 */
+  LOAD_CALL_ARGS %r12     /* done: the prefilter's value */
   call fanstore_intercept_prefilter_again
   add $16, %rsp
   cmp $1, %rdx            /* kToHook */

@@ -57,6 +57,19 @@ long IntoReserved(long raw, int reserved_lo) {
   return target;
 }
 
+// Moves `raw` into the reserved range and stores it in *slot unless another thread stored
+// one first (then that one is kept and this closed). Returns the fd in *slot, or -errno.
+int Publish(std::atomic<int>* slot, long raw, int reserved_lo) {
+  const long target = IntoReserved(raw, reserved_lo);
+  if (target < 0) return static_cast<int>(target);
+  int expected = -1;
+  if (!slot->compare_exchange_strong(expected, static_cast<int>(target))) {
+    intercept::RawSyscall6(SYS_close, target);  // another thread won
+    return expected;
+  }
+  return static_cast<int>(target);
+}
+
 int64_t MonotonicNs() {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &t);  // (vDSO: no system call)
@@ -87,25 +100,11 @@ int State::BlobFd(uint32_t p) {
     const long ip = intercept::RawSyscall6(
         SYS_openat, AT_FDCWD, reinterpret_cast<long>(in_place.c_str()), O_RDONLY | O_CLOEXEC);
     if (ip < 0) return static_cast<int>(ip);
-    const long target = IntoReserved(ip, reserved_lo);
-    if (target < 0) return static_cast<int>(target);
-    int expected = -1;
-    if (!provisional_fds[p].compare_exchange_strong(expected, static_cast<int>(target))) {
-      intercept::RawSyscall6(SYS_close, target);  // another thread won
-      return expected;
-    }
-    return static_cast<int>(target);
+    return Publish(&provisional_fds[p], ip, reserved_lo);
   }
   if (raw < 0) return static_cast<int>(raw);
   // Partition p at reserved top - 1 - p, top down.
-  const long target = IntoReserved(raw, reserved_lo);
-  if (target < 0) return static_cast<int>(target);
-  int expected = -1;
-  if (!blob_fds[p].compare_exchange_strong(expected, static_cast<int>(target))) {
-    intercept::RawSyscall6(SYS_close, target);  // another thread won
-    return expected;
-  }
-  return static_cast<int>(target);
+  return Publish(&blob_fds[p], raw, reserved_lo);
 }
 
 const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
