@@ -51,12 +51,11 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (::statvfs(local_dir_.c_str(), &local_fs) == 0)
     in.local_free = static_cast<uint64_t>(local_fs.f_bavail) * local_fs.f_frsize;
   in.local_where = opt.local_dir.empty() ? "/dev/shm" : opt.local_dir;
-  // Under a launcher the rule stays what the multi-node start-up was built and tested
-  // with: several nodes stage before the exchange, one serves in place.
-  const StageDecision decision = mpi_ ? StageDecision{!opt.no_stage && nodes_ > 1, false,
-                                                      nodes_ > 1 ? std::to_string(nodes_) + " nodes"
-                                                                 : "one rank under a launcher"}
-                                      : DecideStaging(in);
+  // Under a launcher even one rank copies before the exchange, as several do: the rank's
+  // clean-up and the job's agreement on damaged members cover a copy made then, not one
+  // still running when a rank is killed or a member found damaged.
+  StageDecision decision = DecideStaging(in);
+  if (mpi_) decision.overlap = false;
   s->stage = decision.stage;
   const bool overlap = decision.stage && decision.overlap;
   s->local_paths.assign(parts, "");
@@ -89,14 +88,16 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   // Said once per node, as the job starts: what happens to DATA's bytes, and why.
   if (st.ok() && !std::getenv("FANSTORE_QUIET") && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type)))
-    std::fprintf(stderr, "fanrun: %s (%s)\n",
-                 overlap ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
-                            " of DATA to " + local_dir_ +
-                            " while the command runs; reads go to DATA until then")
-                               .c_str()
-                 : s->stage ? "staging each node's share of DATA before the command starts"
-                            : "serving DATA in place",
-                 decision.why.c_str());
+    std::fprintf(
+        stderr, "fanrun: %s (%s)\n",
+        overlap
+            ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " of DATA to " +
+               local_dir_ + " while the command runs; reads go to DATA until then")
+                  .c_str()
+        : s->stage ? (nodes_ == 1 ? "staging DATA before the command starts"
+                                  : "staging each node's share of DATA before the command starts")
+                   : "serving DATA in place",
+        decision.why.c_str());
   socket_path_ = rank_dir_ + "/agent.sock";
   if (!st.ok() || !(mpi_ || opt.serve)) return;
   io::AgentConfig cfg;

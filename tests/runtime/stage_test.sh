@@ -86,4 +86,21 @@ grep -q "(--stage)$" "$S/err" && grep -q "^then 0 .*local" "$S/out" && ok ||
 expect_rc 2 "--stage with --no-stage" -- "$FANRUN" --stage --no-stage --data "$S/packed" -- true
 grep -q "excludes" "$SCRATCH/err" && ok || bad "--stage with --no-stage is refused: $(cat "$SCRATCH/err")"
 
+# 4. One rank under a launcher: copied before the command starts (the rank's clean-up and
+# the job's agreement on damaged members cover the copy), the copy read, --local-dir left
+# as it was found.
+if command -v mpiexec >/dev/null; then
+  mkdir -p "$S/local"
+  timeout -k 10 120 mpiexec -n 1 "$FANRUN" --local-dir "$S/local" --data "$S/fuse" --mount "$S/mnt" -- \
+    /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" >"$S/out" 2>"$S/err"
+  rc=$?
+  [ $rc -eq 0 ] && ok || bad "mpiexec -n 1 fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
+  grep -qx "fanrun: staging DATA before the command starts (--local-dir)" "$S/err" && ok ||
+    bad "one rank under a launcher stages, and says so: $(cat "$S/err")"
+  grep -q "^first 0 local$" "$S/out" && ok || bad "one rank: every read byte-exact from the copy: $(cat "$S/out")"
+  [ -z "$(ls -A "$S/local")" ] && ok || bad "one rank: --local-dir left with $(ls -A "$S/local")"
+else
+  echo "SKIP (part 4): mpiexec not installed"
+fi
+
 finish
