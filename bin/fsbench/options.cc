@@ -56,8 +56,12 @@ ParseOutcome ParseOptions(int argc, const char* const* argv) {
   app.add_option("--processes,-p", o.processes, "Forked worker processes")
       ->capture_default_str()
       ->check(CLI::Validator(cli::IntegerIn(1, 256u), "1..256"));
+  auto* fresh = app.add_flag("--fresh-processes", o.fresh_processes,
+                             "Fork --processes new workers for each epoch, as a DataLoader "
+                             "without persistent_workers does (the parent reads nothing)");
   app.add_option("--duration", o.duration, "Run for S seconds (epochs repeat) instead of --epochs")
-      ->check(CLI::Validator(cli::CheckPositive, "NUMBER > 0"));
+      ->check(CLI::Validator(cli::CheckPositive, "NUMBER > 0"))
+      ->excludes(fresh);
   app.add_option("--files", o.max_files, "Stop after N files (operations) in all")
       ->check(CLI::Validator(cli::CheckPositive, "NUMBER > 0"));
   app.add_flag("--warmup", o.warmup, "Read every file once, untimed, before measuring");

@@ -21,6 +21,9 @@ struct Options {
   std::string files_from;
   unsigned threads = 1;
   unsigned processes = 1;
+  // Each epoch read by `processes` new processes (DataLoader workers without
+  // persistent_workers); the parent only forks and waits.
+  bool fresh_processes = false;
   double duration = 0;     // seconds; 0: run `epochs` passes
   uint64_t max_files = 0;  // 0: no limit
   bool warmup = false;

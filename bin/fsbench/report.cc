@@ -37,7 +37,8 @@ std::string Report::Table() const {
   const Options& c = options;
   o << "fsbench " << c.path << ": op=" << OpName(c.op) << " pattern=" << PatternName(c.pattern)
     << " epochs=" << (c.duration > 0 ? std::string("-") : std::to_string(c.epochs))
-    << " threads=" << c.threads << " processes=" << c.processes;
+    << " threads=" << c.threads << " processes=" << c.processes
+    << (c.fresh_processes ? " (new each epoch)" : "");
   if (ranks > 1) o << " ranks=" << ranks;
   if (c.latency_every > 1) o << " (latency: 1 op in " << c.latency_every << " timed)";
   o << "\n  " << files_listed << " files (" << cli::HumanBytes(bytes_listed) << "), " << dirs_listed
@@ -90,10 +91,11 @@ std::string Report::Json() const {
     << "\"path\": " << cli::JsonString(c.path) << ", \"op\": \"" << OpName(c.op)
     << "\", \"pattern\": \"" << PatternName(c.pattern) << "\", \"epochs\": " << c.epochs
     << ", \"files_from\": " << cli::JsonString(c.files_from) << ", \"threads\": " << c.threads
-    << ", \"processes\": " << c.processes << ", \"duration\": " << c.duration
-    << ", \"max_files\": " << c.max_files << ", \"warmup\": " << (c.warmup ? "true" : "false")
-    << ", \"seed\": " << c.seed << ", \"read_size\": " << c.read_size
-    << ", \"latency_every\": " << c.latency_every
+    << ", \"processes\": " << c.processes
+    << ", \"fresh_processes\": " << (c.fresh_processes ? "true" : "false")
+    << ", \"duration\": " << c.duration << ", \"max_files\": " << c.max_files
+    << ", \"warmup\": " << (c.warmup ? "true" : "false") << ", \"seed\": " << c.seed
+    << ", \"read_size\": " << c.read_size << ", \"latency_every\": " << c.latency_every
     << ", \"drop_caches\": " << (c.drop_caches ? "true" : "false")
     << ", \"split\": " << (c.no_split ? "false" : "true") << ", \"ranks\": " << ranks
     << ", \"files_listed\": " << files_listed << ", \"dirs_listed\": " << dirs_listed

@@ -29,6 +29,7 @@ uint64_t NowNs() {
 // State shared by every worker of every process (MAP_SHARED, survives fork).
 struct Shared {
   std::atomic<uint64_t> next;  // next item index to claim
+  uint64_t end;                // 0, or the item to stop before (--fresh-processes: the epoch's end)
   std::atomic<uint32_t> go;    // start barrier
   std::atomic<uint32_t> stop;  // duration elapsed
 };
@@ -59,6 +60,7 @@ class Worker {
   uint64_t limit() const {
     uint64_t lim = o_.duration > 0 ? UINT64_MAX : per_epoch() * o_.epochs;
     if (o_.max_files) lim = std::min(lim, o_.max_files);
+    if (shared_->end) lim = std::min(lim, shared_->end);
     return lim;
   }
 
@@ -345,6 +347,59 @@ bool RunResult::Deserialize(const std::string& s, RunResult* r) {
   return true;
 }
 
+// --fresh-processes: each epoch, `processes` new processes read it (the parent forks and
+// waits); one result over all epochs, timed from the first fork to the last exit.
+static RunResult RunFresh(const Options& o, const Workload& w, int rank, int nranks,
+                          Shared* shared) {
+  RunResult all;
+  const uint64_t items = o.op == Op::kReaddir ? w.dirs.size() : w.files.size();
+  const uint64_t per = nranks == 1 ? items : (items + nranks - 1 - rank) / nranks;
+  const uint64_t last =
+      o.max_files ? std::min<uint64_t>(o.max_files, per * o.epochs) : per * o.epochs;
+  const uint64_t t0 = NowNs();
+  for (uint64_t e = 0; e < o.epochs && e * per < last; ++e) {
+    shared->next.store(e * per, std::memory_order_relaxed);
+    shared->end = std::min(last, (e + 1) * per);
+    shared->go.store(1, std::memory_order_release);
+    std::vector<std::pair<pid_t, int>> kids;
+    for (unsigned p = 0; p < o.processes; ++p) {
+      int fds[2];
+      if (::pipe2(fds, O_CLOEXEC) != 0) break;
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::close(fds[0]);
+        const RunResult r = RunThreads(o, w, rank, nranks, shared, 0);
+        _exit(WriteAllFd(fds[1], r.Serialize()) ? 0 : 1);
+      }
+      ::close(fds[1]);
+      if (pid < 0) {
+        ::close(fds[0]);
+        break;
+      }
+      kids.emplace_back(pid, fds[0]);
+    }
+    if (kids.size() != o.processes) {
+      ++all.errors;
+      all.error_samples.push_back("could not fork every worker process");
+    }
+    for (const auto& [pid, fd] : kids) {
+      const std::string data = ReadAllFd(fd);
+      ::close(fd);
+      int status = 0;
+      ::waitpid(pid, &status, 0);
+      RunResult child;
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !RunResult::Deserialize(data, &child)) {
+        ++all.errors;
+        all.error_samples.push_back("worker process " + std::to_string(pid) + " failed");
+        continue;
+      }
+      all.Merge(child);
+    }
+  }
+  all.seconds = static_cast<double>(NowNs() - t0) / 1e9;
+  return all;
+}
+
 RunResult Run(const Options& o, const Workload& w, int rank, int nranks) {
   void* mem =
       ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
@@ -355,6 +410,11 @@ RunResult Run(const Options& o, const Workload& w, int rank, int nranks) {
     return r;
   }
   auto* shared = new (mem) Shared{};
+  if (o.fresh_processes) {
+    RunResult all = RunFresh(o, w, rank, nranks, shared);
+    ::munmap(mem, sizeof(Shared));
+    return all;
+  }
 
   std::vector<pid_t> pids;
   std::vector<int> pipes;

@@ -37,6 +37,10 @@ expect_err_line "fsbench: $S/nope: No such file or directory" "missing PATH erro
 
 expect_rc 0 "native read, 3 epochs, 2 threads x 2 processes" -- "$FSBENCH" "$S/data" --epochs 3 -t 2 -p 2 --json
 check_json "$S/out" $((files * 3)) $((bytes * 3)) "native read counts"
+expect_rc 0 "native read, 2 epochs, 2 new processes each" -- "$FSBENCH" "$S/data" --epochs 2 -p 2 --fresh-processes --json
+check_json "$S/out" $((files * 2)) $((bytes * 2)) "--fresh-processes counts"
+expect_rc 2 "--fresh-processes with --duration" -- "$FSBENCH" "$S/data" --fresh-processes --duration 1
+expect_err_line "excludes" "--fresh-processes with --duration is refused"
 expect_rc 0 "native mixed, sequential" -- "$FSBENCH" "$S/data" --op mixed --pattern sequential --json
 check_json "$S/out" "$files" "$bytes" "mixed counts"
 expect_rc 0 "readdir" -- "$FSBENCH" "$S/data" --op readdir --epochs 2 --json

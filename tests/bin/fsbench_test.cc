@@ -213,6 +213,34 @@ TEST(Runner, BatchedClaimsVisitEveryFileAndTimeOneOpInN) {
   EXPECT_LE(timed, 4000u / 7 + 4);
 }
 
+// --fresh-processes: each epoch by new processes, every file once per epoch; --files
+// stops inside an epoch.
+TEST(Runner, FreshProcessesReadEveryFileOncePerEpoch) {
+  testing::TempDir t;
+  uint64_t bytes = 0;
+  for (int i = 0; i < 300; ++i) {
+    testing::WriteFile(t / ("d" + std::to_string(i % 5) + "/f" + std::to_string(i)),
+                       std::string(10 + i, 'y'));
+    bytes += 10 + i;
+  }
+  auto w = WalkTree(t.path());
+  ASSERT_TRUE(w.ok());
+  Options o;
+  o.op = Op::kRead;
+  o.epochs = 3;
+  o.threads = 2;
+  o.processes = 2;
+  o.fresh_processes = true;
+  RunResult r = fsbench::Run(o, *w, 0, 1);
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.items, 900u);
+  EXPECT_EQ(r.bytes, 3 * bytes);
+  o.max_files = 450;
+  r = fsbench::Run(o, *w, 0, 1);
+  EXPECT_EQ(r.errors, 0u);
+  EXPECT_EQ(r.items, 450u);
+}
+
 TEST(Runner, MissingFilesAreCountedAsErrors) {
   testing::TempDir t;
   for (int i = 0; i < 10; ++i) testing::WriteFile(t / ("f" + std::to_string(i)), "abc");
