@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <new>
 
@@ -33,6 +35,8 @@ bool LooksLikeSlab(int fd) {
 FdTable::FdTable(int slab_fd, int fd_floor) {
   for (auto& f : fd_) f.store(-1, std::memory_order_relaxed);
   for (auto& b : bits_) b.store(0, std::memory_order_relaxed);
+  for (auto& b : parked_) b.store(0, std::memory_order_relaxed);
+  for (auto& b : cloexec_) b.store(0, std::memory_order_relaxed);
   long fd = -1;
   if (LooksLikeSlab(slab_fd)) {
     fd = slab_fd;
@@ -94,6 +98,7 @@ void FdTable::Release(int d) {
 }
 
 void FdTable::Bind(int fd, int d) {
+  SetCloexecSure(fd, false);
   slab_[d].refs.fetch_add(1, std::memory_order_acq_rel);
   const int old = fd_[fd].exchange(d, std::memory_order_acq_rel);
   bits_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
@@ -118,9 +123,65 @@ bool FdTable::Unbind(int fd) {
   if (fd < 0 || fd >= kMaxFds) return false;
   const int old = fd_[fd].exchange(-1, std::memory_order_acq_rel);
   if (old < 0) return false;
+  SetCloexecSure(fd, false);
   bits_[fd / 64].fetch_and(~(uint64_t{1} << (fd % 64)), std::memory_order_release);
   bound_.fetch_sub(1, std::memory_order_relaxed);
   Release(old);
+  return true;
+}
+
+void FdTable::SetCloexecSure(int fd, bool sure) {
+  if (fd < 0 || fd >= kMaxFds) return;
+  const uint64_t bit = uint64_t{1} << (fd % 64);
+  if (sure)
+    cloexec_[fd / 64].fetch_or(bit, std::memory_order_relaxed);
+  else if (cloexec_[fd / 64].load(std::memory_order_relaxed) & bit)
+    cloexec_[fd / 64].fetch_and(~bit, std::memory_order_relaxed);
+}
+
+bool FdTable::Park(int fd) {
+  // The soft fd limit, read once: parked fds stay below it by kParkRoom.
+  static const long limit = [] {
+    struct rlimit64 rl;
+    return RawSyscall6(SYS_prlimit64, 0, RLIMIT_NOFILE, 0, reinterpret_cast<long>(&rl)) == 0
+               ? static_cast<long>(std::min<uint64_t>(rl.rlim_cur, kMaxFds))
+               : 0;
+  }();
+  if (fd <= 2 || fd >= kMaxFds || fd + kParkRoom >= limit) return false;
+  if (parked_count_.fetch_add(1, std::memory_order_relaxed) >= kParkMax) {
+    parked_count_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  // (also in bits_: the prefilter sends calls on it to the hook, which refuses them)
+  parked_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
+  bits_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
+  return true;
+}
+
+int FdTable::TakeParked(int below) {
+  if (parked_count_.load(std::memory_order_relaxed) == 0) return -1;
+  for (int w = 0; w < kMaxFds / 64 && w * 64 < below; ++w) {
+    uint64_t v = parked_[w].load(std::memory_order_acquire);
+    while (v) {
+      const int fd = w * 64 + __builtin_ctzll(v);
+      if (fd >= below) return -1;
+      if (parked_[w].compare_exchange_weak(v, v & (v - 1), std::memory_order_acq_rel)) {
+        parked_count_.fetch_sub(1, std::memory_order_relaxed);
+        bits_[w].fetch_and(~(uint64_t{1} << (fd % 64)),
+                           std::memory_order_release);  // (Bind sets it)
+        return fd;
+      }
+    }
+  }
+  return -1;
+}
+
+bool FdTable::Unpark(int fd) {
+  if (!IsParked(fd)) return false;
+  const uint64_t bit = uint64_t{1} << (fd % 64);
+  if (!(parked_[fd / 64].fetch_and(~bit, std::memory_order_acq_rel) & bit)) return false;
+  parked_count_.fetch_sub(1, std::memory_order_relaxed);
+  bits_[fd / 64].fetch_and(~bit, std::memory_order_release);
   return true;
 }
 

@@ -44,6 +44,39 @@ class FdTable {
   void ReleaseDesc(int desc);
   // Drops fd's binding; returns whether fd was virtual.
   bool Unbind(int fd);
+
+  // Parked fds: the placeholder of a closed virtual fd, kept open (FD_CLOEXEC) for a later
+  // open to take instead of a new one, which saves that open's system call and the close's
+  // (a DataLoader worker opens, reads and closes one file after another). To the
+  // application a parked fd is closed: it stays in bits() so that the prefilter sends
+  // calls on it to the hook, which fails them with EBADF (hook.cc OnParkedFd; close,
+  // fcntl, dup: their handlers), and dup2/dup3 onto it and close_range over it take it
+  // back (Unpark) before the kernel acts. A path call relative to one reaches the kernel,
+  // which finds an O_PATH placeholder on /dev/null (ENOTDIR, not EBADF). fds 0-2 are never
+  // parked (the stdio redirection idioms close one and expect the next open to take it),
+  // nor one within kParkRoom of the soft RLIMIT_NOFILE, and at most kParkMax are.
+  static constexpr int kParkMax = 8;
+  static constexpr int kParkRoom = 64;
+  // Parks `fd`, which the caller has unbound and whose placeholder carries FD_CLOEXEC
+  // (CloexecSure); false when it may not be parked (the caller closes it).
+  bool Park(int fd);
+  // Takes the lowest parked fd below `below`, or returns -1.
+  int TakeParked(int below);
+  // Takes back `fd` if it is parked; returns whether it was.
+  bool Unpark(int fd);
+  bool IsParked(long fd_arg) const {
+    const int fd = static_cast<int>(fd_arg);
+    return fd >= 0 && fd < kMaxFds &&
+           (parked_[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1);
+  }
+  // Whether the kernel's FD_CLOEXEC on virtual fd `fd` is known to be set: set by the open
+  // that made it with O_CLOEXEC, kept by F_SETFD and FIOCLEX/FIONCLEX, unknown (false) for
+  // an fd made by dup, which is never parked.
+  void SetCloexecSure(int fd, bool sure);
+  bool CloexecSure(int fd) const {
+    return fd >= 0 && fd < kMaxFds &&
+           (cloexec_[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1);
+  }
   // In a forked child: its copies of the parent's virtual fds become references.
   void OnForkChild();
   // At exit: the process's fds stop referring to their descriptions.
@@ -81,12 +114,16 @@ class FdTable {
   const std::atomic<int>* bound() const { return &bound_; }
   const std::atomic<int32_t>* fd_map() const { return fd_; }
   const OpenFile* slab() const { return slab_; }
+  bool AnyParked() const { return parked_count_.load(std::memory_order_relaxed) > 0; }
 
  private:
   void Release(int d);
   std::atomic<int32_t> fd_[kMaxFds];  // -1: not virtual
   std::atomic<uint64_t> bits_[kMaxFds / 64];
   std::atomic<int> bound_{0};
+  std::atomic<uint64_t> parked_[kMaxFds / 64];
+  std::atomic<uint64_t> cloexec_[kMaxFds / 64];
+  std::atomic<int> parked_count_{0};
   OpenFile* slab_ = nullptr;               // kMaxDescs, MAP_SHARED
   std::atomic<uint64_t>* used_ = nullptr;  // kMaxDescs bits, MAP_SHARED
   int slab_fd_ = -1;  // the slab's memfd (CLOEXEC except at an exec passing fds on)

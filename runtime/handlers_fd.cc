@@ -24,6 +24,7 @@
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
 #include "runtime/member_io.h"
+#include "runtime/prefilter_state.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -142,9 +143,15 @@ HookResult OnLseek(const long a[6]) {
 
 HookResult OnClose(const long a[6]) {
   State* s = Get();
-  if (s->IsReservedFd(a[0])) return Err(EBADF);  // the runtime's own fds
+  // the runtime's own fds, and parked ones (closed already, to the application)
+  if (s->IsReservedFd(a[0]) || Fds().IsParked(a[0])) return Err(EBADF);
   if (!Fds().Lookup(a[0])) return kPassToKernel;
-  if (!s->InVforkChild()) Fds().Unbind(static_cast<int>(a[0]));
+  if (s->InVforkChild()) return kPassToKernel;  // (its fd table is its own; the memory is not)
+  const int fd = static_cast<int>(a[0]);
+  const bool parkable = Fds().CloexecSure(fd);
+  Fds().Unbind(fd);
+  if (parkable && Fds().Park(fd)) return Handled(0);  // the placeholder stays, for the next open
+  NoteFdFreed(fd);
   return kPassToKernel;  // the kernel closes the placeholder
 }
 
@@ -154,8 +161,11 @@ HookResult OnCloseRange(const long a[6]) {
   unsigned long last = static_cast<unsigned long>(a[1]);
   if (first > last) return Err(EINVAL);
   if (!(a[2] & CLOSE_RANGE_CLOEXEC) && !s->InVforkChild()) {
-    for (unsigned long fd = first; fd <= last && fd < static_cast<unsigned long>(kMaxFds); ++fd)
+    for (unsigned long fd = first; fd <= last && fd < static_cast<unsigned long>(kMaxFds); ++fd) {
       if (Fds().DescOf(static_cast<long>(fd)) >= 0) Fds().Unbind(static_cast<int>(fd));
+      Fds().Unpark(static_cast<int>(fd));  // (the kernel closes its placeholder)
+    }
+    NoteFdFreed(static_cast<long>(std::min<unsigned long>(first, kMaxFds)));
   }
   if (s->reserved_lo > 0 && last >= static_cast<unsigned long>(s->reserved_lo)) {
     if (first >= static_cast<unsigned long>(s->reserved_lo)) return Handled(0);
@@ -176,7 +186,9 @@ HookResult OnDup(long nr, const long a[6]) {
     return Handled(fd);
   }
   const long target = a[1];
-  if (s->IsReservedFd(target) || s->IsReservedFd(old)) return Err(EBADF);
+  if (s->IsReservedFd(target) || s->IsReservedFd(old) || Fds().IsParked(old)) return Err(EBADF);
+  // onto a parked fd: free to the application, so the placeholder is taken back first
+  if (Fds().IsParked(target) && !s->InVforkChild()) Fds().Unpark(static_cast<int>(target));
   if (d < 0 && Fds().DescOf(target) < 0) return kPassToKernel;
   if (nr == SYS_dup2 && old == target)
     return Handled(RawSyscall6(SYS_fcntl, old, F_GETFD) < 0 ? -EBADF : target);
@@ -192,7 +204,7 @@ HookResult OnDup(long nr, const long a[6]) {
 HookResult OnFcntl(const long a[6]) {
   OpenFile* f = Fds().Lookup(a[0]);
   if (!f) {
-    if (Get()->IsReservedFd(a[0])) return Err(EBADF);
+    if (Get()->IsReservedFd(a[0]) || Fds().IsParked(a[0])) return Err(EBADF);
     return kPassToKernel;
   }
   const int cmd = static_cast<int>(a[1]);
@@ -213,8 +225,13 @@ HookResult OnFcntl(const long a[6]) {
       return Handled(0);
     }
     case F_GETFD:
-    case F_SETFD:
       return kPassToKernel;  // the placeholder carries FD_CLOEXEC
+    case F_SETFD: {
+      const long rc = RawSyscall6(SYS_fcntl, a[0], F_SETFD, a[2]);
+      if (rc == 0 && !Get()->InVforkChild())
+        Fds().SetCloexecSure(static_cast<int>(a[0]), a[2] & FD_CLOEXEC);
+      return Handled(rc);
+    }
     case F_GETLK:
     case F_SETLK:
     case F_SETLKW:
@@ -242,6 +259,12 @@ HookResult OnIoctl(const long a[6]) {
   }
   OpenFile* f = Fds().Lookup(a[0]);
   if (!f) return kPassToKernel;
+  if (req == FIOCLEX || req == FIONCLEX) {  // the placeholder (O_PATH: no ioctl) carries it
+    const long rc = RawSyscall6(SYS_fcntl, a[0], F_SETFD, req == FIOCLEX ? FD_CLOEXEC : 0);
+    if (rc == 0 && !Get()->InVforkChild())
+      Fds().SetCloexecSure(static_cast<int>(a[0]), req == FIOCLEX);
+    return Handled(rc);
+  }
   if (req == FIONREAD && !IsDirEntry(f->entry)) {
     const int64_t left = static_cast<int64_t>(EntryOf(*f).size) - f->offset.load();
     *reinterpret_cast<int*>(a[2]) = static_cast<int>(left > 0 ? left : 0);

@@ -75,36 +75,52 @@ long WithPath(long nr, const long a[6], int path_arg, const char* path) {
 }
 
 long OpenVirtual(uint32_t entry, int flags) {
-  // Placeholders are duplicates of one O_PATH fd on /dev/null (cheaper than a path lookup
-  // per open); the template lives in the reserved range.
-  static std::atomic<long> tmpl{-1};
-  long t = tmpl.load(std::memory_order_acquire);
-  if (t < 0) {
-    const long raw =
-        RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"), O_PATH | O_CLOEXEC);
-    if (raw < 0) return raw;
-    t = RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC,
-                    Get()->reserved_lo + static_cast<long>(Get()->parts.size()) + 1);
-    RawSyscall6(SYS_close, raw);
-    if (t < 0) return t;
-    long expected = -1;
-    if (!tmpl.compare_exchange_strong(expected, t)) {
-      RawSyscall6(SYS_close, t);
-      t = expected;
+  // A parked placeholder (runtime/fd_table.h) when one is the lowest free number; else a
+  // duplicate of one O_PATH fd on /dev/null (cheaper than a path lookup per open), whose
+  // template lives in the reserved range.
+  const bool cloexec = flags & O_CLOEXEC;
+  const int hole = g_prefilter.low_hole.load(std::memory_order_relaxed);
+  long fd = Fds().TakeParked(hole);
+  if (fd >= 0 && !cloexec && RawSyscall6(SYS_fcntl, fd, F_SETFD, 0) < 0) {
+    RawSyscall6(SYS_close, fd);
+    fd = -1;
+  }
+  if (fd < 0) {
+    static std::atomic<long> tmpl{-1};
+    long t = tmpl.load(std::memory_order_acquire);
+    if (t < 0) {
+      const long raw = RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>("/dev/null"),
+                                   O_PATH | O_CLOEXEC);
+      if (raw < 0) return raw;
+      t = RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC,
+                      Get()->reserved_lo + static_cast<long>(Get()->parts.size()) + 1);
+      RawSyscall6(SYS_close, raw);
+      if (t < 0) return t;
+      long expected = -1;
+      if (!tmpl.compare_exchange_strong(expected, t)) {
+        RawSyscall6(SYS_close, t);
+        t = expected;
+      }
+    }
+    fd = RawSyscall6(SYS_fcntl, t, cloexec ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
+    if (fd < 0) return fd;
+    // The kernel gave its lowest free number: none below it is free now.
+    int was = hole;
+    while (was <= fd && !g_prefilter.low_hole.compare_exchange_weak(was, static_cast<int>(fd) + 1,
+                                                                    std::memory_order_relaxed)) {
     }
   }
-  const long fd = RawSyscall6(SYS_fcntl, t, (flags & O_CLOEXEC) ? F_DUPFD_CLOEXEC : F_DUPFD, 0);
-  if (fd < 0) return fd;
   if (fd >= kMaxFds || Get()->IsReservedFd(fd)) {
     RawSyscall6(SYS_close, fd);
     return -EMFILE;
   }
   const int d = Fds().NewDesc(entry, flags);
   if (d < 0) {
-    RawSyscall6(SYS_close, fd);
+    if (!cloexec || !Fds().Park(static_cast<int>(fd))) RawSyscall6(SYS_close, fd);
     return d;
   }
   Fds().Bind(static_cast<int>(fd), d);
+  Fds().SetCloexecSure(static_cast<int>(fd), cloexec);
   return fd;
 }
 

@@ -3,6 +3,7 @@
 // and its statistics at exit (FANSTORE_STATS).
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -128,6 +129,61 @@ bool MayReadAnyDirectory() {
   return (data[0].effective & ((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH))) != 0;
 }
 
+// Whether a call names a parked fd (runtime/fd_table.h), closed to the application: it
+// fails with EBADF as on any closed fd. (close, fcntl, dup2/dup3 and close_range: their
+// handlers; poll and select pass it to the kernel, which reports it as a closed fd.)
+bool OnParkedFd(long nr, const long a[6]) {
+  const FdTable& t = Fds();
+  switch (nr) {
+    case SYS_read:
+    case SYS_pread64:
+    case SYS_readv:
+    case SYS_preadv:
+    case SYS_preadv2:
+    case SYS_write:
+    case SYS_pwrite64:
+    case SYS_writev:
+    case SYS_pwritev:
+    case SYS_pwritev2:
+    case SYS_lseek:
+    case SYS_fstat:
+    case SYS_fstatfs:
+    case SYS_getdents64:
+    case SYS_ioctl:
+    case SYS_fadvise64:
+    case SYS_readahead:
+    case SYS_fsync:
+    case SYS_fdatasync:
+    case SYS_syncfs:
+    case SYS_sync_file_range:
+    case SYS_flock:
+    case SYS_ftruncate:
+    case SYS_fchmod:
+    case SYS_fchown:
+    case SYS_fgetxattr:
+    case SYS_flistxattr:
+    case SYS_fsetxattr:
+    case SYS_fremovexattr:
+    case SYS_fchdir:
+    case SYS_dup:
+      return t.IsParked(a[0]);
+    case SYS_newfstatat:
+    case SYS_statx:
+      return a[1] && *reinterpret_cast<const char*>(a[1]) == 0 && t.IsParked(a[0]);
+    case SYS_mmap:
+      return !(a[3] & MAP_ANONYMOUS) && t.IsParked(a[4]);
+    case SYS_sendfile:
+      return t.IsParked(a[0]) || t.IsParked(a[1]);
+    case SYS_copy_file_range:
+    case SYS_splice:
+      return t.IsParked(a[0]) || t.IsParked(a[2]);
+    case SYS_epoll_ctl:
+      return t.IsParked(a[2]);
+    default:
+      return false;
+  }
+}
+
 }  // namespace
 
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
@@ -136,6 +192,7 @@ intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept {
   const Served& r = *g_routes[nr];
   if (r.not_in_vfork_child && s->InVforkChild()) return kPassToKernel;
   s_calls.Add(1);
+  if (Fds().AnyParked() && OnParkedFd(nr, a)) return intercept::Handled(-EBADF);
   HookResult out = r.fn(nr, a);
   if (!out.handled && SkeletonPathArg(nr) >= 0 && g_prefilter.skeleton_dev != 0)
     out = ThroughSkeleton(r, nr, a);

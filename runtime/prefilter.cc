@@ -364,6 +364,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
   switch (nr) {
     case SYS_close:
       SetNativeDir(a[0], false);
+      if (!VirtualFd(a[0])) NoteFdFreed(a[0]);  // (virtual or parked: OnClose)
       break;
     case SYS_dup2:
     case SYS_dup3:

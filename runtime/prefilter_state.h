@@ -44,6 +44,10 @@ struct PrefilterState {
   const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()
   const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
   const OpenFile* descs = nullptr;                 // FdTable::slab()
+  // No fd below this is free in the kernel, as far as the runtime knows: an open takes a
+  // parked fd only below it, so its number is the lowest free one, as POSIX says (handlers_path.cc
+  // OpenVirtual). Lowered by every close the prefilter sees, raised by a placeholder's dup.
+  std::atomic<int> low_hole{0};
   // The namespace image, for stat answered in the prefilter.
   const meta::ImageEntry* entries = nullptr;
   const meta::ImageBucket* buckets = nullptr;
@@ -91,6 +95,15 @@ inline void SetNativeDir(long fd, bool on) {
     g_prefilter.native_dirs[fd / 64].fetch_or(bit, std::memory_order_relaxed);
   else if (g_prefilter.native_dirs[fd / 64].load(std::memory_order_relaxed) & bit)
     g_prefilter.native_dirs[fd / 64].fetch_and(~bit, std::memory_order_relaxed);
+}
+
+// fd was closed: no longer is every fd below low_hole taken.
+inline void NoteFdFreed(long fd_arg) {
+  const int fd = static_cast<int>(fd_arg);
+  int was = g_prefilter.low_hole.load(std::memory_order_relaxed);
+  while (fd >= 0 && fd < was &&
+         !g_prefilter.low_hole.compare_exchange_weak(was, fd, std::memory_order_relaxed)) {
+  }
 }
 
 intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept;

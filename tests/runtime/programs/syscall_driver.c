@@ -294,6 +294,67 @@ int main(int argc, char** argv) {
   SHOW("read after close", read(fd, buf, 1));
   SHOW("close again", close(fd));
   SHOW("fstat after close", fstat(fd, &st));
+  /* fd numbers and close-on-exec through close and reopen (the runtime keeps a closed
+   * fd's placeholder for the next open: runtime/fd_table.h, parked fds) */
+  {
+    int f1 = open("meta/numbers.txt", O_RDONLY | O_CLOEXEC);
+    close(f1);
+    int f2 = open("meta/numbers.txt", O_RDONLY | O_CLOEXEC);
+    printf("%-34s %s\n", "reopen takes the closed number", f2 == f1 ? "yes" : "no");
+    SHOW("F_GETFD of O_CLOEXEC open", fcntl(f2, F_GETFD));
+    close(f2);
+    SHOW("F_GETFD of a closed fd", fcntl(f2, F_GETFD));
+    SHOW("F_DUPFD of a closed fd", fcntl(f2, F_DUPFD, 0));
+    SHOW("dup of a closed fd", dup(f2));
+    SHOW("dup2 from a closed fd", dup2(f2, 61));
+    SHOW("lseek of a closed fd", lseek(f2, 0, SEEK_SET));
+    SHOW("fstatat \"\" of a closed fd", fstatat(f2, "", &st, AT_EMPTY_PATH));
+    SHOW("fchdir to a closed fd", fchdir(f2));
+    SHOW("mmap of a closed fd",
+         mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, f2, 0) == MAP_FAILED ? -1 : 0);
+    SHOW("close of a closed fd", close(f2));
+    int p[2];
+    if (pipe(p) == 0) {
+      printf("%-34s %s\n", "dup2 onto a closed fd", dup2(p[0], f2) == f2 ? "yes" : "no");
+      char c = 0;
+      SHOW("write to the pipe", write(p[1], "x", 1));
+      SHOW("read it through that fd", read(f2, &c, 1));
+      printf("%-34s %c\n", "byte read", c);
+      SHOW("close it", close(f2));
+      close(p[0]);
+      close(p[1]);
+    }
+    int f3 = open("meta/numbers.txt", O_RDONLY);
+    SHOW("F_GETFD of an open without it", fcntl(f3, F_GETFD));
+    SHOW("FIOCLEX", ioctl(f3, FIOCLEX));
+    SHOW("F_GETFD after FIOCLEX", fcntl(f3, F_GETFD));
+    SHOW("FIONCLEX", ioctl(f3, FIONCLEX));
+    SHOW("F_GETFD after FIONCLEX", fcntl(f3, F_GETFD));
+    close(f3);
+    int f4 = open("meta/numbers.txt", O_RDONLY | O_CLOEXEC);
+    SHOW("F_SETFD 0", fcntl(f4, F_SETFD, 0));
+    close(f4);
+    int f5 = open("meta/numbers.txt", O_RDONLY | O_CLOEXEC);
+    printf("%-34s %s\n", "reopen after F_SETFD, same number", f5 == f4 ? "yes" : "no");
+    SHOW("its F_GETFD", fcntl(f5, F_GETFD));
+    close(f5);
+    SHOW("close_range over a closed fd", syscall(SYS_close_range, f5, f5, 0));
+    int f6 = open("meta/numbers.txt", O_RDONLY);
+    printf("%-34s %s\n", "then an open, same number", f6 == f5 ? "yes" : "no");
+    SHOW("its F_GETFD", fcntl(f6, F_GETFD));
+    close(f6);
+    /* a closed low fd is the next open's number */
+    int g1 = open("meta/numbers.txt", O_RDONLY | O_CLOEXEC);
+    int g2 = open("meta/numbers.txt", O_RDONLY | O_CLOEXEC);
+    int low = dup(0);
+    close(g1);
+    close(g2);
+    close(low);
+    int g3 = open("meta/numbers.txt", O_RDONLY | O_CLOEXEC);
+    printf("%-34s %s\n", "open after closing lower fds",
+           g3 == (low < g1 ? low : g1) ? "lowest" : "not lowest");
+    close(g3);
+  }
   /* mmap */
   fd = open("meta/numbers.txt", O_RDONLY);
   fstat(fd, &st);
