@@ -5,8 +5,10 @@
 #   squashfuse_ll  a squashfs image (mksquashfs, gzip) of the tree mounted with squashfuse_ll
 #                  (skipped with a message where FUSE is not available)
 #   fanstore the packed tree under `fanrun` (once the runtime exists; skipped before)
-# and prints files/s with the ratio to native for stat and whole-file read, 1 and 2 threads.
-# Every configuration runs --rounds times (default 3), the targets taking turns within each
+# and prints files/s with the ratio to native: first the pattern training has (one epoch,
+# every file once, by 2 new processes as DataLoader workers, page cache warm and dropped),
+# then one new process's first pass, re-reads for --seconds in one process with 1 and 2
+# threads, and stat. Every configuration runs --rounds times (default 5), the targets taking turns within each
 # configuration, so that a ratio compares runs seconds apart (this VM's speed drifts by a
 # third within minutes); the report gives the median of the rounds and each round's ratio.
 # Writes bench/results/compare.json and, with gnuplot, bench/results/compare.png.
@@ -14,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-files=22000 mean_kb=85 seconds=2 rounds=3 work=bench/work
+files=22000 mean_kb=85 seconds=2 rounds=5 work=bench/work
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
@@ -22,7 +24,7 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -48,12 +50,20 @@ run() {  # run ROUND TARGET LABEL OP THREADS CACHE -- CMD-PREFIX... PATH
   [ "$op" = stat ] && extra+=(--latency-every 16)
   [ "$cache" = cold ] && extra=(--drop-caches --epochs 1)
   [ "$cache" = fresh ] && extra=(--epochs 1)
+  # The training pattern: every file once per epoch, by THREADS new processes of one
+  # thread each (DataLoader workers started for the epoch), over a warm page cache (3
+  # epochs, each by new processes: one lasts ~0.2 s, too short to time alone) or a dropped
+  # one (one epoch).
+  [ "$cache" = epoch ] && extra=(--warmup --epochs 3 --fresh-processes --processes "$threads")
+  [ "$cache" = epoch-cold ] && extra=(--drop-caches --epochs 1 --fresh-processes --processes "$threads")
+  case $cache in epoch*) threads=1 ;; esac
   local json
+  local shown=$threads
   if ! json=$("$@" --op "$op" --threads "$threads" "${extra[@]}" --json 2>"$work/err"); then
     echo "compare.sh: $label $op failed: $(head -c 300 "$work/err")" >&2
     return 0
   fi
-  rows+=("{\"round\": $round, \"target\": \"$target\", \"label\": \"$label\", \"op\": \"$op\", \"threads\": $threads, \"cache\": \"$cache\", \"result\": $json}")
+  rows+=("{\"round\": $round, \"target\": \"$target\", \"label\": \"$label\", \"op\": \"$op\", \"threads\": $shown, \"cache\": \"$cache\", \"result\": $json}")
   local rate
   rate=$(echo "$json" | /usr/bin/python3 -c 'import json,sys; print("%.0f" % json.load(sys.stdin)["items_per_s"])')
   printf '  %d  %-16s %-10s %-5s %d thr  %10s files/s\n' "$round" "$label" "$op" "$cache" "$threads" "$rate"
@@ -95,10 +105,13 @@ else
   echo "   fanstore: fanrun is not built yet (the single-node runtime issue): skipped"
 fi
 
-# Configurations: OP THREADS CACHE. "fresh" is the first pass of a new process over
-# page-cached data (as a DataLoader worker started for each epoch sees it); warm runs
-# re-read in one process.
-configs=("stat 1 warm" "stat 2 warm" "read 1 warm" "read 2 warm" "read 1 fresh")
+# Configurations: OP THREADS CACHE, the training pattern first. "epoch": one epoch by
+# THREADS new processes over page-cached data (DataLoader workers started for the epoch),
+# "epoch-cold" the same with the page cache dropped; "fresh" is one new process's first
+# pass; warm runs re-read in one process for --seconds.
+configs=("read 2 epoch")
+[ $can_drop = 1 ] && configs+=("read 2 epoch-cold")
+configs+=("read 1 fresh" "read 1 warm" "read 2 warm" "stat 1 warm" "stat 2 warm")
 [ $can_drop = 1 ] && configs+=("read 2 cold")
 for round in $(seq "$rounds"); do
   for c in "${configs[@]}"; do

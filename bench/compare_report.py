@@ -11,6 +11,14 @@ import subprocess
 import sys
 
 
+def name(c):
+    """A configuration's label: epoch rows count new processes, the others threads."""
+    op, n, cache = c
+    if cache.startswith("epoch"):
+        return "%s %d new proc %s" % (op, n, cache)
+    return "%s %d thr %s" % c
+
+
 def main():
     path = sys.argv[1]
     d = json.load(open(path))
@@ -30,9 +38,9 @@ def main():
     rate = {k: statistics.median(v.values()) for k, v in runs.items()}
     print("\nfiles/s, median of %d round(s) (ratio of medians to native), %d files of ~%s KB, "
           "warm runs of %s s:" % (d.get("rounds", 1), d["files"], d["mean_kb"], d["seconds"]))
-    print("%-22s" % "config" + "".join("%24s" % t for t in targets))
+    print("%-28s" % "config" + "".join("%24s" % t for t in targets))
     for c in configs:
-        line = "%-22s" % ("%s %d thr %s" % c)
+        line = "%-28s" % name(c)
         n = rate.get((native_label,) + c)
         for t in targets:
             v = rate.get((t,) + c)
@@ -46,7 +54,7 @@ def main():
             own, base = runs.get((t,) + c, {}), runs.get((native_label,) + c, {})
             ratios = ["%.2f" % (own[k] / base[k]) for k in sorted(own) if base.get(k)]
             if ratios:
-                print("  %-16s %-22s %s" % (t, "%s %d thr %s" % c, ", ".join(ratios)))
+                print("  %-16s %-28s %s" % (t, name(c), ", ".join(ratios)))
     if not shutil.which("gnuplot"):
         print("(gnuplot not installed: no plot)")
         return 0
@@ -55,7 +63,7 @@ def main():
     with open(dat, "w") as f:
         f.write("config " + " ".join('"%s"' % t for t in targets) + "\n")
         for c in configs:
-            f.write('"%s %d thr %s" ' % c + " ".join(
+            f.write('"%s" ' % name(c) + " ".join(
                 "%.0f" % rate[(t,) + c] if (t,) + c in rate else "0" for t in targets) + "\n")
     script = """
 set terminal pngcairo size 1000,520 noenhanced
