@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <liburing.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +22,31 @@
 
 namespace fanstore::io {
 namespace {
+
+// (glibc 2.36's headers predate it; Linux 6.1)
+constexpr int kMadvCollapse = 25;
+constexpr size_t kHuge = 2u << 20;
+
+// `fd` mapped read-only at a 2 MiB-aligned address, so that its 2 MiB-aligned extents can
+// be huge pages (a tmpfs mounted huge=never aligns nothing by itself); MAP_FAILED as mmap.
+void* MapHugeAligned(int fd, size_t size) {
+  void* span =
+      ::mmap(nullptr, size + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (span == MAP_FAILED) return ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  const uintptr_t at = (reinterpret_cast<uintptr_t>(span) + kHuge - 1) & ~uintptr_t{kHuge - 1};
+  void* m = ::mmap(reinterpret_cast<void*>(at), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
+  if (m == MAP_FAILED) {
+    ::munmap(span, size + kHuge);
+    return m;
+  }
+  // (what is left of the reservation on either side)
+  if (at > reinterpret_cast<uintptr_t>(span))
+    ::munmap(span, at - reinterpret_cast<uintptr_t>(span));
+  const uintptr_t end = at + ((size + 4095) & ~size_t{4095});
+  const uintptr_t span_end = reinterpret_cast<uintptr_t>(span) + size + kHuge;
+  if (span_end > end) ::munmap(reinterpret_cast<void*>(end), span_end - end);
+  return m;
+}
 
 constexpr size_t kChunk = 4 << 20;
 constexpr unsigned kInFlight = 4;
@@ -121,8 +148,16 @@ Status Copy(int in, int out, uint64_t size, const std::string& src, const std::s
 // would otherwise reach readers as wrong bytes; now it stops the job at start, named.
 Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size) {
   if (size == 0) return Status::Ok();
-  void* m = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+  void* m = MapHugeAligned(fd, size);
   if (m == MAP_FAILED) return Status::FromErrno("mmap", errno);
+  // A copy on tmpfs goes into huge pages first (MADV_COLLAPSE does so whatever the mount's
+  // huge= option, /dev/shm's default "never" included): the kernel then copies a member
+  // out of one 2 MiB folio instead of 21 small ones, and a new process's pread of an
+  // 85 KiB member runs ~2x faster (138-149 k against 66 k a second here, docs/design.md).
+  // Where the kernel cannot (an older one, no memory for huge pages), the copy stays as it
+  // is.
+  struct statfs fs;
+  if (::fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC) ::madvise(m, size, kMadvCollapse);
   const auto* bytes = static_cast<const uint8_t*>(m);
   Status st;
   for (size_t i = 0; i < r.size() && st.ok(); ++i) {
