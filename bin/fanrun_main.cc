@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -33,6 +34,7 @@
 #include "bin/fanrun_doctor.h"
 #include "bin/fanrun_node.h"
 #include "bin/launcher.h"
+#include "bin/read_calibration.h"
 #include "io/protocol.h"
 #include "runtime/mount_ways.h"
 
@@ -235,6 +237,21 @@ void SetStagingFrom(const std::string& data) {
     ::unsetenv("FANSTORE_STAGING_FROM");
   else
     ::setenv("FANSTORE_STAGING_FROM", data.c_str(), 1);
+}
+
+// FANSTORE_MAPPED_READS for CMD, unless set: measured on one of the node's blobs
+// (bin/read_calibration.h).
+void ChooseMappedReads(const std::string& blob) {
+  if (std::getenv("FANSTORE_MAPPED_READS") || blob.empty()) return;
+  const auto cost = fanrun::MeasureReadCost(blob);
+  if (!cost) return;
+  const bool mapped = fanrun::MappedReadsPay(*cost);
+  ::setenv("FANSTORE_MAPPED_READS", mapped ? "1" : "0", 1);
+  spdlog::debug(
+      "reads of page-cached members: {} (per 64 KiB: pread {:.0f} ns, from a new mapping {:.0f} "
+      "ns, again {:.0f} ns)",
+      mapped ? "copied from the blob's mapping" : "pread", cost->pread, cost->map_first,
+      cost->map_again);
 }
 
 // Runs CMD and waits for it. Returns its wait status.
@@ -596,6 +613,7 @@ int main(int argc, char** argv) {
       !s.ok())
     return Fail(s.message());
   SetStagingFrom(node.staging_from());
+  ChooseMappedReads(node.some_blob());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.
   ::setenv("FANSTORE_AGENT_TIMEOUT", std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(),
            1);

@@ -66,6 +66,9 @@ class Node {
   bool staged() const { return staged_; }  // the local blobs are this job's own copies
   // DATA while its copies are still being made (one node stages while CMD runs), else "".
   const std::string& staging_from() const { return staging_from_; }
+  // One of this node's blobs as CMD will first read it (a copy, or DATA's while the copy is
+  // made), for measuring read costs (bin/read_calibration.h); "" when it holds none.
+  const std::string& some_blob() const { return some_blob_; }
   // Starts that copy (a thread), if any. Called once CMD is forked: a process forked while
   // another thread runs is what some runtimes (ThreadSanitizer's) cannot take.
   void StartStaging() { StartCopier(copies_manifest_); }
@@ -102,6 +105,7 @@ class Node {
   std::vector<Copy> copies_;
   meta::Manifest copies_manifest_;
   std::string staging_from_;
+  std::string some_blob_;
   std::thread copier_;
   std::atomic<bool> cancel_copy_{false};
   void StartCopier(const meta::Manifest& manifest);

@@ -83,6 +83,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
       st = same;
     }
     s->local_paths[p] = overlap ? copies_.back().dst : path;
+    if (some_blob_.empty()) some_blob_ = path;
   }
   if (overlap && st.ok()) staging_from_ = s->abs_data;
   // Said once per node, as the job starts: what happens to DATA's bytes, and why.

@@ -353,7 +353,7 @@ read_all() {
   rm -f "$3"
   local dup=cat
   [ "${TWICE:-0}" = 1 ] && dup="sed -z p"
-  "$FANRUN" --data "$S/$1" --mount "$MNT" --stats "$3" -- bash -c \
+  FANSTORE_MAPPED_READS=1 "$FANRUN" --data "$S/$1" --mount "$MNT" --stats "$3" -- bash -c \
     "${4:-true} && cd '$MNT' && find . -type f -print0 | LC_ALL=C sort -z | $dup | xargs -0 md5sum | uniq" >"$2"
 }
 (cd "$T" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) >"$S/md5.native"
@@ -414,7 +414,7 @@ read_all()
 print(os.getpid(), pid)
 EOF2
 rm -f "$S/stats.fork"
-"$FANRUN" --data "$S/raw" --mount "$MNT" --stats "$S/stats.fork" -- bash -c \
+FANSTORE_MAPPED_READS=1 "$FANRUN" --data "$S/raw" --mount "$MNT" --stats "$S/stats.fork" -- bash -c \
   "cd '$MNT' && find train -type f -print0 | xargs -0 $PY '$S/fork_reads.py'" >"$S/fork.out"
 read -r parent child <"$S/fork.out"
 mapped_of() {  # mapped_of PID: mapped_reads of that process's statistics line
@@ -446,7 +446,7 @@ print(len(files), faults)
 EOF2
 head -c $((8 << 20)) /dev/urandom >"$S/cold.bin" && sync "$S/cold.bin"
 rm -f "$S/stats.evict"
-"$FANRUN" --data "$S/raw" --mount "$MNT" --stats "$S/stats.evict" -- bash -c \
+FANSTORE_MAPPED_READS=1 "$FANRUN" --data "$S/raw" --mount "$MNT" --stats "$S/stats.evict" -- bash -c \
   "cd '$MNT' && find train -type f -print0 | xargs -0 $PY '$S/evict_reads.py' '$S/cold.bin'" >"$S/evict.out"
 read -r nfiles faults <"$S/evict.out"
 if [ "${faults:-0}" -gt 0 ]; then
@@ -588,7 +588,7 @@ for rnd in range(2):
 print("wrong reads:", bad)
 EOF2
 rm -f "$S"/regions.stats*
-got=$(FANSTORE_STATS="$S/regions.stats" "$FANRUN" --data "$S/bigr.packed" --mount "$S/bigrm" -- $PY "$S/regions.py" "$S/bigrm/r.bin" "$S/bigr/r.bin")
+got=$(FANSTORE_STATS="$S/regions.stats" FANSTORE_MAPPED_READS=1 "$FANRUN" --data "$S/bigr.packed" --mount "$S/bigrm" -- $PY "$S/regions.py" "$S/bigrm/r.bin" "$S/bigr/r.bin")
 [ "$got" = "wrong reads: 0" ] && ok || bad "short reads of a large member: $got"
 mapped=$(stat_sum "$S/regions.stats" mapped_reads) trusted=$(stat_sum "$S/regions.stats" trusted_reads)
 # (the first round: 100 reads; the second: 100 copies from the mapping)
@@ -672,4 +672,16 @@ if mount -t tmpfs -o ro,size=1m tmpfs "$S/ro" 2>/dev/null; then
 else
   skip "mount point that cannot be made: mounting a read-only tmpfs failed (not root, or no mount permission)"
 fi
+# How page-cached members are copied out is measured at start (bin/read_calibration.h):
+# CMD gets FANSTORE_MAPPED_READS as 0 or 1, said at debug level with the costs; one the
+# user set is kept.
+"$FANRUN" --data "$S/raw" --mount "$MNT" --log-level debug -- sh -c 'echo "mapped=$FANSTORE_MAPPED_READS"' \
+  >"$S/calib.out" 2>"$S/calib.err"
+grep -qx "mapped=[01]" "$S/calib.out" && ok || bad "CMD's FANSTORE_MAPPED_READS is chosen: $(cat "$S/calib.out")"
+grep -q "reads of page-cached members: .*(per 64 KiB: pread [0-9]* ns, from a new mapping [0-9]* ns, again [0-9]* ns)" "$S/calib.err" &&
+  ok || bad "the choice is said at debug level: $(cat "$S/calib.err")"
+FANSTORE_MAPPED_READS=7 "$FANRUN" --data "$S/raw" --mount "$MNT" --log-level debug -- sh -c 'echo "mapped=$FANSTORE_MAPPED_READS"' \
+  >"$S/calib.out" 2>"$S/calib.err"
+grep -qx "mapped=7" "$S/calib.out" && ! grep -q "reads of page-cached" "$S/calib.err" && ok ||
+  bad "a FANSTORE_MAPPED_READS the user set is kept: $(cat "$S/calib.out" "$S/calib.err")"
 finish
