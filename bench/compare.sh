@@ -57,9 +57,9 @@ run() {  # run ROUND TARGET LABEL OP THREADS CACHE -- CMD-PREFIX... PATH
   # one (one epoch).
   [ "$cache" = epoch ] && extra=(--warmup --epochs 3 --fresh-processes --processes "$threads")
   [ "$cache" = epoch-cold ] && extra=(--drop-caches --epochs 1 --fresh-processes --processes "$threads")
+  local shown=$threads  # (epoch rows: the processes; each runs one thread)
   case $cache in epoch*) threads=1 ;; esac
   local json
-  local shown=$threads
   if ! json=$("$@" --op "$op" --threads "$threads" "${extra[@]}" --json 2>"$work/err"); then
     echo "compare.sh: $label $op failed: $(head -c 300 "$work/err")" >&2
     return 0
