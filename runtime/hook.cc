@@ -134,38 +134,9 @@ bool MayReadAnyDirectory() {
 // handlers; poll and select pass it to the kernel, which reports it as a closed fd.)
 bool OnParkedFd(long nr, const long a[6]) {
   const FdTable& t = Fds();
+  if (ActsOnFirstFd(nr)) return t.IsParked(a[0]);
   switch (nr) {
-    case SYS_read:
-    case SYS_pread64:
-    case SYS_readv:
-    case SYS_preadv:
-    case SYS_preadv2:
-    case SYS_write:
-    case SYS_pwrite64:
-    case SYS_writev:
-    case SYS_pwritev:
-    case SYS_pwritev2:
-    case SYS_lseek:
-    case SYS_fstat:
-    case SYS_fstatfs:
-    case SYS_getdents64:
-    case SYS_ioctl:
-    case SYS_fadvise64:
-    case SYS_readahead:
-    case SYS_fsync:
-    case SYS_fdatasync:
-    case SYS_syncfs:
-    case SYS_sync_file_range:
-    case SYS_flock:
-    case SYS_ftruncate:
-    case SYS_fchmod:
-    case SYS_fchown:
-    case SYS_fgetxattr:
-    case SYS_flistxattr:
-    case SYS_fsetxattr:
-    case SYS_fremovexattr:
     case SYS_fchdir:
-    case SYS_dup:
       return t.IsParked(a[0]);
     case SYS_newfstatat:
     case SYS_statx:

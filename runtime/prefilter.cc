@@ -15,6 +15,7 @@
 #include "runtime/fd_table.h"
 #include "runtime/kernel_names.h"
 #include "runtime/prefilter_state.h"
+#include "runtime/served_calls.h"
 #include "runtime/skeleton.h"
 #include "runtime/unserved_calls.h"
 #include "runtime/word_scan.h"
@@ -415,41 +416,11 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
 namespace {
 
 FANSTORE_HOT_TEXT int Wants(long nr, const long a[6]) noexcept {
+  if (ActsOnFirstFd(nr))
+    return VirtualFd(a[0]) ||
+           (nr == SYS_ioctl && a[1] == static_cast<long>(FICLONE) && VirtualFd(a[2])) ||
+           (nr == SYS_ioctl && a[1] == static_cast<long>(FICLONERANGE));
   switch (nr) {
-    // fd calls
-    case SYS_read:
-    case SYS_pread64:
-    case SYS_readv:
-    case SYS_preadv:
-    case SYS_preadv2:
-    case SYS_lseek:
-    case SYS_fstat:
-    case SYS_getdents64:
-    case SYS_ioctl:
-    case SYS_fadvise64:
-    case SYS_readahead:
-    case SYS_fsync:
-    case SYS_fdatasync:
-    case SYS_syncfs:
-    case SYS_sync_file_range:
-    case SYS_flock:
-    case SYS_ftruncate:
-    case SYS_fchmod:
-    case SYS_fchown:
-    case SYS_fgetxattr:
-    case SYS_flistxattr:
-    case SYS_fsetxattr:
-    case SYS_fremovexattr:
-    case SYS_fstatfs:
-    case SYS_write:
-    case SYS_pwrite64:
-    case SYS_writev:
-    case SYS_pwritev:
-    case SYS_pwritev2:
-    case SYS_dup:
-      return VirtualFd(a[0]) ||
-             (nr == SYS_ioctl && a[1] == static_cast<long>(FICLONE) && VirtualFd(a[2])) ||
-             (nr == SYS_ioctl && a[1] == static_cast<long>(FICLONERANGE));
     case SYS_close:
     case SYS_fcntl:
       return VirtualFd(a[0]) || Reserved(a[0]);

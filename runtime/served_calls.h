@@ -16,6 +16,47 @@
 
 namespace fanstore::runtime {
 
+// The served calls that act on the fd in their first argument (and on nothing else, but
+// for ioctl's FICLONE source): the prefilter sends them to the hook when that fd is
+// virtual, and the hook fails them with EBADF when it is parked (runtime/fd_table.h).
+constexpr bool ActsOnFirstFd(long nr) {
+  switch (nr) {
+    case SYS_read:
+    case SYS_pread64:
+    case SYS_readv:
+    case SYS_preadv:
+    case SYS_preadv2:
+    case SYS_lseek:
+    case SYS_fstat:
+    case SYS_getdents64:
+    case SYS_ioctl:
+    case SYS_fadvise64:
+    case SYS_readahead:
+    case SYS_fsync:
+    case SYS_fdatasync:
+    case SYS_syncfs:
+    case SYS_sync_file_range:
+    case SYS_flock:
+    case SYS_ftruncate:
+    case SYS_fchmod:
+    case SYS_fchown:
+    case SYS_fgetxattr:
+    case SYS_flistxattr:
+    case SYS_fsetxattr:
+    case SYS_fremovexattr:
+    case SYS_fstatfs:
+    case SYS_write:
+    case SYS_pwrite64:
+    case SYS_writev:
+    case SYS_pwritev:
+    case SYS_pwritev2:
+    case SYS_dup:
+      return true;
+    default:
+      return false;
+  }
+}
+
 #define FANSTORE_SERVED_CALLS(X)                                                         \
   X(SYS_open, OpenCounted, kShared)                                                      \
   X(SYS_openat, OpenCounted, kShared)                                                    \
