@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -347,10 +348,56 @@ bool RunResult::Deserialize(const std::string& s, RunResult* r) {
   return true;
 }
 
+namespace {
+
+// A forked worker process: its pid and the read end of the pipe its result comes through.
+struct Child {
+  pid_t pid;
+  int fd;
+};
+
+// Forks a process that runs `work` and sends its result back; nullopt when it cannot.
+template <typename Work>
+std::optional<Child> ForkWorker(Work work) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::close(fds[0]);
+    const RunResult r = work();
+    _exit(WriteAllFd(fds[1], r.Serialize()) ? 0 : 1);
+  }
+  ::close(fds[1]);
+  if (pid < 0) {
+    ::close(fds[0]);
+    return std::nullopt;
+  }
+  return Child{pid, fds[0]};
+}
+
+// Waits for a worker and merges its result into *all (a failed one counts as an error).
+void Collect(const Child& c, RunResult* all) {
+  const std::string data = ReadAllFd(c.fd);
+  ::close(c.fd);
+  int status = 0;
+  ::waitpid(c.pid, &status, 0);
+  RunResult child;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !RunResult::Deserialize(data, &child)) {
+    ++all->errors;
+    all->error_samples.push_back("worker process " + std::to_string(c.pid) + " failed");
+    return;
+  }
+  all->Merge(child);
+}
+
+void ForkFailed(RunResult* all) {
+  ++all->errors;
+  all->error_samples.push_back("could not fork every worker process");
+}
+
 // --fresh-processes: each epoch, `processes` new processes read it (the parent forks and
 // waits); one result over all epochs, timed from the first fork to the last exit.
-static RunResult RunFresh(const Options& o, const Workload& w, int rank, int nranks,
-                          Shared* shared) {
+RunResult RunFresh(const Options& o, const Workload& w, int rank, int nranks, Shared* shared) {
   RunResult all;
   const uint64_t items = o.op == Op::kReaddir ? w.dirs.size() : w.files.size();
   const uint64_t per = nranks == 1 ? items : (items + nranks - 1 - rank) / nranks;
@@ -361,44 +408,20 @@ static RunResult RunFresh(const Options& o, const Workload& w, int rank, int nra
     shared->next.store(e * per, std::memory_order_relaxed);
     shared->end = std::min(last, (e + 1) * per);
     shared->go.store(1, std::memory_order_release);
-    std::vector<std::pair<pid_t, int>> kids;
+    std::vector<Child> kids;
     for (unsigned p = 0; p < o.processes; ++p) {
-      int fds[2];
-      if (::pipe2(fds, O_CLOEXEC) != 0) break;
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        ::close(fds[0]);
-        const RunResult r = RunThreads(o, w, rank, nranks, shared, 0);
-        _exit(WriteAllFd(fds[1], r.Serialize()) ? 0 : 1);
-      }
-      ::close(fds[1]);
-      if (pid < 0) {
-        ::close(fds[0]);
-        break;
-      }
-      kids.emplace_back(pid, fds[0]);
+      auto c = ForkWorker([&] { return RunThreads(o, w, rank, nranks, shared, 0); });
+      if (!c) break;
+      kids.push_back(*c);
     }
-    if (kids.size() != o.processes) {
-      ++all.errors;
-      all.error_samples.push_back("could not fork every worker process");
-    }
-    for (const auto& [pid, fd] : kids) {
-      const std::string data = ReadAllFd(fd);
-      ::close(fd);
-      int status = 0;
-      ::waitpid(pid, &status, 0);
-      RunResult child;
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !RunResult::Deserialize(data, &child)) {
-        ++all.errors;
-        all.error_samples.push_back("worker process " + std::to_string(pid) + " failed");
-        continue;
-      }
-      all.Merge(child);
-    }
+    if (kids.size() != o.processes) ForkFailed(&all);
+    for (const Child& c : kids) Collect(c, &all);
   }
   all.seconds = static_cast<double>(NowNs() - t0) / 1e9;
   return all;
 }
+
+}  // namespace
 
 RunResult Run(const Options& o, const Workload& w, int rank, int nranks) {
   void* mem =
@@ -416,52 +439,26 @@ RunResult Run(const Options& o, const Workload& w, int rank, int nranks) {
     return all;
   }
 
-  std::vector<pid_t> pids;
-  std::vector<int> pipes;
   // Processes beyond the first are forked; the calling process is worker process 0.
+  std::vector<Child> kids;
   for (unsigned p = 1; p < o.processes; ++p) {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) break;
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::close(fds[0]);
+    auto c = ForkWorker([&] {
       while (!shared->go.load(std::memory_order_acquire)) std::this_thread::yield();
       const uint64_t deadline =
           o.duration > 0 ? NowNs() + static_cast<uint64_t>(o.duration * 1e9) : 0;
-      const RunResult r = RunThreads(o, w, rank, nranks, shared, deadline);
-      _exit(WriteAllFd(fds[1], r.Serialize()) ? 0 : 1);
-    }
-    ::close(fds[1]);
-    if (pid < 0) {
-      ::close(fds[0]);
-      break;
-    }
-    pids.push_back(pid);
-    pipes.push_back(fds[0]);
+      return RunThreads(o, w, rank, nranks, shared, deadline);
+    });
+    if (!c) break;
+    kids.push_back(*c);
   }
 
   const uint64_t t0 = NowNs();
   const uint64_t deadline = o.duration > 0 ? t0 + static_cast<uint64_t>(o.duration * 1e9) : 0;
   shared->go.store(1, std::memory_order_release);
   RunResult all = RunThreads(o, w, rank, nranks, shared, deadline);
-  for (size_t i = 0; i < pids.size(); ++i) {
-    const std::string data = ReadAllFd(pipes[i]);
-    ::close(pipes[i]);
-    int status = 0;
-    ::waitpid(pids[i], &status, 0);
-    RunResult child;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || !RunResult::Deserialize(data, &child)) {
-      ++all.errors;
-      all.error_samples.push_back("worker process " + std::to_string(pids[i]) + " failed");
-      continue;
-    }
-    all.Merge(child);
-  }
+  for (const Child& c : kids) Collect(c, &all);
   all.seconds = static_cast<double>(NowNs() - t0) / 1e9;
-  if (o.processes > 1 && pids.size() + 1 != o.processes) {
-    ++all.errors;
-    all.error_samples.push_back("could not fork every worker process");
-  }
+  if (o.processes > 1 && kids.size() + 1 != o.processes) ForkFailed(&all);
   ::munmap(mem, sizeof(Shared));
   return all;
 }
