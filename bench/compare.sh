@@ -103,8 +103,9 @@ if [ -x "$FANRUN" ]; then
   [ -f "$packed/manifest" ] || "$FANSTORE" pack -q "$tree" "$packed"
   targets+=("fanstore	fanstore	$FANRUN	--data	$packed	--	$FSBENCH	$tree")
   # The same staged on /dev/shm (--stage: copied, in huge pages), measured once the copy
-  # is done (its staging-from file gone); warm rows only.
-  wait_staged='while [ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ]; do sleep 0.1; done; exec "$@"'
+  # is done (its staging-from file gone; a failed copy leaves it, so at most 60 s); warm
+  # rows only.
+  wait_staged='i=0; while [ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; exec "$@"'
   targets+=("fanstore-staged	fanstore --stage	$FANRUN	--stage	--data	$packed	--	sh	-c	$wait_staged	sh	$FSBENCH	$tree")
 else
   echo "   fanstore: fanrun is not built yet (the single-node runtime issue): skipped"

@@ -109,7 +109,7 @@ if [ -e /sys/kernel/mm/transparent_hugepage/shmem_enabled ]; then
   $FANSTORE pack -q "$S/src" "$S/single" --partitions 1 2>"$S/err" || bad "pack into one partition: $(cat "$S/err")"
   before=$(awk '/^ShmemHugePages:/ {print $2}' /proc/meminfo)
   "$FANRUN" --stage --data "$S/single" --mount "$S/mnt" -- sh -c \
-    'while [ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ]; do sleep 0.1; done; awk "/^ShmemHugePages:/ {print \$2}" /proc/meminfo' \
+    'i=0; while [ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; awk "/^ShmemHugePages:/ {print \$2}" /proc/meminfo' \
     >"$S/huge" 2>"$S/err"
   during=$(cat "$S/huge")
   [ -n "$during" ] && [ "$during" -ge $((before + 2048)) ] && ok ||
