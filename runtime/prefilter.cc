@@ -309,6 +309,16 @@ FANSTORE_HOT_TEXT void FillStatxOf(uint32_t idx, void* buf) noexcept {
 }
 
 namespace {
+// Whether the parent of absolute path s is in PrefilterState::native_parents (the second
+// stage puts it there: prefilter_again.cc ParentInSkeleton).
+FANSTORE_HOT_TEXT bool KnownNativeParent(const char* s) {
+  size_t n;
+  LastComponent c;
+  uint64_t key;
+  return ParentSpan(s, &n, &c) &&
+         NativeParentSlot(s, n, &key).load(std::memory_order_relaxed) == key;
+}
+
 FANSTORE_HOT_TEXT intercept::PrefilterResult Answered() {
   g_prefilter.answered_stats.Add();
   return {0, intercept::kAnswered};
@@ -395,9 +405,18 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
   const char* path = reinterpret_cast<const char*>(a[at]);
   if (UnderLearned(path)) return {0, kToHook};
   if (KernelsAlone(nr, at, a)) return {0, kToKernel};
+  // A stat whose absolute parent was found native before: the second stage would let the
+  // kernel's answer stand whatever it is (a stat needs no permission on its last
+  // component), so the stub makes the call, with fewer pages to fetch after it.
+  if ((nr == SYS_stat || nr == SYS_lstat || nr == SYS_newfstatat || nr == SYS_statx) &&
+      path[0] == '/' && KnownNativeParent(path))
+    return {0, kToKernel};
   const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
   // ENOENT below a skeleton directory; EACCES for a name created in one, or for one opened
-  // (they are 0111): the second stage looks (it needs a path buffer).
+  // (they are 0111): the second stage looks (it needs a path buffer), unless the parent of
+  // an absolute path's ENOENT is one it found native before (PATH lookups and Python's
+  // imports miss in the same few directories).
+  if (k == -ENOENT && path[0] == '/' && KnownNativeParent(path)) return {k, kAnswered};
   if (k == -ENOENT || k == -EACCES) return {k, intercept::kAgain};
   if (k >= 0 && OpensDirectory(nr, a)) {
     // Only a process that may read the skeleton can have opened one of its directories, and

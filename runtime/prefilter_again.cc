@@ -56,9 +56,8 @@ bool ParentInSkeleton(long dirfd, const char* s) {
   if (!ParentOf(s, parent, &c)) return false;
   uint64_t h = 0;
   std::atomic<uint64_t>* slot = nullptr;
-  if (parent[0] == '/') {
-    h = meta::HashPath(parent, WordStrlen(parent)) | 1;  // (0: an empty slot)
-    slot = &g_prefilter.native_parents[h % kNativeParents];
+  if (parent[0] == '/') {  // (the first stage has looked for it already)
+    slot = &NativeParentSlot(parent, WordStrlen(parent), &h);
     if (slot->load(std::memory_order_relaxed) == h) return false;
   }
   if (intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd),

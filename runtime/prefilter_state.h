@@ -10,6 +10,7 @@
 
 #include "intercept/hook_api.h"
 #include "meta/namespace_image.h"
+#include "meta/path_hash.h"
 #include "runtime/counter.h"
 #include "runtime/fd_table.h"
 #include "runtime/path_pair.h"
@@ -62,15 +63,16 @@ struct PrefilterState {
     bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
   } spellings[kSpellings];
   ShardedCounter answered_stats;  // stat calls answered in the prefilter
+  // Hashes of absolute directories found not to be the skeleton's (prefilter.cc
+  // ParentInSkeleton), before
+  // native_dirs so that both stay in the first page for the fds most programs have.
+  std::atomic<uint64_t> native_parents[kNativeParents] = {};
   // Native directory fds known not to be skeleton directories (one bit per fd below
   // kMaxFds): a name below one, opened without following a final link, cannot be one
   // either, unless it is the mount point's own name. Set where the prefilter sees the fd
   // made and checked; cleared by close, dup2/dup3 onto it, close_range, and any open that
   // returns the number.
   std::atomic<uint64_t> native_dirs[kMaxFds / 64] = {};
-  // Hashes of absolute directories found not to be the skeleton's (prefilter.cc
-  // ParentInSkeleton).
-  std::atomic<uint64_t> native_parents[kNativeParents] = {};
   // A directory spelled as the key (through a symlink the runtime was not told of) that is
   // physically the value, at or under the mount point (runtime/skeleton.h).
   PathPair<1024, 1024> learned[kLearned];
@@ -104,6 +106,13 @@ inline void NoteFdFreed(long fd_arg) {
   while (fd >= 0 && fd < was &&
          !g_prefilter.low_hole.compare_exchange_weak(was, fd, std::memory_order_relaxed)) {
   }
+}
+
+// The slot of PrefilterState::native_parents for absolute directory parent[0, n), and its
+// key there (never 0, which marks an empty slot).
+inline std::atomic<uint64_t>& NativeParentSlot(const char* parent, size_t n, uint64_t* key) {
+  *key = meta::HashPath(parent, n) | 1;
+  return g_prefilter.native_parents[*key % kNativeParents];
 }
 
 intercept::PrefilterResult RuntimePrefilter(long nr, const long a[6]) noexcept;

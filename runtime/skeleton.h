@@ -69,14 +69,14 @@ static inline bool IsSkeletonDir(const struct stat& st, uint64_t dev, bool marke
          (!marked || st.st_mtim.tv_nsec == kSkeletonMarkNs);
 }
 
-// The last component of `path` (its trailing slashes aside) and its parent directory,
-// NUL-terminated in parent[4096] ("." for a bare name, "/" for "/x"): false when there is
-// no such component (an empty path, ".", "..", a path of 4096 bytes or more). Byte loops
-// only: the prefilter asks this of every ENOENT.
+// The last component of `path` (its trailing slashes aside) and the length of its parent
+// directory's spelling: a prefix of `path`, but "." for a bare name (plen 1, not a prefix)
+// and "/" for "/x". False when there is no such component (an empty path, ".", "..", a path
+// of 4096 bytes or more). Byte loops only: the prefilter asks this of every ENOENT.
 struct LastComponent {
   size_t start, end, len;  // the name is path[start, end); path[end, len) its slashes
 };
-static inline bool ParentOf(const char* path, char (&parent)[4096], LastComponent* c) {
+static inline bool ParentSpan(const char* path, size_t* plen, LastComponent* c) {
   size_t len = 0;
   while (len < 4096 && path[len]) ++len;
   if (len == 0 || len >= 4096) return false;
@@ -88,12 +88,17 @@ static inline bool ParentOf(const char* path, char (&parent)[4096], LastComponen
   if (n == 0 || path[start] == '/' ||
       (path[start] == '.' && (n == 1 || (n == 2 && path[start + 1] == '.'))))
     return false;
-  size_t plen = start == 0   ? 1
-                : start == 1 ? 1
-                             : start - 1;  // "x" -> ".", "/x" -> "/", "a/x" -> "a"
-  for (size_t i = 0; i < plen; ++i) parent[i] = start == 0 ? '.' : path[i];
-  parent[plen] = 0;
+  *plen = start <= 1 ? 1 : start - 1;  // "x" -> ".", "/x" -> "/", "a/x" -> "a"
   *c = LastComponent{start, end, len};
+  return true;
+}
+
+// The same, with the parent NUL-terminated in parent[4096].
+static inline bool ParentOf(const char* path, char (&parent)[4096], LastComponent* c) {
+  size_t plen;
+  if (!ParentSpan(path, &plen, c)) return false;
+  for (size_t i = 0; i < plen; ++i) parent[i] = c->start == 0 ? '.' : path[i];
+  parent[plen] = 0;
   return true;
 }
 
