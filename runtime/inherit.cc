@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "intercept/raw_syscall.h"
+#include "runtime/env.h"
 #include "runtime/fd_table.h"
 #include "runtime/resolve.h"
 #include "runtime/state.h"
@@ -24,6 +25,13 @@ constexpr char kVar[] = "FANSTORE_FDS=";
 constexpr size_t kVarLen = sizeof kVar - 1;
 constexpr char kCwdVar[] = "FANSTORE_CWD=";
 constexpr size_t kCwdVarLen = sizeof kCwdVar - 1;
+// Whether `s` is "<name>=".
+constexpr bool Assigns(const char* s, const char* name) {
+  while (*name)
+    if (*s++ != *name++) return false;
+  return s[0] == '=' && s[1] == 0;
+}
+static_assert(Assigns(kVar, env::kFds) && Assigns(kCwdVar, env::kCwd));
 
 // Appends text and numbers to a fixed buffer; remembers running out of room.
 struct Writer {
@@ -67,7 +75,7 @@ bool SurvivesExec(int fd) {
 }  // namespace
 
 int InheritedSlabFd() {
-  const char* v = std::getenv("FANSTORE_FDS");
+  const char* v = std::getenv(env::kFds);
   if (!v) return -1;
   char* end;
   const long fd = std::strtol(v, &end, 10);
@@ -75,7 +83,7 @@ int InheritedSlabFd() {
 }
 
 void AdoptInherited() {
-  const char* v = std::getenv("FANSTORE_FDS");
+  const char* v = std::getenv(env::kFds);
   if (!v) return;
   FdTable& t = Fds();
   State* s = Get();
@@ -102,11 +110,11 @@ void AdoptInherited() {
       continue;
     t.Adopt(fd, static_cast<int>(d), kind == 'a');
   }
-  ::unsetenv("FANSTORE_FDS");
+  ::unsetenv(env::kFds);
 }
 
 void AdoptInheritedCwd() {
-  const char* v = std::getenv("FANSTORE_CWD");
+  const char* v = std::getenv(env::kCwd);
   if (!v) return;
   char* end;
   const unsigned long long entry = std::strtoull(v, &end, 10);
@@ -118,7 +126,7 @@ void AdoptInheritedCwd() {
   const unsigned long long ino = d_ok ? std::strtoull(p, &end, 10) : 0;
   if (d_ok && end != p && *end == '\0' && entry < (1ULL << 32))
     AdoptCwd(static_cast<uint32_t>(entry), dev, ino);
-  ::unsetenv("FANSTORE_CWD");
+  ::unsetenv(env::kCwd);
 }
 
 bool EncodeCwdForExec(char* buf, size_t cap) {

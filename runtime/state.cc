@@ -17,6 +17,7 @@
 #include "intercept/clone_mark.h"
 #include "intercept/raw_syscall.h"
 #include "io/resident.h"
+#include "runtime/env.h"
 #include "runtime/fd_table.h"
 #include "runtime/member_io.h"
 
@@ -161,8 +162,9 @@ void State::ShrinkCutBlobs() {
 }
 
 Status Init() {
-  const char* image = std::getenv("FANSTORE_IMAGE");
-  if (!image || !*image) return Status::Ok();  // not under fanrun: stay out of the way
+  const env::Env e = env::ReadEnv();
+  if (e.image.empty()) return Status::Ok();  // not under fanrun: stay out of the way
+  const char* image = e.image.c_str();
   const int fd = ::open(image, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(image, errno);
   struct stat st;
@@ -185,17 +187,17 @@ Status Init() {
   if (!view.ok()) return Status::Error(std::string(image) + ": " + view.status().message());
   auto* s = new State();
   s->ns = *view;
-  const char* mount = std::getenv("FANSTORE_MOUNT");
-  if (!mount || mount[0] != '/') return Status::Error("FANSTORE_MOUNT must be an absolute path");
-  s->mount = mount;
+  if (e.mount.empty() || e.mount[0] != '/')
+    return Status::Error(std::string(env::kMount) + " must be an absolute path");
+  s->mount = e.mount;
   while (s->mount.size() > 1 && s->mount.back() == '/') s->mount.pop_back();
-  if (const char* real = std::getenv("FANSTORE_MOUNT_REAL"); real && real[0] == '/') {
-    s->mount_real = real;
+  if (!e.mount_real.empty()) {
+    s->mount_real = e.mount_real;
     while (s->mount_real.size() > 1 && s->mount_real.back() == '/') s->mount_real.pop_back();
     if (s->mount_real == s->mount) s->mount_real.clear();
   }
-  if (const char* aliases = std::getenv("FANSTORE_MOUNT_ALIASES")) {
-    for (std::string_view rest(aliases);
+  {
+    for (std::string_view rest(e.mount_aliases);
          !rest.empty() && s->aliases.size() < std::size(s->alias_entries);) {
       const size_t nl = rest.find('\n');
       std::string a(rest.substr(0, nl));
@@ -230,27 +232,21 @@ Status Init() {
     s->blob_sizes[p].store(0);
     s->blob_resident[p].store(false);
   }
-  const char* verify = std::getenv("FANSTORE_VERIFY");
-  s->verify_raw = verify && std::strcmp(verify, "all") == 0;
-  if (const char* st_env = std::getenv("FANSTORE_STATS")) s->stats_target = st_env;
-  if (const char* m = std::getenv("FANSTORE_MAPPED_READS"))
-    s->mapped_reads = std::strcmp(m, "0") != 0;
-  if (const char* ra = std::getenv("FANSTORE_READAHEAD"); ra && std::strcmp(ra, "auto") != 0)
-    s->readahead = static_cast<int64_t>(std::strtoull(ra, nullptr, 10));
-  if (const char* agent = std::getenv("FANSTORE_AGENT")) s->agent = agent;
-  if (const char* cache = std::getenv("FANSTORE_NODE_CACHE")) s->node_cache = cache;
-  if (const char* staged = std::getenv("FANSTORE_STAGED"))
-    s->staged = std::strcmp(staged, "1") == 0;
-  if (const char* from = std::getenv("FANSTORE_STAGING_FROM"); from && from[0] == '/')
-    s->staging_from = from;
+  s->verify_raw = e.verify_all;
+  s->stats_target = e.stats;
+  if (e.mapped_reads) s->mapped_reads = *e.mapped_reads;
+  if (e.readahead) s->readahead = *e.readahead;
+  s->agent = e.agent;
+  s->node_cache = e.node_cache;
+  s->staged = e.staged;
+  s->staging_from = e.staging_from;
   s->provisional_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
   s->recheck_at_ns.reset(new std::atomic<int64_t>[s->parts.size() + 1]);
   for (size_t p = 0; p <= s->parts.size(); ++p) {
     s->provisional_fds[p].store(-1);
     s->recheck_at_ns[p].store(0);
   }
-  if (const char* t = std::getenv("FANSTORE_AGENT_TIMEOUT"); t && std::atof(t) > 0)
-    s->agent_timeout_ms = static_cast<int>(std::atof(t) * 1000);
+  if (e.agent_timeout_ms) s->agent_timeout_ms = *e.agent_timeout_ms;
   struct rlimit rl;
   ::getrlimit(RLIMIT_NOFILE, &rl);
   const long soft = static_cast<long>(rl.rlim_cur);

@@ -1,24 +1,7 @@
 // The runtime's per-process state: the attached namespace image, the mount point, the
 // partition blobs (opened lazily into a reserved fd range at the top of RLIMIT_NOFILE) and
 // the process identity used to recognise vfork children.
-//   FANSTORE_IMAGE   path of the namespace image fanrun published (required)
-//   FANSTORE_MOUNT   absolute mount point (default: the image's recorded source path)
-//   FANSTORE_MOUNT_REAL  the mount point with its symlinks resolved, when that differs
-//                    (fanrun sets it: getcwd and realpath give this spelling)
-//   FANSTORE_MOUNT_ALIASES  the mount point spelled through symlinks to it (or above it)
-//                    that fanrun found in its working directory, one per line
-//   FANSTORE_VERIFY  all | compressed (default): which members' CRC32C is checked on read
-//   FANSTORE_STATS   1 (stderr) or a path: per-process statistics written at exit
-//   FANSTORE_READAHEAD  bytes prefetched around a member read from the device, or auto
-//                    (default: 1 MiB when the node's blobs fit in half of the memory)
-//   FANSTORE_MAPPED_READS  0: never copy page-cached members from a mapping of the blob
-//                    (by default: every read of a staged blob, the second and later reads
-//                    of a member in a process otherwise, those without mincore while
-//                    io::ReuseTrust holds)
-//   FANSTORE_AGENT   the node agent's socket (multi-node: members other nodes hold)
-//   FANSTORE_NODE_CACHE  the agent's node cache directory (its arena of members fetched before)
-//   FANSTORE_AGENT_TIMEOUT  seconds to wait for the agent's answer (default 60)
-//   FANSTORE_STAGED  1: the local blobs are fanrun's staged copies (read on tmpfs without mincore)
+// Init reads its settings from the environment fanrun sets (runtime/env.h).
 // Thread-safety: Init from the constructor; afterwards read-only except the blob fd slots
 // (atomic) and the cached cwd (see Cwd()).
 #pragma once
