@@ -47,7 +47,7 @@ struct PrefilterResult {
 using Prefilter = PrefilterResult (*)(long nr, const long args[6]) noexcept;
 using PrefilterAgain = PrefilterResult (*)(long nr, const long args[6], long done) noexcept;
 
-// The prefilter entry's tables (prefilter.cc), filled by SetPrefilter (dispatch.h).
+// The prefilter entry's tables (entry_prefilter.cc), filled by SetPrefilter (dispatch.h).
 extern Prefilter g_entry_prefilter;
 extern PrefilterAgain g_entry_prefilter_again;
 extern unsigned long g_entry_interest[kMaxSyscallNr / 64];

@@ -9,7 +9,7 @@
 namespace fanstore::intercept {
 void SetHook(Hook hook);
 // The prefilter and the interest set checked at run time (for sites whose number is not
-// known from the code). Both are read by fanstore_intercept_prefilter (prefilter.cc).
+// known from the code). Both are read by fanstore_intercept_prefilter (entry_prefilter.cc).
 void SetPrefilter(Prefilter prefilter, PrefilterAgain again, const Interest& interest);
 }  // namespace fanstore::intercept
 

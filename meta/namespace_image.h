@@ -47,6 +47,22 @@ struct ImageBucket {
 static_assert(sizeof(ImageBucket) == 16);
 inline constexpr uint32_t kNoEntry = UINT32_MAX;
 
+// The entry of the path of `n` bytes with hash `hash` (HashPath) among an image's buckets
+// (bucket_count - 1 = `mask`), or kNoEntry; `same(bucket)` compares the bucket's path with
+// it, for a bucket whose tag and length match. NamespaceView::Lookup and the runtime's
+// prefilter share it; the prefilter compares without library calls or vector registers, so
+// this has internal linkage: each translation unit compiles its own copy with its flags.
+template <typename Same>
+static inline uint32_t ProbeBuckets(const ImageBucket* buckets, uint64_t mask, uint64_t hash,
+                                    size_t n, Same same) {
+  const uint32_t tag = static_cast<uint32_t>(hash >> 32);
+  for (uint64_t b = hash & mask;; b = (b + 1) & mask) {
+    const ImageBucket& k = buckets[b];
+    if (k.entry_plus_one == 0) return kNoEntry;
+    if (k.tag == tag && k.path_len == n && same(k)) return k.entry_plus_one - 1;
+  }
+}
+
 struct ImageHeader {
   char magic[8];
   uint32_t version;

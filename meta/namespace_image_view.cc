@@ -143,16 +143,9 @@ std::string_view NamespaceView::name(const ImageEntry& e) const {
 }
 
 uint32_t NamespaceView::Lookup(std::string_view p) const noexcept {
-  const uint64_t mask = h_->bucket_count - 1;
-  const uint64_t hash = Hash(p);
-  const uint32_t tag = static_cast<uint32_t>(hash >> 32);
-  for (uint64_t b = hash & mask;; b = (b + 1) & mask) {
-    const ImageBucket& k = buckets_[b];
-    if (k.entry_plus_one == 0) return kNoEntry;
-    if (k.tag != tag) continue;
-    if (k.path_len == p.size() && std::memcmp(strings_ + k.path_off, p.data(), p.size()) == 0)
-      return k.entry_plus_one - 1;
-  }
+  return ProbeBuckets(buckets_, h_->bucket_count - 1, Hash(p), p.size(), [&](const ImageBucket& k) {
+    return std::memcmp(strings_ + k.path_off, p.data(), p.size()) == 0;
+  });
 }
 
 }  // namespace fanstore::meta

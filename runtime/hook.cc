@@ -251,10 +251,7 @@ HookSpec PreloadHookSpec() {
   g_prefilter.fd_count = Fds().bound();
   g_prefilter.fd_map = Fds().fd_map();
   g_prefilter.descs = Fds().slab();
-  g_prefilter.entries = s->ns.entries();
-  g_prefilter.buckets = s->ns.buckets();
-  g_prefilter.bucket_mask = s->ns.bucket_mask();
-  g_prefilter.strings = s->ns.strings();
+  g_prefilter.image = s->tables();
   g_prefilter.active = true;
   spec.hook = &RuntimeHook;
   spec.prefilter = &RuntimePrefilter;

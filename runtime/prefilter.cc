@@ -12,6 +12,7 @@
 #include "intercept/syscall_numbers.h"
 #include "meta/format.h"
 #include "meta/path_hash.h"
+#include "runtime/fast_key.h"
 #include "runtime/fd_table.h"
 #include "runtime/kernel_names.h"
 #include "runtime/prefilter_state.h"
@@ -80,7 +81,6 @@ FANSTORE_HOT_TEXT bool LeadsUp(const char* s) {
 
 bool DotDotThenName(const char* s);
 bool IsProc(long p);
-inline bool EqualBytes(const char* a, const char* b, size_t n);
 FANSTORE_HOT_TEXT bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
@@ -166,40 +166,6 @@ FANSTORE_HOT_TEXT bool DotDotThenName(const char* s) {
   return runtime::DotDotThenName(g_prefilter.spellings, kSpellings, s);
 }
 
-// a[0, n) == b[0, n), both readable over that range.
-inline bool EqualBytes(const char* a, const char* b, size_t n) {
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    if (Load8(a + i) != Load8(b + i)) return false;
-  if (i == n) return true;
-  if (n >= 8) return Load8(a + n - 8) == Load8(b + n - 8);  // the tail, overlapping
-  for (; i < n; ++i)
-    if (a[i] != b[i]) return false;
-  return true;
-}
-
-// A relative path the table can hold as it is: no empty component ("//", a leading or
-// trailing '/') and no component starting with '.' ("." and ".." need the walk; names such
-// as ".hidden" take it too, which is only slower).
-inline bool CleanRelative(const char* r, size_t len) {
-  if (r[0] == '/' || r[0] == '.' || r[len - 1] == '/') return false;
-  uint64_t carry = 0;  // 0x80 when the byte before the current word is '/'
-  size_t i = 0;
-  for (; i + 8 <= len; i += 8) {
-    const uint64_t w = Load8(r + i);
-    const uint64_t slash = BytesEqual(w, '/');
-    const uint64_t after_slash = (slash << 8) | carry;
-    if (after_slash & (slash | BytesEqual(w, '.'))) return false;
-    carry = slash >> 56;
-  }
-  bool prev_slash = carry != 0;
-  for (; i < len; ++i) {
-    if (prev_slash && (r[i] == '/' || r[i] == '.')) return false;
-    prev_slash = r[i] == '/';
-  }
-  return true;
-}
-
 // The entry of an absolute, clean path under the mount point (no ".", "..", "//" or
 // trailing '/'), by one probe; false for anything else (the hook resolves it).
 FANSTORE_HOT_TEXT bool FastEntry(const char* p, bool follow, uint32_t* out) {
@@ -225,28 +191,7 @@ FANSTORE_HOT_TEXT bool FastEntry(const char* p, bool follow, uint32_t* out) {
     if (p[n] != '/') return false;
     ++i;
   }
-  const char* rest = p + i;
-  const size_t len = total - i;
-  if (len == 0) {
-    *out = 0;
-    return true;
-  }
-  if (!CleanRelative(rest, len)) return false;
-  const uint64_t h = meta::HashPath(rest, len);
-  const uint32_t tag = static_cast<uint32_t>(h >> 32);
-  for (uint64_t b = h & g_prefilter.bucket_mask;; b = (b + 1) & g_prefilter.bucket_mask) {
-    const meta::ImageBucket& k = g_prefilter.buckets[b];
-    if (k.entry_plus_one == 0) return false;
-    if (k.tag != tag || k.path_len != len) continue;
-    // (the entry's line is loaded with the path's, not after it: see ImageBucket)
-    const meta::ImageEntry& e = g_prefilter.entries[k.entry_plus_one - 1];
-    __builtin_prefetch(&e);  // (one line)
-    if (!EqualBytes(g_prefilter.strings + k.path_off, rest, len)) continue;
-    if (follow && e.kind == static_cast<uint8_t>(meta::Kind::kSymlink)) return false;
-    if (!(e.flags & meta::kEntryPathOpen)) return false;  // (the hook checks the permissions)
-    *out = k.entry_plus_one - 1;
-    return true;
-  }
+  return FastKeyEntry(g_prefilter.image, p + i, total - i, follow, out);
 }
 
 // The entry of virtual fd `fd`, if it is one.
@@ -264,7 +209,7 @@ int Wants(long nr, const long a[6]) noexcept;
 }  // namespace
 
 FANSTORE_HOT_TEXT void FillStatOf(uint32_t idx, struct stat* st) noexcept {
-  const meta::ImageEntry& e = g_prefilter.entries[idx];
+  const meta::ImageEntry& e = g_prefilter.image.entries[idx];
   st->st_dev = kDev;
   st->st_ino = idx + 1;
   st->st_nlink = meta::LinkCount(e);
@@ -286,7 +231,7 @@ FANSTORE_HOT_TEXT void FillStatOf(uint32_t idx, struct stat* st) noexcept {
 
 FANSTORE_HOT_TEXT void FillStatxOf(uint32_t idx, void* buf) noexcept {
   // The kernel's struct statx layout (linux/stat.h), 256 bytes.
-  const meta::ImageEntry& e = g_prefilter.entries[idx];
+  const meta::ImageEntry& e = g_prefilter.image.entries[idx];
   auto* q = static_cast<uint64_t*>(buf);
   for (int i = 0; i < 32; ++i) q[i] = 0;
   auto* b = static_cast<uint8_t*>(buf);

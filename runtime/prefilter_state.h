@@ -12,6 +12,7 @@
 #include "meta/namespace_image.h"
 #include "meta/path_hash.h"
 #include "runtime/counter.h"
+#include "runtime/fast_key.h"
 #include "runtime/fd_table.h"
 #include "runtime/path_pair.h"
 
@@ -23,7 +24,7 @@ inline constexpr int kSpellings = 6;
 // Spellings learned from the kernel's answers (runtime/skeleton.h), at most this many.
 inline constexpr int kLearned = 8;
 
-// Native parent directories of ENOENTs remembered (prefilter.cc ParentInSkeleton).
+// Native parent directories of ENOENTs remembered (prefilter_again.cc ParentInSkeleton).
 inline constexpr int kNativeParents = 256;
 
 // The fields every intercepted call may read come first, in a few cache lines of one page,
@@ -50,10 +51,7 @@ struct PrefilterState {
   // OpenVirtual). Lowered by every close the prefilter sees, raised by a placeholder's dup.
   std::atomic<int> low_hole{0};
   // The namespace image, for stat answered in the prefilter.
-  const meta::ImageEntry* entries = nullptr;
-  const meta::ImageBucket* buckets = nullptr;
-  uint64_t bucket_mask = 0;
-  const char* strings = nullptr;
+  ImageTables image;
   // The mount point as given, its symlinks resolved, and symlinks to it (State::spellings;
   // hook.cc checks that the two counts agree). `path` points into spelling_text.
   struct Spelling {
@@ -63,9 +61,9 @@ struct PrefilterState {
     bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
   } spellings[kSpellings];
   ShardedCounter answered_stats;  // stat calls answered in the prefilter
-  // Hashes of absolute directories found not to be the skeleton's (prefilter.cc
-  // ParentInSkeleton), before
-  // native_dirs so that both stay in the first page for the fds most programs have.
+  // Hashes of absolute directories found not to be the skeleton's (prefilter_again.cc
+  // ParentInSkeleton; looked up by both stages), before native_dirs so that both stay in
+  // the first page for the fds most programs have.
   std::atomic<uint64_t> native_parents[kNativeParents] = {};
   // Native directory fds known not to be skeleton directories (one bit per fd below
   // kMaxFds): a name below one, opened without following a final link, cannot be one

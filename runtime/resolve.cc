@@ -307,26 +307,13 @@ void RefreshCwd(const State& s) {
   g_prefilter.cwd_virtual.store(0);
 }
 
-// A path without ".", "..", empty components or a trailing slash, relative to the
-// dataset root, is a hash-table key as it is: one probe, no allocation. A final symlink
-// to follow, or a miss (which may go through a symlinked directory), takes the full walk.
+// A path relative to the dataset root that is a key of the table as it is takes one probe
+// (runtime/fast_key.h); anything else, a final symlink to follow, or a miss (which may go
+// through a symlinked directory), takes the full walk.
 bool FastLookup(const State& s, std::string_view rest, bool follow, Resolved* out) {
   while (!rest.empty() && rest.front() == '/') rest.remove_prefix(1);
-  if (!rest.empty() && rest.back() == '/') return false;
-  if (rest.find("//") != std::string_view::npos) return false;
-  // "." or ".." components: at the start or after a '/', followed by '/' or the end.
-  auto dot_component = [&](size_t i) {
-    const size_t n = rest.size() - i;
-    return (n == 1 || rest[i + 1] == '/') || (rest[i + 1] == '.' && (n == 2 || rest[i + 2] == '/'));
-  };
-  if (!rest.empty() && rest[0] == '.' && dot_component(0)) return false;
-  for (size_t i = rest.find("/."); i != std::string_view::npos; i = rest.find("/.", i + 1))
-    if (dot_component(i + 1)) return false;
-  const uint32_t e = s.ns.Lookup(rest);
-  if (e == meta::kNoEntry) return false;
-  if (follow && s.ns.entry(e).kind == static_cast<uint8_t>(Kind::kSymlink)) return false;
-  // A directory on the way that not everyone may search: the walk checks each.
-  if (!(s.ns.entry(e).flags & meta::kEntryPathOpen)) return false;
+  uint32_t e;
+  if (!FastKeyEntry(s.tables(), rest.data(), rest.size(), follow, &e)) return false;
   out->kind = Resolved::kVirtual;
   out->entry = e;
   return true;

@@ -16,6 +16,7 @@
 
 #include "meta/namespace_image.h"
 #include "meta/status.h"
+#include "runtime/fast_key.h"
 
 namespace fanstore::runtime {
 
@@ -24,6 +25,9 @@ inline constexpr size_t kMountSpellings = 6;
 
 struct State {
   meta::NamespaceView ns;
+  ImageTables tables() const {
+    return {ns.entries(), ns.buckets(), ns.bucket_mask(), ns.strings()};
+  }
   std::string mount;       // absolute, no trailing '/'
   std::string mount_real;  // its symlinks resolved, if that differs; else ""
   // Symlinks to the mount point, above it or to a directory inside it, found in fanrun's

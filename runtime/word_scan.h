@@ -4,8 +4,9 @@
 // a string's NUL cannot fault (glibc's strlen does the same); the sanitizers are told so.
 // No vector code, no library calls: the prefilter is compiled with -mgeneral-regs-only.
 // Pure functions of their arguments: callable from any thread, and from a signal handler.
-// Of the runtime, only prefilter.cc includes this: an inline function compiled elsewhere
-// with vector code could be the copy the linker keeps for the prefilter too.
+// Every function has internal linkage (static): each translation unit keeps its own copy,
+// compiled with its own flags, so a copy compiled elsewhere with vector code can never be
+// the one the prefilter calls.
 #pragma once
 
 #include <cstddef>
@@ -18,26 +19,26 @@ inline constexpr uint64_t kOnes = 0x0101010101010101ull, kHighs = 0x808080808080
 // (An aligned word may reach past the string's NUL, within its page: not a fault, and the
 // sanitizers are told so here too, where the callers' attribute does not reach when this
 // is not inlined.)
-__attribute__((no_sanitize("address", "thread"))) inline uint64_t Load8(const char* p) {
+__attribute__((no_sanitize("address", "thread"))) static inline uint64_t Load8(const char* p) {
   uint64_t w;
   __builtin_memcpy(&w, p, 8);
   return w;
 }
 
 // The high bit of every byte of `w` equal to `c`, exactly (no false positives).
-inline uint64_t BytesEqual(uint64_t w, uint8_t c) {
+static inline uint64_t BytesEqual(uint64_t w, uint8_t c) {
   const uint64_t t = w ^ (kOnes * c);
   return ~(((t & ~kHighs) + ~kHighs) | t) & kHighs;
 }
 
 // The high bit of the first zero byte of `w`, and maybe of bytes above it (a borrow): only
 // the lowest counts.
-inline uint64_t FirstZeroAndAbove(uint64_t w) {
+static inline uint64_t FirstZeroAndAbove(uint64_t w) {
   return (w - kOnes) & ~w & kHighs;
 }
 
 // strlen, a word at a time.
-__attribute__((no_sanitize("address", "thread"))) inline size_t WordStrlen(const char* p) {
+__attribute__((no_sanitize("address", "thread"))) static inline size_t WordStrlen(const char* p) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(p);
   uintptr_t at = start & ~uintptr_t{7};
   uint64_t w = Load8(reinterpret_cast<const char*>(at));
@@ -53,7 +54,8 @@ __attribute__((no_sanitize("address", "thread"))) inline size_t WordStrlen(const
 // Just past the first ".." component of path `s` (at a '/' or the NUL), nullptr if it has
 // none. A '.' that starts a component and is followed by a '.' is checked byte by byte
 // (".cache" never is; "..x" and "..." are, and are names).
-__attribute__((no_sanitize("address", "thread"))) inline const char* FindDotDot(const char* s) {
+__attribute__((no_sanitize("address", "thread"))) static inline const char* FindDotDot(
+    const char* s) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(s);
   uintptr_t at = start & ~uintptr_t{7};
   uint64_t w = Load8(reinterpret_cast<const char*>(at));
@@ -120,6 +122,40 @@ bool DotDotThenName(const Spelling* spellings, int count, const char* s) {
     if (IsComponentOfAny(spellings, count, c, n)) return true;
     c += n;
   }
+}
+
+// a[0, n) == b[0, n), both readable over that range.
+static inline bool EqualBytes(const char* a, const char* b, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    if (Load8(a + i) != Load8(b + i)) return false;
+  if (i == n) return true;
+  if (n >= 8) return Load8(a + n - 8) == Load8(b + n - 8);  // the tail, overlapping
+  for (; i < n; ++i)
+    if (a[i] != b[i]) return false;
+  return true;
+}
+
+// A relative path the table can hold as it is: no empty component ("//", a leading or
+// trailing '/') and no component starting with '.' ("." and ".." need the walk; names such
+// as ".hidden" take it too, which is only slower).
+static inline bool CleanRelative(const char* r, size_t len) {
+  if (r[0] == '/' || r[0] == '.' || r[len - 1] == '/') return false;
+  uint64_t carry = 0;  // 0x80 when the byte before the current word is '/'
+  size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    const uint64_t w = Load8(r + i);
+    const uint64_t slash = BytesEqual(w, '/');
+    const uint64_t after_slash = (slash << 8) | carry;
+    if (after_slash & (slash | BytesEqual(w, '.'))) return false;
+    carry = slash >> 56;
+  }
+  bool prev_slash = carry != 0;
+  for (; i < len; ++i) {
+    if (prev_slash && (r[i] == '/' || r[i] == '.')) return false;
+    prev_slash = r[i] == '/';
+  }
+  return true;
 }
 
 }  // namespace fanstore::runtime
