@@ -1,71 +1,27 @@
-// Path resolution (runtime/resolve.h) in one process, without the hook: a small tree is
-// packed, its namespace image is attached as fanrun's child would attach it (runtime/env.h),
-// and (dirfd, path, flags) pairs are resolved against a table of what the kernel would
-// answer: an entry, an errno, a native path, or the kernel's own (native).
+// Path resolution (runtime/resolve.h) in one process, without the hook, over a small packed
+// tree (tests/runtime/attached_image.h): (dirfd, path, flags) against a table of what the
+// kernel would answer: an entry, an errno, a native path, or the kernel's own (native).
 #include "runtime/resolve.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
-#include <filesystem>
-#include <fstream>
 #include <string>
 
-#include "meta/dataset.h"
 #include "meta/namespace_image.h"
-#include "meta/pack.h"
-#include "runtime/env.h"
 #include "runtime/fd_table.h"
 #include "runtime/state.h"
-#include "tests/testutil.h"
+#include "tests/runtime/attached_image.h"
 
 namespace fanstore::runtime {
 namespace {
 
-namespace fs = std::filesystem;
-
-// The mount point: never made; a virtual answer needs no native directory.
-constexpr char kMnt[] = "/fanstore-resolve-test/ds";
-
 class ResolveTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    const fs::path src = fs::path(dir_->path()) / "src";
-    testing::WriteFile(src / "train/a/x.jpg", "x");
-    testing::WriteFile(src / "train/b/y.jpg", "yy");
-    testing::WriteFile(src / "val/v.txt", "v");
-    fs::create_symlink("train/a/x.jpg", src / "link");  // inside, relative
-    fs::create_symlink("../train", src / "val/up");     // a directory, through ".."
-    fs::create_symlink("/etc/hostname", src / "out");   // leaves the dataset
-    fs::create_symlink("loop2", src / "loop1");         // ELOOP
-    fs::create_symlink("loop1", src / "loop2");
-    meta::PackOptions o;
-    o.src = src.string();
-    o.out = (fs::path(dir_->path()) / "ds").string();
-    ASSERT_TRUE(meta::Pack(o).ok());
-    auto ds = meta::Dataset::Open(o.out);
-    ASSERT_TRUE(ds.ok()) << ds.status().message();
-    std::vector<std::string> parts;
-    for (size_t p = 0; p < (*ds)->partitions().size(); ++p)
-      parts.push_back(o.out + "/part-" + std::to_string(p) + ".fsb");
-    const fs::path image = fs::path(dir_->path()) / "namespace.img";
-    std::ofstream(image, std::ios::binary) << meta::BuildNamespaceImage(**ds, parts);
-    ::chmod(image.c_str(), 0600);
-    ::setenv(env::kImage, image.c_str(), 1);
-    ::setenv(env::kMount, kMnt, 1);
-    const Status st = Init();
-    ASSERT_TRUE(st.ok()) << st.message();
-    ASSERT_NE(Get(), nullptr);
-  }
-  static void TearDownTestSuite() { ::unsetenv(env::kImage); }
-
+  static void SetUpTestSuite() { ASSERT_NE(AttachedImage::Get(), nullptr); }
   static uint32_t EntryOf(std::string_view path) { return Get()->ns.Lookup(path); }
-
-  static testing::TempDir* dir_;
 };
-testing::TempDir* ResolveTest::dir_ = nullptr;
 
 struct Case {
   int dirfd;
@@ -77,7 +33,7 @@ struct Case {
 };
 
 TEST_F(ResolveTest, TableOfPaths) {
-  const std::string m = kMnt;
+  const std::string m = AttachedImage::kMount;
   const std::string paths[] = {m,
                                m + "/",
                                m + "/train/a/x.jpg",
@@ -114,8 +70,8 @@ TEST_F(ResolveTest, TableOfPaths) {
       // leaving the dataset: the kernel's, spelled natively
       {AT_FDCWD, paths[10].c_str(), kFollow, Resolved::kRewritten, "/etc/hostname"},
       {AT_FDCWD, paths[10].c_str(), 0, Resolved::kVirtual, "out"},
-      {AT_FDCWD, paths[11].c_str(), kFollow, Resolved::kRewritten, "/fanstore-resolve-test"},
-      {AT_FDCWD, paths[12].c_str(), kFollow, Resolved::kRewritten, "/fanstore-resolve-test/other"},
+      {AT_FDCWD, paths[11].c_str(), kFollow, Resolved::kRewritten, "/fanstore-unit-test"},
+      {AT_FDCWD, paths[12].c_str(), kFollow, Resolved::kRewritten, "/fanstore-unit-test/other"},
       {AT_FDCWD, paths[13].c_str(), kFollow, Resolved::kError, nullptr, ELOOP},
       {AT_FDCWD, paths[13].c_str(), 0, Resolved::kVirtual, "loop1"},
       // out and back in through the mount point's own name
