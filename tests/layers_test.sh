@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The layers include one way only (docs/design.md, "Layers"): each folder's sources may
+# include their own folder and the layers below it, never one above or beside it. A back
+# edge fails here, with the line that makes it.
+#   compress < meta < io, intercept (siblings) < runtime < bin
+# intercept takes from meta only its Status (meta/status.h).
+# Usage: layers_test.sh SOURCE_DIR
+set -u
+cd "$1" || exit 1
+declare -A allowed=(
+  [compress]="compress"
+  [meta]="compress meta"
+  [io]="compress meta io"
+  [intercept]="intercept meta/status.h"
+  [runtime]="compress meta io intercept runtime"
+  [bin]="compress meta io intercept runtime bin"
+)
+fail=0 n=0
+for layer in compress meta io intercept runtime bin; do
+  while IFS= read -r hit; do
+    file=${hit%%:*} rest=${hit#*:} line=${rest%%:*}
+    inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$rest")
+    n=$((n + 1))
+    ok=0
+    for a in ${allowed[$layer]}; do
+      case $a in
+        */*) [ "$inc" = "$a" ] && ok=1 ;;
+        *) [ "${inc%%/*}" = "$a" ] && ok=1 ;;
+      esac
+    done
+    # (includes of files outside the layers, such as third-party headers, are not ours)
+    case ${inc%%/*} in compress | meta | io | intercept | runtime | bin) ;; *) ok=1 ;; esac
+    if [ $ok = 0 ]; then
+      echo "FAIL: $file:$line: $layer includes $inc (allowed: ${allowed[$layer]})"
+      fail=1
+    fi
+  done < <(grep -rnE '^\s*#\s*include "' "$layer" --include='*.cc' --include='*.h' --include='*.S' --include='*.c' | sed -E 's/^([^:]+):([0-9]+):(.*)$/\1:\2:\3/')
+done
+[ $n -gt 100 ] || { echo "FAIL: only $n includes found under $1"; exit 1; }
+[ $fail = 0 ] && echo "layers: $n includes checked, none goes up or across"
+exit $fail
