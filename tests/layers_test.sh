@@ -19,7 +19,8 @@ fail=0 n=0
 for layer in compress meta io intercept runtime bin; do
   while IFS= read -r hit; do
     file=${hit%%:*} rest=${hit#*:} line=${rest%%:*}
-    inc=$(sed -E 's/.*#include "([^"]+)".*/\1/' <<<"$rest")
+    [[ $rest =~ include\ \"([^\"]+)\" ]] || continue
+    inc=${BASH_REMATCH[1]}
     n=$((n + 1))
     ok=0
     for a in ${allowed[$layer]}; do
@@ -34,7 +35,7 @@ for layer in compress meta io intercept runtime bin; do
       echo "FAIL: $file:$line: $layer includes $inc (allowed: ${allowed[$layer]})"
       fail=1
     fi
-  done < <(grep -rnE '^\s*#\s*include "' "$layer" --include='*.cc' --include='*.h' --include='*.S' --include='*.c' | sed -E 's/^([^:]+):([0-9]+):(.*)$/\1:\2:\3/')
+  done < <(grep -rnE '^\s*#\s*include "' "$layer" --include='*.cc' --include='*.h' --include='*.S' --include='*.c')
 done
 [ $n -gt 100 ] || { echo "FAIL: only $n includes found under $1"; exit 1; }
 [ $fail = 0 ] && echo "layers: $n includes checked, none goes up or across"
