@@ -8,6 +8,9 @@
 // member into a small per-process cache, so Python's and PIL's many short reads are
 // served from memory. A damaged member is EIO for that file and one log line naming the
 // partition and member.
+// The parts: blob_read.cc (the kernel's copy, io_uring, readahead), residency.cc (when to
+// copy from a mapping instead), member_cache.cc, shared_copies.cc (SharedCopyOf), and here
+// where a member's bytes come from and how they are loaded (runtime/member_io_parts.h).
 // Thread-safety: safe from any thread (the cache has a lock); never from a vfork child.
 #pragma once
 
