@@ -240,13 +240,7 @@ Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub, Node* node) {
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) {
     if (scrub) ScrubLauncherEnvironment();
-    std::vector<char*> args;
-    for (auto& c : cmd) args.push_back(c.data());
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    const int e = errno;
-    cli::Error("fanrun", cmd[0] + ": " + std::strerror(e));
-    _exit(e == ENOENT ? kExitNotFound : kExitCannotRun);
+    _exit(ExecInPlace(cmd));
   }
   g_child = pid;
   node->StartStaging();
