@@ -5,7 +5,7 @@
 // these is refused there with EROFS, the answer of a read-only file system; anywhere
 // else it goes to the kernel untouched.
 // kHighestClassified is the last x86-64 system call number this table was checked
-// against: a newer one (tests/runtime/served_calls_test.cc reads the system's headers) must
+// against: a newer one (tests/runtime/unserved_calls_test.cc reads the system's headers) must
 // be looked at and added here if it takes a path.
 // Thread-safety: constant data.
 #pragma once

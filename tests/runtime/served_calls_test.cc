@@ -1,0 +1,211 @@
+// The served calls (runtime/served_calls.h, which the hook routes) and the prefilter
+// (runtime/prefilter.cc Wants, which decides what reaches the hook) are written apart: every
+// served or refused call, given a dataset path or a virtual fd where it takes one, must not
+// go straight to the kernel, and given a native path or fd, it must. The table below says
+// where each call takes its path or fd; a call added to served_calls.h without a row here
+// fails until it has one.
+#include "runtime/served_calls.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "intercept/hook_api.h"
+#include "runtime/fd_table.h"
+#include "runtime/prefilter_state.h"
+#include "runtime/resolve.h"
+#include "runtime/state.h"
+#include "runtime/unserved_calls.h"
+#include "tests/runtime/attached_image.h"
+
+namespace fanstore::intercept {
+HookSpec PreloadHookSpec();  // runtime/hook.cc
+}
+
+namespace fanstore::runtime {
+namespace {
+
+// How a call names what it acts on.
+enum class Takes {
+  kPath0,     // a path in a[0]
+  kPath1,     // a path in a[1] (symlink's link name)
+  kTwoPaths,  // paths in a[0] and a[1] (rename, link): ours in one, the other native
+  kExec,      // execve, execveat: the entry sends every exec to the hook (its policy on
+              // LD_PRELOAD and the environment), before this prefilter
+
+  kAtPath1,     // a dirfd in a[0], a path in a[1]
+  kAtPath2,     // a dirfd in a[1], a path in a[2] (symlinkat's link name)
+  kFd0,         // an fd in a[0]
+  kFd4,         // an fd in a[4] (mmap, with a[3] MAP_SHARED)
+  kFd2,         // an fd in a[2] (epoll_ctl's target)
+  kAnyVirtual,  // its fds are in the application's arrays: the hook while any fd is virtual
+  kAlways,      // always the hook's (exit_group, chdir, close_range)
+  kVirtualCwd,  // the hook's while the cwd is in the dataset (getcwd)
+};
+
+const std::map<long, Takes>& Table() {
+  static const std::map<long, Takes> t = [] {
+    std::map<long, Takes> m;
+    for (long nr : {SYS_open,       SYS_creat,    SYS_stat,      SYS_lstat,       SYS_access,
+                    SYS_readlink,   SYS_statfs,   SYS_getxattr,  SYS_lgetxattr,   SYS_listxattr,
+                    SYS_llistxattr, SYS_setxattr, SYS_lsetxattr, SYS_removexattr, SYS_lremovexattr,
+                    SYS_unlink,     SYS_rmdir,    SYS_mkdir,     SYS_mknod,       SYS_truncate,
+                    SYS_chmod,      SYS_chown,    SYS_lchown,    SYS_utime,       SYS_utimes})
+      m[nr] = Takes::kPath0;
+    m[SYS_symlink] = Takes::kPath1;
+    m[SYS_rename] = m[SYS_link] = Takes::kTwoPaths;
+    m[SYS_execve] = m[SYS_execveat] = Takes::kExec;
+    m[SYS_symlinkat] = Takes::kAtPath2;
+    for (long nr :
+         {SYS_openat, SYS_openat2, SYS_newfstatat, SYS_statx, SYS_faccessat, SYS_faccessat2,
+          SYS_readlinkat, SYS_unlinkat, SYS_mkdirat, SYS_mknodat, SYS_renameat, SYS_renameat2,
+          SYS_linkat, SYS_fchmodat, SYS_fchownat, SYS_utimensat, SYS_futimesat})
+      m[nr] = Takes::kAtPath1;
+    for (long nr : {SYS_fstat,           SYS_fstatfs,   SYS_read,       SYS_pread64,
+                    SYS_readv,           SYS_preadv,    SYS_preadv2,    SYS_lseek,
+                    SYS_close,           SYS_dup,       SYS_dup2,       SYS_dup3,
+                    SYS_fcntl,           SYS_ioctl,     SYS_getdents64, SYS_fadvise64,
+                    SYS_readahead,       SYS_fsync,     SYS_fdatasync,  SYS_syncfs,
+                    SYS_sync_file_range, SYS_flock,     SYS_ftruncate,  SYS_fchmod,
+                    SYS_fchown,          SYS_fgetxattr, SYS_flistxattr, SYS_fsetxattr,
+                    SYS_fremovexattr,    SYS_write,     SYS_pwrite64,   SYS_writev,
+                    SYS_pwritev,         SYS_pwritev2,  SYS_sendfile,   SYS_copy_file_range,
+                    SYS_splice})
+      m[nr] = Takes::kFd0;
+    m[SYS_mmap] = Takes::kFd4;
+    m[SYS_epoll_ctl] = Takes::kFd2;
+    for (long nr : {SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6}) m[nr] = Takes::kAnyVirtual;
+    for (long nr : {SYS_exit_group, SYS_chdir, SYS_fchdir, SYS_close_range}) m[nr] = Takes::kAlways;
+    m[SYS_getcwd] = Takes::kVirtualCwd;
+    return m;
+  }();
+  return t;
+}
+
+class ServedCallsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_NE(AttachedImage::Get(), nullptr);
+    // The hook's start-up fills the prefilter's state (nothing is patched in this process).
+    ASSERT_NE(intercept::PreloadHookSpec().prefilter, nullptr);
+    ASSERT_TRUE(g_prefilter.active);
+    const int d = Fds().NewDesc(Get()->ns.Lookup("m/text.txt"), O_RDONLY);
+    ASSERT_GE(d, 0);
+    Fds().Bind(kVirtual, d);
+  }
+  static constexpr int kVirtual = 300, kNative = 301;
+
+  // The prefilter's decision for call nr with the argument `ours` decides on: the dataset's
+  // (a path under the mount point, the virtual fd) or a native one.
+  static long Decide(long nr, Takes how, bool ours) {
+    const std::string mnt = AttachedImage::kMount;
+    static std::string path;
+    path = ours ? mnt + "/m/text.txt" : std::string("/etc/hostname");
+    const long p = reinterpret_cast<long>(path.c_str());
+    const long fd = ours ? kVirtual : kNative;
+    alignas(64) static char buf[4096];  // where an answered stat writes
+    const long b = reinterpret_cast<long>(buf);
+    long a[6] = {0, 0, 0, 0, 0, 0};
+    switch (how) {
+      case Takes::kPath0:
+        a[0] = p;
+        a[1] = b;
+        break;
+      case Takes::kPath1:
+        a[0] = reinterpret_cast<long>("target");
+        a[1] = p;
+        break;
+      case Takes::kTwoPaths:
+        a[0] = p;
+        a[1] = reinterpret_cast<long>("/etc/no-such-name");
+        break;
+      case Takes::kAtPath1:
+        a[0] = AT_FDCWD;
+        a[1] = p;
+        a[2] = nr == SYS_newfstatat ? b : 0;
+        a[4] = nr == SYS_statx ? b : 0;
+        break;
+      case Takes::kAtPath2:
+        a[0] = reinterpret_cast<long>("target");
+        a[1] = AT_FDCWD;
+        a[2] = p;
+        break;
+      case Takes::kFd0:
+        a[0] = fd;
+        a[1] = nr == SYS_fcntl ? F_GETFL : nr == SYS_dup2 || nr == SYS_dup3 ? kNative + 1 : b;
+        break;
+      case Takes::kFd4:
+        a[1] = 4096;
+        a[3] = MAP_SHARED;
+        a[4] = fd;
+        break;
+      case Takes::kFd2:
+        a[0] = kNative + 2;
+        a[2] = fd;
+        break;
+      default:
+        break;
+    }
+    return RuntimePrefilter(nr, a).action;
+  }
+};
+
+TEST_F(ServedCallsTest, EveryServedOrRefusedCallHasARow) {
+  std::set<long> missing;
+#define FANSTORE_SERVED_TEST_ROW(nr, handler, rule) \
+  if (!Table().count(nr)) missing.insert(nr);
+  FANSTORE_SERVED_CALLS(FANSTORE_SERVED_TEST_ROW)
+#undef FANSTORE_SERVED_TEST_ROW
+  EXPECT_TRUE(missing.empty()) << "served calls without a row here: "
+                               << ::testing::PrintToString(missing);
+  // and no row for a call that is not served
+  const intercept::Interest served = ServedInterest();
+  for (const auto& [nr, how] : Table()) EXPECT_TRUE(served.nrs.test(static_cast<size_t>(nr))) << nr;
+}
+
+TEST_F(ServedCallsTest, DatasetArgumentsReachTheRuntimeAndNativeOnesTheKernel) {
+  for (const auto& [nr, how] : Table()) {
+    SCOPED_TRACE("system call " + std::to_string(nr));
+    if (how == Takes::kExec) continue;
+    if (how == Takes::kVirtualCwd) {
+      SetCwdNative();                   // unknown until a relative path is resolved:
+      Resolve(AT_FDCWD, "no-such", 0);  // the test's own, native
+      EXPECT_EQ(Decide(nr, how, false), intercept::kToKernel);
+      SetCwdVirtual(0);
+      EXPECT_NE(Decide(nr, how, true), intercept::kToKernel);
+      SetCwdNative();
+      continue;
+    }
+    EXPECT_NE(Decide(nr, how, true), intercept::kToKernel);
+    if (how != Takes::kAnyVirtual && how != Takes::kAlways) {
+      EXPECT_EQ(Decide(nr, how, false), intercept::kToKernel);
+    }
+  }
+}
+
+TEST_F(ServedCallsTest, RefusedCallsOnDatasetPathsReachTheRuntime) {
+  const std::string inside = std::string(AttachedImage::kMount) + "/m/text.txt";
+  for (const UnservedCall& c : kUnservedCalls) {
+    SCOPED_TRACE(c.name);
+    for (int k = 0; k < 2 && c.path[k] >= 0; ++k) {
+      long a[6] = {0, 0, 0, 0, 0, 0};
+      for (int j = 0; j < 2; ++j) {
+        if (c.dirfd[j] >= 0) a[c.dirfd[j]] = AT_FDCWD;
+        if (c.path[j] >= 0) a[c.path[j]] = reinterpret_cast<long>("/etc/hostname");
+      }
+      a[c.path[k]] = reinterpret_cast<long>(inside.c_str());
+      EXPECT_NE(RuntimePrefilter(c.nr, a).action, intercept::kToKernel) << "path " << k;
+      a[c.path[k]] = reinterpret_cast<long>("/etc/hostname");
+      EXPECT_EQ(RuntimePrefilter(c.nr, a).action, intercept::kToKernel) << "path " << k;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fanstore::runtime
