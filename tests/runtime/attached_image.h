@@ -1,6 +1,7 @@
 // A small tree packed once per test process and attached as fanrun's CMD attaches a dataset
-// (runtime/env.h, runtime/state.h Init), for the runtime's unit tests: the runtime's state
-// is one per process, so every suite of the binary shares this one.
+// (runtime/env.h; runtime/hook.cc PreloadHookSpec, without patching anything), for the
+// runtime's unit tests: the runtime's state is one per process, so every suite of the
+// binary shares this one.
 // Thread-safety: Get from the test's main thread.
 #pragma once
 
@@ -13,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "intercept/hook_api.h"
 #include "meta/dataset.h"
 #include "meta/format.h"
 #include "meta/namespace_image.h"
@@ -20,6 +22,10 @@
 #include "runtime/env.h"
 #include "runtime/state.h"
 #include "tests/testutil.h"
+
+namespace fanstore::intercept {
+HookSpec PreloadHookSpec();  // runtime/hook.cc
+}
 
 namespace fanstore::runtime {
 
@@ -93,8 +99,10 @@ class AttachedImage {
     ::chmod(image.c_str(), 0600);
     ::setenv(env::kImage, image.c_str(), 1);
     ::setenv(env::kMount, kMount, 1);
-    if (Status st = Init(); !st.ok() || !runtime::Get()) {
-      ADD_FAILURE() << "attach: " << st.message();
+    // The hook's start-up, as in CMD (it exits 121 if the image cannot be attached): the
+    // state, the fd table and the prefilter's tables. Nothing is patched in this process.
+    if (!intercept::PreloadHookSpec().prefilter || !runtime::Get()) {
+      ADD_FAILURE() << "attach: no dataset";
       return false;
     }
     return true;

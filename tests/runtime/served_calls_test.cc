@@ -16,17 +16,12 @@
 #include <set>
 #include <string>
 
-#include "intercept/hook_api.h"
 #include "runtime/fd_table.h"
 #include "runtime/prefilter_state.h"
 #include "runtime/resolve.h"
 #include "runtime/state.h"
 #include "runtime/unserved_calls.h"
 #include "tests/runtime/attached_image.h"
-
-namespace fanstore::intercept {
-HookSpec PreloadHookSpec();  // runtime/hook.cc
-}
 
 namespace fanstore::runtime {
 namespace {
@@ -92,8 +87,6 @@ class ServedCallsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     ASSERT_NE(AttachedImage::Get(), nullptr);
-    // The hook's start-up fills the prefilter's state (nothing is patched in this process).
-    ASSERT_NE(intercept::PreloadHookSpec().prefilter, nullptr);
     ASSERT_TRUE(g_prefilter.active);
     const int d = Fds().NewDesc(Get()->ns.Lookup("m/text.txt"), O_RDONLY);
     ASSERT_GE(d, 0);
