@@ -80,7 +80,7 @@ TEST_F(MemberIoTest, SlicesAtRandomOffsetsAndPastTheEnd) {
 }
 
 TEST_F(MemberIoTest, ADamagedCompressedMemberIsEio) {
-  const meta::ImageEntry& m = Meta("m/bad.txt");
+  const meta::ImageEntry m = Meta("m/bad.txt");  // (a copy: the image is not changed)
   ASSERT_EQ(m.codec, static_cast<uint8_t>(meta::Codec::kDeflate));
   // Flip one byte in the middle of its stored bytes, in its partition blob.
   const std::string blob = Get()->ns.partition_path(m.partition);
