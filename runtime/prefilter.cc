@@ -353,7 +353,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
   // A stat whose absolute parent was found native before: the second stage would let the
   // kernel's answer stand whatever it is (a stat needs no permission on its last
   // component), so the stub makes the call, with fewer pages to fetch after it.
-  if ((nr == SYS_stat || nr == SYS_lstat || nr == SYS_newfstatat || nr == SYS_statx) &&
+  if ((nr == SYS_stat || nr == SYS_lstat || nr == SYS_newfstatat || nr == SYS_statx) && path &&
       path[0] == '/' && KnownNativeParent(path))
     return {0, kToKernel};
   const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
@@ -361,7 +361,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
   // (they are 0111): the second stage looks (it needs a path buffer), unless the parent of
   // an absolute path's ENOENT is one it found native before (PATH lookups and Python's
   // imports miss in the same few directories).
-  if (k == -ENOENT && path[0] == '/' && KnownNativeParent(path)) return {k, kAnswered};
+  if (k == -ENOENT && path && path[0] == '/' && KnownNativeParent(path)) return {k, kAnswered};
   if (k == -ENOENT || k == -EACCES) return {k, intercept::kAgain};
   if (k >= 0 && OpensDirectory(nr, a)) {
     // Only a process that may read the skeleton can have opened one of its directories, and

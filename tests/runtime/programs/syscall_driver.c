@@ -233,6 +233,10 @@ int main(int argc, char** argv) {
   char buf[65536];
   struct stat st;
   errno = 0;
+  /* a NULL path to the stat family: EFAULT, as the kernel answers, never a crash */
+  SHOW("newfstatat NULL path", syscall(SYS_newfstatat, AT_FDCWD, NULL, &st, 0));
+  SHOW("stat NULL path", syscall(SYS_stat, NULL, &st));
+  SHOW("lstat NULL path", syscall(SYS_lstat, NULL, &st));
   /* open and read */
   int fd = open("meta/numbers.txt", O_RDONLY);
   SHOWFD("open file", fd);
