@@ -54,6 +54,13 @@ while time.time() < deadline:
     if "local" in blobs():
         break
 print("then", bad, ",".join(blobs()), flush=True)
+# The command's end cancels a copy still running (one partition may be local before the
+# others are): wait for the whole copy, whose end fanrun says (its job directory's
+# staging-from goes away then), so that the line is there to check.
+import glob
+pattern = "/dev/shm/fanstore-%d/job-*/rank-*/staging-from" % os.getuid()
+while time.time() < deadline and glob.glob(pattern):
+    time.sleep(0.1)
 PY
 
 # 1. DATA on FUSE: copied while the command runs.
