@@ -14,8 +14,8 @@
 #include <utility>
 
 #include "bin/cli_util.h"
-#include "bin/launcher.h"
 #include "bin/fanrun_child.h"
+#include "bin/launcher.h"
 #include "bin/private_dir.h"
 #include "io/protocol.h"
 
