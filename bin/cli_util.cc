@@ -111,8 +111,10 @@ void ProgressBar::Update(uint64_t done, uint64_t total, uint64_t bytes_done, uin
   if (fill < width) bar += '>' + std::string(width - fill - 1, ' ');
   const double rate = secs > 0 ? bytes_done / secs : 0;
   const double eta = rate > 0 ? (bytes_total - bytes_done) / rate : 0;
-  std::fprintf(stderr, "\r[%s] %llu/%llu files  %s/%s  %s/s  ETA %.0fs   ", bar.c_str(),
-               static_cast<unsigned long long>(done), static_cast<unsigned long long>(total),
+  // (a total of 0 files: not known ahead, as when packing from archives)
+  const std::string files =
+      total ? std::to_string(done) + "/" + std::to_string(total) : std::to_string(done);
+  std::fprintf(stderr, "\r[%s] %s files  %s/%s  %s/s  ETA %.0fs   ", bar.c_str(), files.c_str(),
                HumanBytes(bytes_done).c_str(), HumanBytes(bytes_total).c_str(),
                HumanBytes(rate).c_str(), eta);
   std::fflush(stderr);

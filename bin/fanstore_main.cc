@@ -22,11 +22,27 @@ int main(int argc, char** argv) {
   meta::PackOptions po;
   std::string compress = "auto";
   bool quiet = false;
-  auto* pack = app.add_subcommand("pack", "Pack the tree SRC into the dataset directory OUT");
-  pack->add_option("SRC", po.src,
-                   "Source directory (its absolute path becomes the default mount point)")
-      ->required();
-  pack->add_option("OUT", po.out, "Output directory (manifest + part-NNNNN.fsb)")->required();
+  std::vector<std::string> pack_args;
+  auto* pack = app.add_subcommand(
+      "pack",
+      "Pack SRC... into the dataset directory OUT. A SRC is a directory, a tar archive "
+      "(plain, .gz, .zst or .xz, known by its first bytes) or a zip archive; archives are "
+      "read once, straight into the partitions, with nothing extracted. Brace ranges and "
+      "globs are expanded: 'shards/train-{000000..000146}.tar'");
+  pack->add_option("SRC... OUT", pack_args,
+                   "Sources, then the output directory (manifest + part-NNNNN.fsb). One "
+                   "directory's absolute path (an archive's, without .tar...) becomes the "
+                   "default mount point")
+      ->required()
+      ->expected(2, -1);
+  pack->add_option("--prefix", po.prefix,
+                   "Put the sources' members under this directory of the namespace");
+  pack->add_flag("--untar-nested", po.untar_nested,
+                 "A member X.tar (.tar.gz, .tgz, .tar.zst, .tar.xz) of an archive becomes the "
+                 "directory X with its members (ImageNet's class tars)");
+  pack->add_flag("--keep-shard-dirs", po.keep_shard_dirs,
+                 "Each archive's members under a directory named after it (default: all "
+                 "merged into one namespace, a later member of a name replacing an earlier)");
   pack->add_option("--partitions,-p", po.partitions,
                    "Number of sharded partitions (default: one per 256 MiB of data, at least 1)")
       ->check(CLI::Validator(cli::IntegerIn(1, meta::kMaxShardedPartitions),
@@ -89,6 +105,9 @@ int main(int argc, char** argv) {
       return cli::kExitUsage;
     }
     po.compress = *mode;
+    po.out = pack_args.back();
+    pack_args.pop_back();
+    po.sources = pack_args;  // (one directory goes to the tree packer)
     return tool::Pack(po, quiet);
   }
   if (ls->parsed()) return tool::Ls(data, path, long_format, recursive);

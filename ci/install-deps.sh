@@ -10,7 +10,7 @@
 set -euo pipefail
 
 build_pkgs=(cmake g++ make pkg-config git
-  liburing-dev libisal-dev robin-map-dev libspdlog-dev libfmt-dev
+  liburing-dev libisal-dev libzstd-dev liblzma-dev robin-map-dev libspdlog-dev libfmt-dev
   libzydis-dev libcli11-dev libgtest-dev libgmock-dev)
 mpi_pkgs=(libmpich-dev mpich)
 test_pkgs=(clang libfuzzer-14-dev libclang-rt-14-dev python3 python3-numpy python3-pil python3-torch python3-torchvision python3-lmdb python3-h5py

@@ -5,21 +5,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <filesystem>
-#include <memory>
 #include <mutex>
 #include <thread>
 
-#include "compress/crc32c.h"
-#include "compress/deflate.h"
 #include "meta/access.h"
-#include "meta/blocks.h"
 #include "meta/manifest.h"
+#include "meta/pack_parts.h"
 #include "meta/pack_plan.h"
 #include "meta/partition_writer.h"
 #include "meta/scan.h"
@@ -28,40 +24,21 @@ namespace fanstore::meta {
 namespace fs = std::filesystem;
 namespace {
 
-// A member's bytes as the writer will store them.
-struct Encoded {
-  Status status;
-  Codec codec = Codec::kRaw;
-  uint32_t crc = 0;
-  std::vector<uint8_t> bytes;
-};
+using pack_parts::Encoded;
+using pack_parts::Policy;
 
-// Per-thread encoder state: source root fd, deflater, scratch.
+// Per-thread encoder state: source root fd, deflater.
 class Encoder {
  public:
   Encoder(int rootfd, const std::string& src, const CompressMode& mode)
-      : rootfd_(rootfd),
-        src_(src),
-        mode_(mode),
-        deflater_(mode.kind == CompressMode::kNone ? 0 : mode.level) {}
+      : rootfd_(rootfd), src_(src), policy_(mode), deflater_(policy_.level()) {}
 
   // Whole-member path for members of at most kStreamThreshold bytes.
   Encoded EncodeSmall(const Member& m) {
-    Encoded e;
     std::vector<uint8_t> raw;
-    e.status = ReadWhole(m, raw);
-    if (!e.status.ok()) return e;
-    e.crc = compress::Crc32c(0, raw.data(), raw.size());
-    if (WantDeflate(raw.data(), raw.size())) {
-      std::vector<uint8_t> packed;
-      if (deflater_.Compress(raw, packed) == 0 && Keep(packed.size(), raw.size())) {
-        e.codec = Codec::kDeflate;
-        e.bytes = std::move(packed);
-        return e;
-      }
-    }
-    e.bytes = std::move(raw);
-    return e;
+    Status s = ReadWhole(m, raw);
+    if (!s.ok()) return Encoded{s};
+    return pack_parts::EncodeBytes(std::move(raw), policy_, deflater_);
   }
 
   // Opens a member and checks it is still what the scan saw. Returns an fd or a failed Status.
@@ -100,21 +77,8 @@ class Encoder {
     return Status::Ok();
   }
 
-  bool WantDeflate(const uint8_t* p, size_t n) const {
-    if (mode_.kind == CompressMode::kNone || n == 0) return false;
-    if (mode_.kind == CompressMode::kAuto && LooksCompressed(p, n)) return false;
-    return true;
-  }
-  bool WantDeflateLarge(const Member& m) const {
-    return mode_.kind == CompressMode::kLevel ||
-           (mode_.kind == CompressMode::kAuto && LooksLikeText(m.path));
-  }
-  bool Keep(uint64_t packed, uint64_t raw) const {
-    if (mode_.kind == CompressMode::kAuto) return packed <= raw - raw / kAutoMinSavingDivisor;
-    return packed < raw;
-  }
-
   std::string Show(const Member& m) const { return src_ + "/" + m.path; }
+  const Policy& policy() const { return policy_; }
   compress::Deflater& deflater() { return deflater_; }
 
  private:
@@ -133,126 +97,35 @@ class Encoder {
 
   int rootfd_;
   const std::string& src_;
-  CompressMode mode_;
+  Policy policy_;
   compress::Deflater deflater_;
 };
 
-// Deflates the blocks of one chunk on up to `helpers.size() + 1` threads (the caller's
-// and helpers', each with its own deflater): blocks are independent streams, so the bytes
-// are the same whatever the thread count. Returns false if a block failed.
-bool DeflateBlocks(compress::Deflater& own,
-                   std::vector<std::unique_ptr<compress::Deflater>>& helpers, const uint8_t* data,
-                   size_t n, std::vector<std::vector<uint8_t>>& out) {
-  const size_t blocks = (n + kDeflateBlockBytes - 1) / kDeflateBlockBytes;
-  out.resize(blocks);
-  std::atomic<size_t> next{0};
-  std::atomic<bool> failed{false};
-  auto run = [&](compress::Deflater& d) {
-    for (size_t b; (b = next.fetch_add(1)) < blocks;) {
-      const size_t at = b * kDeflateBlockBytes;
-      if (d.Compress({data + at, std::min<size_t>(n - at, kDeflateBlockBytes)}, out[b]) != 0)
-        failed = true;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (size_t t = 0; t < helpers.size() && t + 1 < blocks; ++t)
-    threads.emplace_back([&, t] { run(*helpers[t]); });
-  run(own);
-  for (std::thread& t : threads) t.join();
-  return !failed;
-}
+// A large member of the source tree, read through an open fd that can seek back.
+class FileInput final : public pack_parts::LargeInput {
+ public:
+  FileInput(Encoder& enc, const Member& m, int fd) : enc_(enc), m_(m), fd_(fd) {}
+  ~FileInput() override { ::close(fd_); }
+  Result<size_t> Read(uint8_t* p, size_t n) override { return enc_.ReadSome(fd_, m_, p, n); }
+  Result<bool> Rewind() override {
+    if (::lseek(fd_, 0, SEEK_SET) != 0) return Status::FromErrno(Show(), errno);
+    return true;
+  }
+  Status CheckAtEnd() override { return enc_.CheckAtEnd(fd_, m_); }
+  std::string Show() const override { return enc_.Show(m_); }
 
-// Writes a large member in chunks; decides raw vs deflate as Encoder::Keep does. Deflated,
-// it is cut into independent 1 MiB blocks with a table (Codec::kDeflateBlocks,
-// meta/blocks.h), so that a read of part of it inflates only the blocks it touches; the
-// blocks of a chunk are deflated on `threads` threads at once.
+ private:
+  Encoder& enc_;
+  const Member& m_;
+  int fd_;
+};
+
 Status StreamLarge(Encoder& enc, const Member& m, PartitionWriter& w, Member& rec,
                    unsigned threads) {
-  auto fd_or = enc.OpenChecked(m);
-  if (!fd_or.ok()) return fd_or.status();
-  const int fd = *fd_or;
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  static_assert(kStreamThreshold % kDeflateBlockBytes == 0, "chunks hold whole blocks");
-  // A chunk holds at least a block per thread, so that all of them deflate at once.
-  const size_t chunk_bytes = kStreamThreshold * ((threads + 7) / 8);
-  std::vector<uint8_t> chunk(chunk_bytes), packed;
-  std::vector<std::vector<uint8_t>> blocks;
-  std::vector<std::unique_ptr<compress::Deflater>> helpers;
-
-  // Peek at the first chunk to decide (auto: magic bytes and a trial compression of the
-  // first block). A mapped compressed member is inflated whole into memory by every
-  // process that maps it (np.load(mmap_mode='r'), LMDB): so auto keeps members this large
-  // raw unless their name says text, which programs read; an explicit level deflates all.
-  auto got = enc.ReadSome(fd, m, chunk.data(), chunk.size());
-  if (!got.ok()) return got.status();
-  // (a block table counts blocks in 32 bits: 4 PiB; such a member is stored raw)
-  bool deflate = enc.WantDeflateLarge(m) && enc.WantDeflate(chunk.data(), *got) &&
-                 BlockCount(m.size) <= UINT32_MAX;
-  if (deflate) {
-    enc.deflater().Compress({chunk.data(), std::min<size_t>(*got, kDeflateBlockBytes)}, packed);
-    deflate = enc.Keep(packed.size(), std::min<size_t>(*got, kDeflateBlockBytes));
-  }
-  std::vector<uint8_t> table;
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    const Codec codec = deflate ? Codec::kDeflateBlocks : Codec::kRaw;
-    auto start = w.BeginData(codec, deflate ? 0 : m.size);
-    if (!start.ok()) return start.status();
-    if (::lseek(fd, 0, SEEK_SET) != 0) return Status::FromErrno(enc.Show(m), errno);
-    uint32_t crc = 0;
-    uint64_t total = 0;
-    table.clear();
-    for (;;) {
-      auto n = enc.ReadSome(fd, m, chunk.data(), chunk.size());
-      if (!n.ok()) return n.status();
-      total += *n;
-      if (total > m.size)
-        return Status::Error(enc.Show(m) + ": file changed while packing (it grew)");
-      crc = compress::Crc32c(crc, chunk.data(), *n);
-      const bool last = *n < chunk.size() || total == m.size;
-      if (deflate) {
-        while (helpers.size() + 1 < threads)
-          helpers.push_back(std::make_unique<compress::Deflater>(enc.deflater().level()));
-        if (!DeflateBlocks(enc.deflater(), helpers, chunk.data(), *n, blocks))
-          return Status::Error(enc.Show(m) + ": deflate failed");
-        for (size_t b = 0; b < blocks.size(); ++b) {
-          const size_t at = b * kDeflateBlockBytes;
-          const BlockEntry be{w.offset() - *start, static_cast<uint32_t>(blocks[b].size()),
-                              compress::Crc32c(0, chunk.data() + at,
-                                               std::min<size_t>(*n - at, kDeflateBlockBytes))};
-          table.resize(table.size() + kBlockEntryBytes);
-          EncodeBlockEntry(be, table.data() + table.size() - kBlockEntryBytes);
-          FANSTORE_RETURN_IF_ERROR(w.Write(blocks[b]));
-        }
-      } else {
-        FANSTORE_RETURN_IF_ERROR(w.Write({chunk.data(), *n}));
-      }
-      if (last) break;
-    }
-    if (total != m.size)
-      return Status::Error(enc.Show(m) + ": file changed while packing (it shrank)");
-    FANSTORE_RETURN_IF_ERROR(enc.CheckAtEnd(fd, m));
-    if (deflate) {
-      const size_t entries = table.size();
-      table.resize(entries + kBlockTrailerBytes);
-      EncodeBlockTrailer(static_cast<uint32_t>(entries / kBlockEntryBytes), table.data() + entries);
-      FANSTORE_RETURN_IF_ERROR(w.Write(table));
-    }
-    const uint64_t stored = w.offset() - *start;
-    if (deflate && !enc.Keep(stored, m.size)) {  // the rest did not compress: store raw
-      FANSTORE_RETURN_IF_ERROR(w.Rewind(*start));
-      deflate = false;
-      continue;
-    }
-    rec.data_offset = *start;
-    rec.stored_size = stored;
-    rec.codec = codec;
-    rec.crc32c = crc;
-    return Status::Ok();
-  }
-  return Status::Error(enc.Show(m) + ": internal error while streaming");
+  auto fd = enc.OpenChecked(m);
+  if (!fd.ok()) return fd.status();
+  FileInput in(enc, m, *fd);
+  return pack_parts::StreamLarge(in, m, enc.policy(), enc.deflater(), w, rec, threads);
 }
 
 // Ordered hand-off from the workers to the writer: slot k % window holds job k.
@@ -312,46 +185,7 @@ Status PrepareOutput(const PackOptions& o, std::string* src_abs, std::string* ou
   if (!S_ISDIR(st.st_mode)) return Status::Error(o.src + ": not a directory");
   *src_abs = fs::canonical(o.src, ec).string();
   if (ec) return Status::Error(o.src + ": " + ec.message());
-  const fs::path out = fs::absolute(o.out, ec).lexically_normal();
-  if (ec) return Status::Error(o.out + ": " + ec.message());
-  fs::path parent = fs::weakly_canonical(out.parent_path(), ec);
-  *out_abs = (parent / out.filename()).string();
-  const std::string s = *src_abs + "/";
-  if ((*out_abs + "/").rfind(s, 0) == 0)
-    return Status::Error(o.out + ": output is inside the source tree " + *src_abs);
-  if (::lstat(out_abs->c_str(), &st) == 0) {
-    if (!o.force) return Status::Error(o.out + ": already exists (use --force to replace it)");
-    const bool empty_dir = S_ISDIR(st.st_mode) && fs::is_empty(*out_abs, ec);
-    const bool dataset = S_ISDIR(st.st_mode) && fs::exists(*out_abs + "/" + kManifestName, ec);
-    if (!empty_dir && !dataset)
-      return Status::Error(o.out +
-                           ": exists and is not a FanStore dataset; refusing to replace it");
-  } else if (errno != ENOENT) {
-    return Status::FromErrno(o.out, errno);
-  }
-  return Status::Ok();
-}
-
-// The files of a directory made 0700: readable by their owner only (0600), like it.
-Status MakeOwnerOnly(const std::string& dir) {
-  std::error_code ec;
-  for (const auto& f : fs::directory_iterator(dir, ec))
-    if (::chmod(f.path().c_str(), 0600) != 0) return Status::FromErrno(f.path().string(), errno);
-  if (ec) return Status::Error(dir + ": " + ec.message());
-  return Status::Ok();
-}
-
-Status WriteFileAtomically(const std::string& path, const std::string& data) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::FromErrno(tmp, errno);
-  const ssize_t w = ::write(fd, data.data(), data.size());
-  const int e = errno;
-  const bool ok = w == static_cast<ssize_t>(data.size()) && ::fsync(fd) == 0;
-  ::close(fd);
-  if (!ok) return Status::FromErrno(tmp, w < 0 ? e : ENOSPC);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return Status::FromErrno(path, errno);
-  return Status::Ok();
+  return pack_parts::CheckOutput(o, {*src_abs}, out_abs);
 }
 
 }  // namespace
@@ -403,6 +237,7 @@ bool LooksCompressed(const uint8_t* p, size_t n) {
 }
 
 Result<PackStats> Pack(const PackOptions& o) {
+  if (!o.sources.empty()) return pack_parts::PackArchives(o);
   const auto t0 = std::chrono::steady_clock::now();
   std::string src, out;
   FANSTORE_RETURN_IF_ERROR(PrepareOutput(o, &src, &out));
@@ -543,22 +378,12 @@ Result<PackStats> Pack(const PackOptions& o) {
   for (std::thread& t : workers) t.join();
   ::close(rootfd);
 
-  if (st.ok()) st = WriteFileAtomically(tmp + "/" + kManifestName, manifest.Encode());
-  if (st.ok() && stats.private_output) st = MakeOwnerOnly(tmp);
   if (st.ok()) {
-    const std::string old = out + ".fanstore-old-" + std::to_string(::getpid());
-    const bool replace = fs::exists(out, ec);
-    if (replace && ::rename(out.c_str(), old.c_str()) != 0) st = Status::FromErrno(out, errno);
-    if (st.ok() && ::rename(tmp.c_str(), out.c_str()) != 0) {
-      st = Status::FromErrno(out, errno);
-      if (replace) ::rename(old.c_str(), out.c_str());
-    }
-    if (st.ok() && replace) fs::remove_all(old, ec);
-  }
-  if (!st.ok()) {
+    st = pack_parts::Publish(tmp, out, manifest, stats.private_output);
+  } else {
     fs::remove_all(tmp, ec);
-    return st;
   }
+  if (!st.ok()) return st;
   stats.bytes_in = manifest.bytes;
   stats.bytes_stored = manifest.stored;
   stats.output_bytes += manifest.Encode().size();

@@ -37,9 +37,17 @@ struct PackProgress {
 };
 
 struct PackOptions {
-  std::string src;
+  std::string src;  // a directory (the tree packer)
   std::string out;
-  uint32_t partitions = 0;  // 0: DefaultPartitions(bytes)
+  // Or sources of any kind, packed in order into one namespace (pack_archives.cc): tar
+  // archives (plain, gzip, zstd or xz; recognised by their first bytes), zip archives and
+  // directories. Brace ranges ("{000..146}") and globs are expanded (ExpandSources). A
+  // single directory with no prefix goes to the tree packer.
+  std::vector<std::string> sources;
+  std::string prefix;            // namespace directory the sources' members go under
+  bool untar_nested = false;     // a member X.tar (.tar.gz, ...) becomes the directory X
+  bool keep_shard_dirs = false;  // each archive's members under a directory named after it
+  uint32_t partitions = 0;       // 0: DefaultPartitions(bytes)
   std::vector<std::string> broadcast;
   CompressMode compress;
   unsigned threads = 0;  // 0: all cores
@@ -70,6 +78,11 @@ struct PackStats {
 };
 
 Result<PackStats> Pack(const PackOptions& opts);
+
+// Expands brace ranges ("train-{000000..000146}.tar", zero padding kept) and then globs
+// (sorted) in each pattern; a pattern without either is kept as it is. A glob that matches
+// nothing is an error naming it.
+Result<std::vector<std::string>> ExpandSources(const std::vector<std::string>& patterns);
 
 // True if the first bytes look like an already-compressed format (JPEG, PNG, GIF, gzip,
 // zip, xz, zstd, bzip2, MP4/MOV, WebP...): `auto` stores those raw without trying.

@@ -45,6 +45,14 @@ class PartitionWriter {
   // member turns out not to compress and is written again raw.
   Status Rewind(uint64_t offset);
 
+  // Changes what Open was told of the partition's place: the archive packer learns the
+  // count, and so the dataset id, only once every member is written. Before Finish.
+  void Relabel(uint32_t id, uint32_t count, uint64_t dataset_id) {
+    summary_.id = id;
+    count_ = count;
+    dataset_id_ = dataset_id;
+  }
+
   Result<PartitionSummary> Finish();
   uint64_t offset() const { return offset_; }
 
