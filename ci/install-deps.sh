@@ -14,7 +14,7 @@ build_pkgs=(cmake g++ make pkg-config git
   libzydis-dev libcli11-dev libgtest-dev libgmock-dev)
 mpi_pkgs=(libmpich-dev mpich)
 test_pkgs=(clang libfuzzer-14-dev libclang-rt-14-dev python3 python3-numpy python3-pil python3-torch python3-torchvision python3-lmdb python3-h5py
-  squashfs-tools squashfuse fuse3 gnuplot-nox bc coreutils findutils tar diffutils procps util-linux
+  zip zstd xz-utils squashfs-tools squashfuse fuse3 gnuplot-nox bc coreutils findutils tar diffutils procps util-linux
   util-linux-extra
   strace slurm-wlm munge clang-format)
 

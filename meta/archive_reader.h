@@ -19,14 +19,14 @@ namespace fanstore::meta {
 
 struct ArchiveEntry {
   enum Type { kFile, kDir, kSymlink, kHardlink, kSpecial } type = kFile;
-  std::string path;  // as the archive names it
-  std::string link;  // symlink target, or the path a hard link names
+  std::string path;   // as the archive names it
+  std::string link;   // symlink target, or the path a hard link names
   uint32_t mode = 0;  // permission bits (07777)
   uint32_t uid = 0, gid = 0;
   int64_t mtime_ns = 0;
-  uint64_t size = 0;           // bytes ReadData will give (a sparse member's full size)
-  uint64_t offset = 0;         // where its header starts in the (decompressed) archive
-  bool has_owner = true;       // false when the format records none (zip)
+  uint64_t size = 0;      // bytes ReadData will give (a sparse member's full size)
+  uint64_t offset = 0;    // where its header starts in the (decompressed) archive
+  bool has_owner = true;  // false when the format records none (zip)
 };
 
 class EntryReader {

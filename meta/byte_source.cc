@@ -186,9 +186,12 @@ class XzSource final : public DecoderBase {
       const lzma_ret rc = lzma_code(&s_, *more ? LZMA_RUN : LZMA_FINISH);
       pos_ = len_ - s_.avail_in;
       const size_t got = n - s_.avail_out;
-      if (rc == LZMA_STREAM_END) ended_ = true;
-      else if (rc == LZMA_BUF_ERROR && !*more) return Truncated("xz");
-      else if (rc != LZMA_OK) return Damaged("xz", "liblzma error " + std::to_string(rc));
+      if (rc == LZMA_STREAM_END)
+        ended_ = true;
+      else if (rc == LZMA_BUF_ERROR && !*more)
+        return Truncated("xz");
+      else if (rc != LZMA_OK)
+        return Damaged("xz", "liblzma error " + std::to_string(rc));
       if (got > 0 || ended_) return got;
     }
   }

@@ -21,11 +21,11 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <deque>
 #include <filesystem>
-#include <mutex>
-#include <cstring>
 #include <functional>
+#include <mutex>
 #include <thread>
 #include <unordered_map>
 #include <unordered_set>
@@ -183,7 +183,8 @@ class DirReader final : public EntryReader {
       const ssize_t r = ::read(fd_, p, std::min<uint64_t>(n, left_));
       if (r < 0 && errno == EINTR) continue;
       if (r < 0) return Status::FromErrno(root_ + "/" + m.path, errno);
-      if (r == 0) return Status::Error(root_ + "/" + m.path + ": file changed while packing (it shrank)");
+      if (r == 0)
+        return Status::Error(root_ + "/" + m.path + ": file changed while packing (it shrank)");
       left_ -= static_cast<uint64_t>(r);
       done_ += static_cast<uint64_t>(r);
       return static_cast<size_t>(r);
@@ -272,7 +273,8 @@ class ArchivePacker {
     std::string prefix = o_.prefix;
     std::unique_ptr<EntryReader> reader;
     if (S_ISDIR(st.st_mode)) {
-      auto scan = ScanTree(path, o_.warn ? o_.warn : [](const std::string&) {});
+      auto scan = ScanTree(
+          path, o_.warn ? o_.warn : [](const std::string&) {});
       if (!scan.ok()) return scan.status();
       skipped_ += scan->skipped;
       auto d = std::make_unique<DirReader>(path, std::move(*scan));
@@ -311,7 +313,8 @@ class ArchivePacker {
       if (progress) progress(prog);
     };
     FANSTORE_RETURN_IF_ERROR(ReadAll(*reader, prefix, 0, tick));
-    prog.bytes_done = base + static_cast<uint64_t>(S_ISDIR(st.st_mode) ? reader->file_offset() : st.st_size);
+    prog.bytes_done =
+        base + static_cast<uint64_t>(S_ISDIR(st.st_mode) ? reader->file_offset() : st.st_size);
     return Status::Ok();
   }
 
@@ -697,8 +700,7 @@ class ArchivePacker {
     if (part != kBroadcastPart) return OpenPart(part);
     if (!bcast_) {
       bcast_ = std::make_unique<PartitionWriter>();
-      FANSTORE_RETURN_IF_ERROR(
-          bcast_->Open(tmp_ + "/broadcast.partial", 0, 0, kFlagBroadcast, 0));
+      FANSTORE_RETURN_IF_ERROR(bcast_->Open(tmp_ + "/broadcast.partial", 0, 0, kFlagBroadcast, 0));
     }
     return Status::Ok();
   }
@@ -873,8 +875,10 @@ Result<PackStats> PackArchives(const PackOptions& in) {
       st = packer.AddSource(s, prog, o.progress);
       if (!st.ok()) break;
     }
-    if (st.ok()) result = packer.Finish(manifest, salt);
-    else result = st;
+    if (st.ok())
+      result = packer.Finish(manifest, salt);
+    else
+      result = st;
   }
   if (!result.ok()) {
     fs::remove_all(tmp, ec);

@@ -140,7 +140,8 @@ Status StreamLarge(LargeInput& in, const Member& m, const Policy& policy, compre
       }
       have = SIZE_MAX;
       total += n;
-      if (total > m.size) return Status::Error(in.Show() + ": file changed while packing (it grew)");
+      if (total > m.size)
+        return Status::Error(in.Show() + ": file changed while packing (it grew)");
       crc = compress::Crc32c(crc, chunk.data(), n);
       const bool last = n < chunk.size() || total == m.size;
       if (deflate) {
@@ -150,9 +151,9 @@ Status StreamLarge(LargeInput& in, const Member& m, const Policy& policy, compre
           return Status::Error(in.Show() + ": deflate failed");
         for (size_t b = 0; b < blocks.size(); ++b) {
           const size_t at = b * kDeflateBlockBytes;
-          const BlockEntry be{w.offset() - *start, static_cast<uint32_t>(blocks[b].size()),
-                              compress::Crc32c(0, chunk.data() + at,
-                                               std::min<size_t>(n - at, kDeflateBlockBytes))};
+          const BlockEntry be{
+              w.offset() - *start, static_cast<uint32_t>(blocks[b].size()),
+              compress::Crc32c(0, chunk.data() + at, std::min<size_t>(n - at, kDeflateBlockBytes))};
           table.resize(table.size() + kBlockEntryBytes);
           EncodeBlockEntry(be, table.data() + table.size() - kBlockEntryBytes);
           FANSTORE_RETURN_IF_ERROR(w.Write(blocks[b]));

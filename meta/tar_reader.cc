@@ -55,8 +55,7 @@ bool ParseNumber(const uint8_t* f, size_t n, uint64_t* out, bool* negative = nul
 
 std::string Field(const uint8_t* f, size_t n) {
   const void* z = std::memchr(f, 0, n);
-  return std::string(reinterpret_cast<const char*>(f),
-                     z ? static_cast<const uint8_t*>(z) - f : n);
+  return std::string(reinterpret_cast<const char*>(f), z ? static_cast<const uint8_t*>(z) - f : n);
 }
 
 bool AllZero(const uint8_t* p, size_t n) {
@@ -126,7 +125,12 @@ class TarReader final : public EntryReader {
       if (*got == 0 && at == 0) return Bad(at, "is empty: not a tar archive");
       if (*got == 0) return false;  // end without the two zero blocks: as GNU tar, accept
       if (*got < kBlock) return Bad(at, "ends inside a header (truncated?)");
-      if (AllZero(h, kBlock)) return false;
+      if (AllZero(h, kBlock)) {
+        // The end. Read what follows (blocking padding, and a compressed stream's
+        // trailer), so that a decoder checks its checksum over the whole stream.
+        FANSTORE_RETURN_IF_ERROR(DrainToEnd());
+        return false;
+      }
       if (!ChecksumOk(h))
         return Bad(at, at == 0 ? "is not a tar archive (bad header checksum at its start)"
                                : "has a damaged header (checksum mismatch)");
@@ -189,7 +193,8 @@ class TarReader final : public EntryReader {
         if (!ParseDecimal(it->second, &v)) return Bad(at, "has a bad PAX gid");
         x.gid = static_cast<uint32_t>(v);
       }
-      if (auto it = attrs.find("mtime"); it != attrs.end() && !ParsePaxTime(it->second, &x.mtime_ns))
+      if (auto it = attrs.find("mtime");
+          it != attrs.end() && !ParsePaxTime(it->second, &x.mtime_ns))
         return Bad(at, "has a bad PAX mtime");
 
       stored_ = stored_total_ = x.size;  // bytes of data that follow the header(s)
@@ -225,7 +230,8 @@ class TarReader final : public EntryReader {
           x.type = ArchiveEntry::kFile;
           break;
       }
-      if (x.type == ArchiveEntry::kFile && type != 'S') FANSTORE_RETURN_IF_ERROR(PaxSparse(attrs, &x));
+      if (x.type == ArchiveEntry::kFile && type != 'S')
+        FANSTORE_RETURN_IF_ERROR(PaxSparse(attrs, &x));
       if (x.type == ArchiveEntry::kFile && x.path.size() > 0 && x.path.back() == '/')
         x.type = ArchiveEntry::kDir;  // old tars mark directories by the trailing slash only
       if (x.type != ArchiveEntry::kFile) {
@@ -304,6 +310,14 @@ class TarReader final : public EntryReader {
     }
     return Status::Ok();
   }
+  Status DrainToEnd() {
+    uint8_t scratch[64 << 10];
+    for (;;) {
+      auto r = ReadUpTo(scratch, sizeof scratch);
+      if (!r.ok()) return r.status();
+      if (*r < sizeof scratch) return Status::Ok();
+    }
+  }
   Status Pad(uint64_t size) { return Discard((kBlock - size % kBlock) % kBlock); }
   Status SkipData(uint64_t size) {
     FANSTORE_RETURN_IF_ERROR(Discard(size));
@@ -377,7 +391,8 @@ class TarReader final : public EntryReader {
     uint64_t real = 0;
     const std::string* rs = get("GNU.sparse.realsize");
     if (!rs) rs = get("GNU.sparse.size");
-    if (!rs || !ParseDecimal(*rs, &real)) return Bad(x->offset, "has a sparse member without its size");
+    if (!rs || !ParseDecimal(*rs, &real))
+      return Bad(x->offset, "has a sparse member without its size");
     if (major && *major == "1") {
       // The map: count, then offset and length lines, padded to a block.
       std::string text;
@@ -443,9 +458,9 @@ class TarReader final : public EntryReader {
   }
 
   std::unique_ptr<ByteSource> in_;
-  uint64_t pos_ = 0;            // bytes of the tar stream consumed
-  uint64_t stored_ = 0;         // data bytes of the current entry not yet read
-  uint64_t stored_total_ = 0;   // data bytes of the current entry, for its padding
+  uint64_t pos_ = 0;           // bytes of the tar stream consumed
+  uint64_t stored_ = 0;        // data bytes of the current entry not yet read
+  uint64_t stored_total_ = 0;  // data bytes of the current entry, for its padding
   bool in_entry_ = false;
   std::map<std::string, std::string> global_;
   std::vector<Extent> extents_;

@@ -30,12 +30,18 @@ struct ZipEntry {
   int64_t utime = 0;
 };
 
-uint16_t U16(const uint8_t* p) { return static_cast<uint16_t>(p[0] | p[1] << 8); }
-uint32_t U32(const uint8_t* p) { return U16(p) | static_cast<uint32_t>(U16(p + 2)) << 16; }
-uint64_t U64(const uint8_t* p) { return U32(p) | static_cast<uint64_t>(U32(p + 4)) << 32; }
+uint16_t U16(const uint8_t* p) {
+  return static_cast<uint16_t>(p[0] | p[1] << 8);
+}
+uint32_t U32(const uint8_t* p) {
+  return U16(p) | static_cast<uint32_t>(U16(p + 2)) << 16;
+}
+uint64_t U64(const uint8_t* p) {
+  return U32(p) | static_cast<uint64_t>(U32(p + 4)) << 32;
+}
 
 int64_t DosTime(uint16_t date, uint16_t time) {
-  struct tm t{};
+  struct tm t {};
   t.tm_year = ((date >> 9) & 0x7f) + 80;
   t.tm_mon = ((date >> 5) & 0xf) - 1;
   t.tm_mday = date & 0x1f;
@@ -66,7 +72,8 @@ class ZipReader final : public EntryReader {
         eocd = i;
         break;
       }
-    if (eocd == SIZE_MAX) return Bad(size, "has no end-of-central-directory record (not a zip, or truncated)");
+    if (eocd == SIZE_MAX)
+      return Bad(size, "has no end-of-central-directory record (not a zip, or truncated)");
     uint64_t count = U16(&t[eocd + 10]), cd_size = U32(&t[eocd + 12]), cd_off = U32(&t[eocd + 16]);
     if (eocd >= 20 && U32(&t[eocd - 20]) == 0x07064b50) {
       const uint64_t z64 = U64(&t[eocd - 20 + 8]);
@@ -77,7 +84,8 @@ class ZipReader final : public EntryReader {
       cd_size = U64(r + 40);
       cd_off = U64(r + 48);
     }
-    if (cd_off > size || cd_size > size - cd_off) return Bad(cd_off, "has a central directory past its end (truncated?)");
+    if (cd_off > size || cd_size > size - cd_off)
+      return Bad(cd_off, "has a central directory past its end (truncated?)");
     if (cd_size > (1ull << 32)) return Bad(cd_off, "has a central directory over 4 GiB");
     std::vector<uint8_t> cd(cd_size);
     FANSTORE_RETURN_IF_ERROR(PreadExact(cd.data(), cd_size, cd_off, "its central directory"));
@@ -98,7 +106,8 @@ class ZipReader final : public EntryReader {
       const size_t n = U16(h + 28), m = U16(h + 30), k = U16(h + 32);
       e.ext_attr = U32(h + 38);
       e.local = U32(h + 42);
-      if (at + 46 + n + m + k > cd.size()) return Bad(cd_off + at, "has a damaged central directory");
+      if (at + 46 + n + m + k > cd.size())
+        return Bad(cd_off + at, "has a damaged central directory");
       e.name.assign(reinterpret_cast<const char*>(h + 46), n);
       for (size_t x = 46 + n; x + 4 <= 46 + n + m;) {
         const uint16_t id = U16(h + x), len = U16(h + x + 2);
@@ -132,7 +141,8 @@ class ZipReader final : public EntryReader {
     cur_ = &e;
     uint8_t lh[30];
     FANSTORE_RETURN_IF_ERROR(PreadExact(lh, sizeof lh, e.local, "a local header"));
-    if (U32(lh) != 0x04034b50) return Bad(e.local, "has a damaged local header for '" + e.name + "'");
+    if (U32(lh) != 0x04034b50)
+      return Bad(e.local, "has a damaged local header for '" + e.name + "'");
     data_ = e.local + 30 + U16(lh + 26) + U16(lh + 28);
     if (data_ > size_ || e.csize > size_ - data_)
       return Bad(e.local, "has the data of '" + e.name + "' past its end (truncated?)");
@@ -144,23 +154,25 @@ class ZipReader final : public EntryReader {
     const bool unix_made = (e.made_by >> 8) == 3 && (e.ext_attr >> 16) != 0;
     const uint32_t mode = e.ext_attr >> 16;
     const bool dir = unix_made ? S_ISDIR(mode) : (!e.name.empty() && e.name.back() == '/');
-    x.type = dir ? ArchiveEntry::kDir
-             : unix_made && S_ISLNK(mode) ? ArchiveEntry::kSymlink
+    x.type = dir                           ? ArchiveEntry::kDir
+             : unix_made && S_ISLNK(mode)  ? ArchiveEntry::kSymlink
              : unix_made && !S_ISREG(mode) ? ArchiveEntry::kSpecial
                                            : ArchiveEntry::kFile;
     x.mode = unix_made ? (mode & 07777) : (dir ? 0755 : 0644);
     x.size = dir ? 0 : e.usize;
-    if (!dir && (e.flags & 1)) return Bad(e.local, "has '" + e.name + "' encrypted (not supported)");
+    if (!dir && (e.flags & 1))
+      return Bad(e.local, "has '" + e.name + "' encrypted (not supported)");
     if (!dir && e.method != 0 && e.method != 8)
-      return Bad(e.local, "has '" + e.name + "' compressed with method " + std::to_string(e.method) +
-                              " (only stored and deflated are read)");
+      return Bad(e.local, "has '" + e.name + "' compressed with method " +
+                              std::to_string(e.method) + " (only stored and deflated are read)");
     read_ = 0;
     cread_ = 0;
     crc_ = 0;
     in_pos_ = in_len_ = 0;
     inflater_.Reset();
     if (x.type == ArchiveEntry::kSymlink) {
-      if (e.usize > 65535) return Bad(e.local, "has a symlink '" + e.name + "' with a target over 64 KiB");
+      if (e.usize > 65535)
+        return Bad(e.local, "has a symlink '" + e.name + "' with a target over 64 KiB");
       std::string target(e.usize, '\0');
       size_t got = 0;
       while (got < target.size()) {
@@ -190,16 +202,19 @@ class ZipReader final : public EntryReader {
           const uint64_t left = e.csize - cread_;
           if (left == 0) return Bad(e.local, "has '" + e.name + "' shorter than its size says");
           in_len_ = static_cast<size_t>(std::min<uint64_t>(left, buf_.size()));
-          FANSTORE_RETURN_IF_ERROR(PreadExact(buf_.data(), in_len_, data_ + cread_, "a member's data"));
+          FANSTORE_RETURN_IF_ERROR(
+              PreadExact(buf_.data(), in_len_, data_ + cread_, "a member's data"));
           cread_ += in_len_;
           in_pos_ = 0;
         }
         size_t c = 0, made = 0;
-        const int rc = inflater_.Step({buf_.data() + in_pos_, in_len_ - in_pos_}, {p, n}, &c, &made);
+        const int rc =
+            inflater_.Step({buf_.data() + in_pos_, in_len_ - in_pos_}, {p, n}, &c, &made);
         in_pos_ += c;
         got = made;
         if (rc < 0) return Bad(data_ + cread_, "has '" + e.name + "' damaged (bad deflate data)");
-        if (rc == 1 && got == 0) return Bad(e.local, "has '" + e.name + "' shorter than its size says");
+        if (rc == 1 && got == 0)
+          return Bad(e.local, "has '" + e.name + "' shorter than its size says");
       }
     }
     crc_ = crc32_gzip_refl(crc_, p, got);

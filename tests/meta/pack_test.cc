@@ -490,5 +490,23 @@ TEST(PackBadInput, UnreadableFileIsNamedAndLeavesNoOutput) {
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
+TEST(ExpandSources, BraceRangesKeepTheirWidthAndGlobsAreSorted) {
+  TempDir t;
+  for (const char* n : {"s-2.tar", "s-10.tar", "s-1.tar"}) testing::WriteFile(t / n, "x");
+  auto r = ExpandSources({"shard-{000008..000011}.tar", "plain.tar", t / "s-*.tar", "{a..c}"});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::vector<std::string> want = {"shard-000008.tar", "shard-000009.tar", "shard-000010.tar",
+                                         "shard-000011.tar", "plain.tar",        t / "s-1.tar",
+                                         t / "s-10.tar",     t / "s-2.tar",      "{a..c}"};
+  EXPECT_EQ(*r, want);
+  auto two = ExpandSources({"x{1..2}-{08..09}"});
+  ASSERT_TRUE(two.ok());
+  EXPECT_EQ(*two, (std::vector<std::string>{"x1-08", "x1-09", "x2-08", "x2-09"}));
+  auto none = ExpandSources({t / "nothing-*.tar"});
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("matches no file"), std::string::npos);
+  EXPECT_FALSE(ExpandSources({"s{5..1}"}).ok());
+}
+
 }  // namespace
 }  // namespace fanstore::meta
