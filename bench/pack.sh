@@ -7,22 +7,100 @@
 # would otherwise leave theirs in the page cache). Writes bench/results/pack.json.
 # Each figure is the median of --repeat runs (default 3): the disk's writeback makes single
 # runs vary by 2-3x on this machine.
+#
+# --archives (alone: only this part) packs from archives, as ImageNet ships: one tar of
+# class tars (train.tar holding n01440764.tar, ...). Alternating in each round:
+#   straight       fanstore pack --untar-nested train.tar OUT
+#   extract+pack   tar x of train.tar, then of every class tar (rm'd), then fanstore pack
+#   archivemount   (Debian's FUSE mount of a tar, through libarchive; a flat tar of the
+#                  same tree, since it does not open nested tars) fanstore pack of the mount
+#   straight flat  fanstore pack of that flat tar
+# For each: time (median), bytes read (the tools' inputs), and files and bytes created on
+# the source's file system outside OUT (counted). Writes bench/results/pack_archives.json.
 # Usage: bench/pack.sh [--files N] [--text-files N] [--work DIR] [--repeat N]
+#                      [--archives [--archive-files N]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=20000 text_files=3000 work=bench/work repeat=3
+files=20000 text_files=3000 work=bench/work repeat=3 archives=0 archive_files=10000
 while [ $# -gt 0 ]; do
   case $1 in
+    --archives) archives=1; shift ;;
+    --archive-files) archive_files=$2; shift 2 ;;
     --files) files=$2; shift 2 ;;
     --text-files) text_files=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --repeat) repeat=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "pack.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 FANSTORE=build/release/bin/fanstore
 [ -x $FANSTORE ] || ci/build.sh release >/dev/null
+now() { date +%s.%N; }
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+if [ "$archives" = 1 ]; then
+  command -v archivemount >/dev/null || { echo "pack.sh: archivemount missing (apt-get install archivemount)" >&2; exit 1; }
+  mkdir -p "$work" bench/results
+  src=$work/imagenet-$archive_files
+  [ -d "$src" ] || bench/gen_dataset.py imagenet "$src" --files "$archive_files" --classes 100 --mean-kb 100
+  A=$work/archives-$archive_files
+  if [ ! -f "$A/train.tar" ]; then
+    rm -rf "$A" && mkdir -p "$A/classes"
+    for c in $(ls "$src/train"); do tar -C "$src/train/$c" -cf "$A/classes/$c.tar" .; done
+    tar -C "$A/classes" -cf "$A/train.tar" . && rm -rf "$A/classes"
+    tar -C "$src/train" -cf "$A/flat.tar" .
+  fi
+  tree_bytes=$(du -sb --apparent-size "$src/train" | cut -f1)
+  tar_bytes=$(stat -c %s "$A/train.tar")
+  flat_bytes=$(stat -c %s "$A/flat.tar")
+  X=$A/x M=$A/mnt OUT=$work/out-archives.fs
+  entries() { find "$A" -mindepth 1 | wc -l; }  # what the source's file system holds
+  straight() { $FANSTORE pack -q --public --untar-nested "$A/train.tar" "$OUT"; }
+  extract_pack() {
+    mkdir -p "$X" && tar -C "$X" -xf "$A/train.tar"
+    for t in "$X"/*.tar; do mkdir "${t%.tar}" && tar -C "${t%.tar}" -xf "$t" && rm "$t"; done
+    $FANSTORE pack -q --public "$X" "$OUT"
+  }
+  mount_pack() {
+    mkdir -p "$M" && archivemount -o readonly "$A/flat.tar" "$M"
+    $FANSTORE pack -q --public "$M" "$OUT"; local rc=$?
+    fusermount -u "$M"; rmdir "$M"; return $rc
+  }
+  straight_flat() { $FANSTORE pack -q --public "$A/flat.tar" "$OUT"; }
+  declare -A T C W
+  methods=(straight extract_pack mount_pack straight_flat)
+  cat "$A/train.tar" "$A/flat.tar" >/dev/null  # page cache warm for every method
+  for r in $(seq "$repeat"); do
+    # alternate: each round starts with a different method
+    for k in $(seq 0 3); do
+      m=${methods[$(((k + r) % 4))]}
+      rm -rf "$OUT" "$X"; sync
+      before=$(entries)
+      t0=$(now); $m >/dev/null; sync; t1=$(now)
+      C[$m]=$(($(entries) - before)); W[$m]=$( [ -d "$X" ] && du -sb "$X" | cut -f1 || echo 0)
+      T[$m]="${T[$m]:-} $(echo "$t1 - $t0" | bc -l)"
+      rm -rf "$OUT" "$X"
+    done
+  done
+  declare -A READ=([straight]=$tar_bytes [extract_pack]=$((tar_bytes * 2 + tree_bytes))
+                   [mount_pack]=$flat_bytes [straight_flat]=$flat_bytes)
+  base=$(printf '%s\n' ${T[straight]} | median)
+  printf '%-14s %9s %8s %12s %14s %14s\n' method seconds "vs straight" "bytes read" "files created" "bytes created"
+  res=()
+  for m in "${methods[@]}"; do
+    s=$(printf '%s\n' ${T[$m]} | median)
+    printf '%-14s %9.2f %8.2fx %12s %14s %14s\n' "$m" "$s" "$(echo "$s / $base" | bc -l)" "${READ[$m]}" "${C[$m]}" "${W[$m]}"
+    res+=("{\"method\": \"$m\", \"seconds\": $s, \"runs\": [$(echo ${T[$m]} | tr ' ' ',')], \"bytes_read\": ${READ[$m]}, \"files_created\": ${C[$m]}, \"bytes_created\": ${W[$m]}}")
+  done
+  {
+    echo "{\"benchmark\": \"pack_archives\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"files\": $archive_files, \"classes\": 100, \"tree_bytes\": $tree_bytes, \"command\": \"bench/pack.sh --archives --archive-files $archive_files --repeat $repeat\", \"results\": ["
+    (IFS=,; echo "${res[*]}")
+    echo "]}"
+  } >bench/results/pack_archives.json
+  echo "wrote bench/results/pack_archives.json"
+  exit 0
+fi
 command -v mksquashfs >/dev/null || { echo "pack.sh: mksquashfs missing (ci/install-deps.sh)" >&2; exit 1; }
 mkdir -p "$work" bench/results
 img=$work/imagenet-$files txt=$work/text-$text_files
@@ -31,9 +109,7 @@ img=$work/imagenet-$files txt=$work/text-$text_files
 # Warm the page cache for both trees so every tool reads from memory.
 cat $(find "$img" "$txt" -type f) >/dev/null 2>&1 || find "$img" "$txt" -type f -exec cat {} + >/dev/null
 
-now() { date +%s.%N; }
 results=()
-median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 report() {  # report TREE NAME SECONDS OUTPUT_BYTES INPUT_BYTES
   printf '%-10s %-28s %8.2f s %9.1f MB/s  ratio %.3f\n' "$(basename "$1" | cut -d- -f1)" "$2" \
     "$3" "$(echo "$5 / $3 / 1000000" | bc -l)" "$(echo "$4 / $5" | bc -l)"
