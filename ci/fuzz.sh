@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets (the `fuzz` preset: clang, ASan + UBSan) and runs each for
 # SECONDS on a seed corpus made from a small packed dataset: the manifest parser, the
-# partition reader and the namespace image's attach. Prints one line per target (runs,
+# partition reader, the namespace image's attach and the archive readers. Prints one line per target (runs,
 # runs per second, crashes) and, with --json FILE, writes them there too. Exits 1 if any
 # target crashed; the input that did is kept in build/fuzz/artifacts/.
 # Usage: ci/fuzz.sh [SECONDS] [--json FILE]     (default 20 s per target)
@@ -25,7 +25,7 @@ cmake --build --preset fuzz -j"$(nproc)" >/dev/null
 B=build/fuzz
 W=$B/work
 rm -rf "$W"
-mkdir -p "$W/corpus/manifest" "$W/corpus/partition" "$W/corpus/image" "$B/artifacts"
+mkdir -p "$W/corpus/manifest" "$W/corpus/partition" "$W/corpus/image" "$W/corpus/archive" "$B/artifacts"
 # The seed dataset: files raw and deflated, an empty file, directories, a symlink.
 mkdir -p "$W/src/a/b" "$W/src/empty"
 seq 1 3000 >"$W/src/a/numbers.txt"
@@ -36,9 +36,14 @@ ln -s a/numbers.txt "$W/src/link"
 cp "$W/ds/manifest" "$W/corpus/manifest/"
 cp "$W"/ds/part-*.fsb "$W/corpus/partition/"
 "$B/tests/fuzz/image_seed" "$W/ds" "$W/corpus/image/seed.img"
+# Archives of the same tree: GNU and PAX tar, gzip, and a zip when zip is installed.
+tar -C "$W/src" -cf "$W/corpus/archive/seed.tar" .
+tar -C "$W/src" --format=posix -cf "$W/corpus/archive/seed-pax.tar" .
+tar -C "$W/src" -czf "$W/corpus/archive/seed.tgz" .
+! command -v zip >/dev/null || (cd "$W/src" && zip -qry "$OLDPWD/$W/corpus/archive/seed.zip" .)
 status=0
 lines=()
-for t in manifest partition image; do
+for t in manifest partition image archive; do
   log=$W/$t.log
   rc=0
   "$B/tests/fuzz/${t}_fuzz" -max_total_time="$secs" -print_final_stats=1 -rss_limit_mb=2048 \

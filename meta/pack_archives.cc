@@ -1,13 +1,14 @@
 // The archive packer: packs tar and zip archives (and directories among them) in one pass
 // over each, with no extraction. Members arrive in archive order, not path order, so:
 //  - partitions are filled in arrival order, a new one begun when the current one holds
-//    its share of bytes (256 MiB, or the estimated total over --partitions), so each is a
-//    run of whole directories as an archive lists them;
+//    its share of bytes, so each is a run of whole directories as an archive lists them;
 //  - a member's data is written to its partition as it arrives (small ones checksummed and
 //    compressed on the worker threads, written in arrival order), and the index records
 //    are kept in memory and added in path order when the partition is finished;
 //  - the partition count, and so the dataset id in every header, are known at the end
 //    (PartitionWriter::Relabel).
+// Consecutive sources are cut into groups (MakeGroups), each read by one thread into
+// partitions of its own; the groups' records are merged in source order at the end (Merge).
 // The namespace is what `tar x` (or `unzip`) of the sources, in order, into an empty
 // directory would make: missing parent directories are made (0755, the archive's mtime),
 // a later member of the same name replaces the earlier (with a warning), absolute paths
@@ -19,6 +20,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -72,8 +74,9 @@ bool HasTarSuffix(const std::string& name) {
   return false;
 }
 
-// Checksums and compresses whole members on worker threads; results are taken back in the
-// order they were submitted, so the output does not depend on the thread count.
+// Checksums and compresses whole members on worker threads, for every reader at once;
+// each reader takes its results back in the order it handed them over, so the output does
+// not depend on the thread count.
 class EncodePool {
  public:
   EncodePool(unsigned threads, const CompressMode& mode) : policy_(mode) {
@@ -87,32 +90,28 @@ class EncodePool {
     work_cv_.notify_all();
     for (std::thread& t : workers_) t.join();
   }
-  void Submit(std::vector<uint8_t> raw) {
-    auto job = std::make_unique<Job>();
-    job->raw = std::move(raw);
-    std::lock_guard lk(mu_);
-    todo_.push_back(job.get());
-    jobs_.push_back(std::move(job));
-    work_cv_.notify_one();
-  }
-  Encoded TakeOldest() {
-    std::unique_lock lk(mu_);
-    done_cv_.wait(lk, [&] { return jobs_.front()->done; });
-    Encoded e = std::move(jobs_.front()->out);
-    jobs_.pop_front();
-    return e;
-  }
-  size_t in_flight() {
-    std::lock_guard lk(mu_);
-    return jobs_.size();
-  }
-
- private:
   struct Job {
     std::vector<uint8_t> raw;
     Encoded out;
     bool done = false;
   };
+  // Hands a whole member to a worker. The caller owns the job and must Take it (which
+  // waits for the worker) before letting it go.
+  std::unique_ptr<Job> Submit(std::vector<uint8_t> raw) {
+    auto job = std::make_unique<Job>();
+    job->raw = std::move(raw);
+    std::lock_guard lk(mu_);
+    todo_.push_back(job.get());
+    work_cv_.notify_one();
+    return job;
+  }
+  Encoded Take(Job& job) {
+    std::unique_lock lk(mu_);
+    done_cv_.wait(lk, [&] { return job.done; });
+    return std::move(job.out);
+  }
+
+ private:
   void Work() {
     compress::Deflater d(policy_.level());
     for (;;) {
@@ -134,7 +133,6 @@ class EncodePool {
   Policy policy_;
   std::mutex mu_;
   std::condition_variable work_cv_, done_cv_;
-  std::deque<std::unique_ptr<Job>> jobs_;
   std::deque<Job*> todo_;
   bool stop_ = false;
   std::vector<std::thread> workers_;
@@ -231,27 +229,43 @@ class EntryInput final : public pack_parts::LargeInput {
 // One member of the namespace being built.
 struct Rec {
   Member m;
-  uint32_t part = 0;          // files and symlinks: the partition that holds the record
+  uint32_t part = 0;          // files and symlinks: the group's partition holding the record
   bool live = true;           // false once a later member of the same name replaced it
   bool implicit = false;      // a directory made because a member lay below it
-  size_t link_to = SIZE_MAX;  // a hard link: the record whose data it shares
+  size_t link_to = SIZE_MAX;  // a hard link: the record (of its group) whose data it shares
+  std::string link_path;      // a hard link to a name of an earlier group: resolved on merge
+  uint32_t source = 0;        // index of its source in the group
 };
 
 constexpr uint32_t kBroadcastPart = UINT32_MAX;
 
-class ArchivePacker {
+// A run of consecutive sources read by one thread into partitions of its own: `cap`
+// partitions at most, a new one begun when the current one holds `target` bytes.
+struct Group {
+  std::vector<std::string> sources;
+  uint64_t bytes = 0;  // estimated
+  uint32_t cap = 1;
+  uint64_t target = 0;
+};
+
+// Reads one group's sources, in order, into its partitions; keeps the records (its part
+// of the namespace, in arrival order) for the merge. Warnings are kept, to be shown in
+// source order whatever thread ran first.
+class GroupPacker {
  public:
-  ArchivePacker(const PackOptions& o, std::string tmp, unsigned threads, uint64_t estimate)
+  GroupPacker(const PackOptions& o, const std::string& tmp, uint32_t group, const Group& g,
+              unsigned threads, EncodePool& pool, std::atomic<bool>& abort)
       : o_(o),
-        tmp_(std::move(tmp)),
+        tmp_(tmp),
+        group_(group),
         threads_(threads),
         policy_(o.compress),
         own_(policy_.level()),
-        pool_(threads, o.compress),
+        pool_(pool),
+        abort_(abort),
         as_root_(::geteuid() == 0) {
-    cap_ = o.partitions ? o.partitions : kMaxShardedPartitions;
-    target_ = o.partitions ? std::max<uint64_t>(1, (estimate + o.partitions - 1) / o.partitions)
-                           : kDefaultPartitionBytes;
+    cap_ = g.cap;
+    target_ = g.target;
     Rec root;
     root.m.path = "";
     root.m.kind = Kind::kDir;
@@ -263,9 +277,33 @@ class ArchivePacker {
     index_[""] = 0;
   }
 
+  ~GroupPacker() {
+    for (auto& p : pending_) pool_.Take(*p.first);  // (a worker may still hold it)
+  }
+
+  Status Run(const Group& g) {
+    for (size_t i = 0; i < g.sources.size(); ++i) {
+      source_ = static_cast<uint32_t>(i);
+      FANSTORE_RETURN_IF_ERROR(AddSource(g.sources[i]));
+    }
+    FANSTORE_RETURN_IF_ERROR(DrainAll());
+    if (group_ == 0 && writers_.empty()) return OpenPart(0);  // partition 0 always exists
+    return Status::Ok();
+  }
+
+  std::vector<Rec>& recs() { return recs_; }
+  std::vector<std::unique_ptr<PartitionWriter>>& writers() { return writers_; }
+  std::unique_ptr<PartitionWriter>& bcast() { return bcast_; }
+  const std::vector<std::string>& warnings() const { return warnings_; }
+  uint64_t skipped() const { return skipped_; }
+  uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+  uint64_t files() const { return files_.load(std::memory_order_relaxed); }
+
+ private:
+  void Warn(std::string w) { warnings_.push_back(std::move(w)); }
+
   // Reads one source (archive or directory) to its end.
-  Status AddSource(const std::string& path, PackProgress& prog,
-                   const std::function<void(const PackProgress&)>& progress) {
+  Status AddSource(const std::string& path) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(path, errno);
     source_mtime_ = static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
@@ -273,8 +311,7 @@ class ArchivePacker {
     std::string prefix = o_.prefix;
     std::unique_ptr<EntryReader> reader;
     if (S_ISDIR(st.st_mode)) {
-      auto scan = ScanTree(
-          path, o_.warn ? o_.warn : [](const std::string&) {});
+      auto scan = ScanTree(path, [this](const std::string& w) { Warn(w); });
       if (!scan.ok()) return scan.status();
       skipped_ += scan->skipped;
       auto d = std::make_unique<DirReader>(path, std::move(*scan));
@@ -306,135 +343,14 @@ class ArchivePacker {
       }
     }
     FANSTORE_RETURN_IF_ERROR(CheckedPrefix(prefix, path));
-    const uint64_t base = prog.bytes_done;
-    auto tick = [&] {
-      prog.bytes_done = base + reader->file_offset();
-      prog.files_done = files_;
-      if (progress) progress(prog);
-    };
+    const uint64_t base = bytes_read_;
+    auto tick = [&] { bytes_read_.store(base + reader->file_offset(), std::memory_order_relaxed); };
     FANSTORE_RETURN_IF_ERROR(ReadAll(*reader, prefix, 0, tick));
-    prog.bytes_done =
+    bytes_read_ =
         base + static_cast<uint64_t>(S_ISDIR(st.st_mode) ? reader->file_offset() : st.st_size);
     return Status::Ok();
   }
 
-  // Writes what is still in flight, finishes every partition and the manifest's lines.
-  Result<PackStats> Finish(Manifest& manifest, const std::string& salt) {
-    FANSTORE_RETURN_IF_ERROR(DrainAll());
-    if (writers_.empty()) FANSTORE_RETURN_IF_ERROR(OpenPart(0));
-    // Hard links share their target's data (written by now).
-    for (Rec& r : recs_)
-      if (r.live && r.link_to != SIZE_MAX) {
-        const Member& t = recs_[r.link_to].m;
-        r.m.data_offset = t.data_offset;
-        r.m.stored_size = t.stored_size;
-        r.m.codec = t.codec;
-        r.m.crc32c = t.crc32c;
-        r.m.size = t.size;
-      }
-    // Every live member, sorted: the dataset's identity and the partitions' indexes.
-    std::vector<size_t> order;
-    for (size_t i = 0; i < recs_.size(); ++i)
-      if (recs_[i].live) order.push_back(i);
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return recs_[a].m.path < recs_[b].m.path; });
-    std::vector<Member> sorted;
-    sorted.reserve(order.size());
-    for (size_t i : order) sorted.push_back(recs_[i].m);
-    const uint32_t sharded = static_cast<uint32_t>(writers_.size());
-    const bool bcast = bcast_ != nullptr;
-    const uint32_t total = sharded + (bcast ? 1 : 0);
-    const uint64_t id = DatasetId(sorted, salt + ";parts=" + std::to_string(sharded));
-    manifest.dataset_id = id;
-
-    // Which partitions each directory belongs to: those of the members below it, or,
-    // with nothing below, partition 0 (the broadcast one if a glob names it).
-    std::unordered_map<std::string, std::vector<uint32_t>> dir_parts;
-    auto mark = [&](const std::string& path, uint32_t part) {
-      std::string_view p = path;
-      for (;;) {
-        p = ParentPath(p);
-        auto& v = dir_parts[std::string(p)];
-        if (std::find(v.begin(), v.end(), part) != v.end()) break;
-        v.push_back(part);
-        if (p.empty()) break;
-      }
-    };
-    std::vector<std::vector<size_t>> per(total);
-    auto slot = [&](uint32_t part) { return part == kBroadcastPart ? sharded : part; };
-    for (size_t i : order) {
-      const Rec& r = recs_[i];
-      if (r.m.kind == Kind::kDir) continue;
-      per[slot(r.part)].push_back(i);
-      mark(r.m.path, slot(r.part));
-    }
-    for (uint32_t p = 0; p < total; ++p) {  // the root is in every partition
-      auto& v = dir_parts[""];
-      if (std::find(v.begin(), v.end(), p) == v.end()) v.push_back(p);
-    }
-    for (size_t i : order) {
-      const Rec& r = recs_[i];
-      if (r.m.kind != Kind::kDir) continue;
-      auto it = dir_parts.find(r.m.path);
-      if (it == dir_parts.end()) {
-        const uint32_t p = bcast && IsBroadcast(r.m.path) ? sharded : 0;
-        per[p].push_back(i);
-        mark(r.m.path, p);
-      }
-    }
-    for (size_t i : order) {
-      const Rec& r = recs_[i];
-      if (r.m.kind != Kind::kDir) continue;
-      for (uint32_t p : dir_parts[r.m.path])
-        if (std::find(per[p].begin(), per[p].end(), i) == per[p].end()) per[p].push_back(i);
-    }
-    PackStats stats;
-    for (uint32_t p = 0; p < total; ++p) {
-      std::sort(per[p].begin(), per[p].end(),
-                [&](size_t a, size_t b) { return recs_[a].m.path < recs_[b].m.path; });
-      PartitionWriter& w = p < sharded ? *writers_[p] : *bcast_;
-      w.Relabel(p, total, id);
-      for (size_t i : per[p]) FANSTORE_RETURN_IF_ERROR(w.Add(recs_[i].m));
-      auto sum = w.Finish();
-      if (!sum.ok()) return sum.status();
-      if (p == sharded) {
-        const std::string name = tmp_ + "/" + PartitionFileName(p);
-        if (::rename((tmp_ + "/broadcast.partial").c_str(), name.c_str()) != 0)
-          return Status::FromErrno(name, errno);
-      }
-      manifest.bytes += sum->bytes;
-      manifest.stored += sum->stored;
-      stats.output_bytes += sum->file_size;
-      manifest.partitions.push_back(*sum);
-    }
-    for (const Member& m : sorted) {  // (the root counts as a directory, as the tree packer's)
-      if (m.kind == Kind::kFile) {
-        ++stats.files;
-        if (m.codec != Codec::kRaw) ++stats.compressed_members;
-      } else if (m.kind == Kind::kDir) {
-        ++stats.dirs;
-      } else {
-        ++stats.symlinks;
-      }
-    }
-    for (const Member& m : sorted) {
-      const unsigned need = m.kind == Kind::kDir ? kMayRead | kMayExec : kMayRead;
-      if (m.kind != Kind::kSymlink && !OpenToAll(m.mode, need)) {
-        stats.restricted_member = m.path.empty() ? "." : m.path;
-        stats.restricted_mode = m.mode;
-        break;
-      }
-    }
-    stats.skipped = skipped_;
-    stats.partitions = total;
-    stats.sharded = sharded;
-    manifest.files = stats.files;
-    manifest.dirs = stats.dirs;
-    manifest.symlinks = stats.symlinks;
-    return stats;
-  }
-
- private:
   bool IsBroadcast(const std::string& path) const {
     for (const std::string& g : o_.broadcast)
       if (GlobMatch(g, path)) return true;
@@ -483,6 +399,7 @@ class ArchivePacker {
       auto more = r.Next(&e);
       if (!more.ok()) return more.status();
       if (!*more) return Status::Ok();
+      if (abort_.load(std::memory_order_relaxed)) return Status::Error("stopped");
       auto path = MemberPath(e.path, prefix, r, e.offset);
       if (!path.ok()) return path.status();
       if (path->empty() || *path == prefix) continue;  // "./": the root itself
@@ -496,7 +413,7 @@ class ArchivePacker {
     const std::string where = r.name() + ": '" + ShownPath(path) + "'";
     if (e.type == ArchiveEntry::kSpecial) {
       ++skipped_;
-      if (o_.warn) o_.warn(where + ": a device, FIFO or socket; skipped");
+      Warn(where + ": a device, FIFO or socket; skipped");
       return Status::Ok();
     }
     FANSTORE_RETURN_IF_ERROR(MakeParents(path, r.name()));
@@ -533,9 +450,8 @@ class ArchivePacker {
       if (old.m.kind == Kind::kDir && HasChildren(path))
         return Status::Error(where + " (at byte " + std::to_string(e.offset) +
                              ") replaces a directory that is not empty");
-      if (o_.warn)
-        o_.warn(where + " appears again at byte " + std::to_string(e.offset) +
-                "; the later one wins, as with tar x");
+      Warn(where + " appears again at byte " + std::to_string(e.offset) +
+           "; the later one wins, as with tar x");
       old.live = false;
       index_.erase(it);
     }
@@ -558,7 +474,18 @@ class ArchivePacker {
       auto target = MemberPath(e.link, prefix, r, e.offset);
       if (!target.ok()) return target.status();
       auto t = index_.find(*target);
-      if (t == index_.end() || recs_[t->second].m.kind != Kind::kFile)
+      if (t == index_.end()) {  // perhaps in an earlier group's archive: the merge decides
+        rec.m = m;
+        rec.m.kind = Kind::kFile;
+        rec.m.mode = S_IFREG | e.mode;
+        rec.link_path = *target;
+        rec.m.target = r.name() + ": '" + ShownPath(path) + "' (at byte " +
+                       std::to_string(e.offset) + ")";  // (for the merge's error only)
+        ++files_;
+        Insert(std::move(rec));
+        return Status::Ok();
+      }
+      if (recs_[t->second].m.kind != Kind::kFile)
         return Status::Error(where + " (at byte " + std::to_string(e.offset) +
                              ") is a hard link to '" + ShownPath(*target) +
                              "', which is not a file before it in the archive");
@@ -587,10 +514,9 @@ class ArchivePacker {
       auto got = in.Read(raw.data(), raw.size());
       if (!got.ok()) return got.status();
       if (*got != e.size) return Status::Error(where + ": ends before its size");
-      while (pool_.in_flight() >= 4 * static_cast<size_t>(threads_))
+      while (pending_.size() >= 4 * static_cast<size_t>(threads_))
         FANSTORE_RETURN_IF_ERROR(DrainOne());
-      pool_.Submit(std::move(raw));
-      pending_.push_back(idx);
+      pending_.emplace_back(pool_.Submit(std::move(raw)), idx);
       return Status::Ok();
     }
     FANSTORE_RETURN_IF_ERROR(DrainAll());
@@ -600,6 +526,7 @@ class ArchivePacker {
   }
 
   size_t Insert(Rec rec) {
+    rec.source = source_;
     const size_t i = recs_.size();
     index_[rec.m.path] = i;
     recs_.push_back(std::move(rec));
@@ -627,9 +554,8 @@ class ArchivePacker {
       if (m == nullptr)
         return Status::Error(archive + ": '" + ShownPath(path) +
                              "' is a file, and a later member needs it to be a directory");
-      if (o_.warn)
-        o_.warn(archive + ": '" + ShownPath(path) + "' appears again at byte " +
-                std::to_string(at) + " as a directory; the later one wins, as with tar x");
+      Warn(archive + ": '" + ShownPath(path) + "' appears again at byte " + std::to_string(at) +
+           " as a directory; the later one wins, as with tar x");
       old.live = false;
       index_.erase(it);
     }
@@ -685,7 +611,9 @@ class ArchivePacker {
     while (writers_.size() <= p) {
       auto w = std::make_unique<PartitionWriter>();
       const uint32_t id = static_cast<uint32_t>(writers_.size());
-      FANSTORE_RETURN_IF_ERROR(w->Open(tmp_ + "/" + PartitionFileName(id), id, 0, 0, 0));
+      FANSTORE_RETURN_IF_ERROR(
+          w->Open(tmp_ + "/g" + std::to_string(group_) + "-" + std::to_string(id) + ".partial", id,
+                  0, 0, 0));
       writers_.push_back(std::move(w));
     }
     return Status::Ok();
@@ -706,9 +634,10 @@ class ArchivePacker {
   }
 
   Status DrainOne() {
-    Encoded e = pool_.TakeOldest();
-    const size_t idx = pending_.front();
+    auto job = std::move(pending_.front().first);
+    const size_t idx = pending_.front().second;
     pending_.pop_front();
+    Encoded e = pool_.Take(*job);
     if (!e.status.ok()) return e.status;
     Rec& r = recs_[idx];
     PartitionWriter& w = Writer(r.part);
@@ -727,23 +656,28 @@ class ArchivePacker {
   }
 
   const PackOptions& o_;
-  std::string tmp_;
+  const std::string& tmp_;
+  uint32_t group_;
   unsigned threads_;
   Policy policy_;
   compress::Deflater own_;
-  EncodePool pool_;
+  EncodePool& pool_;
+  std::atomic<bool>& abort_;
   bool as_root_;
+  uint32_t source_ = 0;
+  std::vector<std::string> warnings_;
+  std::atomic<uint64_t> bytes_read_{0}, files_{0};
   uint32_t cap_ = 1, cur_ = 0;
   uint64_t target_ = 0, cur_bytes_ = 0;
   bool cur_has_file_ = false;
   std::vector<Rec> recs_;
   std::unordered_map<std::string, size_t> index_;
   std::unordered_set<std::string> parents_with_children_;
-  std::deque<size_t> pending_;
+  std::deque<std::pair<std::unique_ptr<EncodePool::Job>, size_t>> pending_;
   std::vector<std::unique_ptr<PartitionWriter>> writers_;
   std::unique_ptr<PartitionWriter> bcast_;
   int64_t source_mtime_ = 0;
-  uint64_t skipped_ = 0, files_ = 0;
+  uint64_t skipped_ = 0;
 };
 
 // Expands the first "{A..B}" of `p` (numbers; the width of A kept when it has leading
@@ -779,6 +713,268 @@ Status ExpandBraces(const std::string& p, std::vector<std::string>& out) {
     FANSTORE_RETURN_IF_ERROR(ExpandBraces(p.substr(0, open) + n + p.substr(close + 1), out));
   }
   return Status::Ok();
+}
+
+// Cuts the sources into groups read in parallel (the output depends on the sources and
+// options only, never on the thread count):
+//  - with --broadcast, one group (the broadcast partition is one, written in order);
+//  - with --partitions N, min(N, sources) runs of about equal estimated bytes (a source
+//    goes to the run holding its midpoint), the N partitions shared out among them in
+//    proportion to their bytes, at least one each;
+//  - else runs of at least 256 MiB, each cut into partitions of 256 MiB.
+// A source's estimate is its file size (a directory's: 0).
+std::vector<Group> MakeGroups(const std::vector<std::string>& sources,
+                              const std::vector<uint64_t>& sizes, const PackOptions& o) {
+  uint64_t total = 0;
+  for (uint64_t b : sizes) total += b;
+  std::vector<Group> groups;
+  if (!o.broadcast.empty()) {
+    Group g;
+    g.sources = sources;
+    g.bytes = total;
+    g.cap = o.partitions ? o.partitions : kMaxShardedPartitions;
+    g.target = o.partitions ? std::max<uint64_t>(1, (total + o.partitions - 1) / o.partitions)
+                            : kDefaultPartitionBytes;
+    groups.push_back(g);
+    return groups;
+  }
+  if (o.partitions) {
+    const uint64_t n = std::min<uint64_t>(o.partitions, sources.size());
+    std::vector<Group> runs(n);
+    uint64_t before = 0;
+    for (size_t k = 0; k < sources.size(); ++k) {
+      const uint64_t g =
+          total ? std::min<uint64_t>(
+                      n - 1, static_cast<uint64_t>(
+                                 (static_cast<long double>(before) + sizes[k] / 2.0) * n / total))
+                : k * n / sources.size();
+      runs[g].sources.push_back(sources[k]);
+      runs[g].bytes += sizes[k];
+      before += sizes[k];
+    }
+    for (Group& g : runs)
+      if (!g.sources.empty()) groups.push_back(std::move(g));
+    // At least one partition each; the rest by the largest remainder of their share.
+    uint32_t left = o.partitions - static_cast<uint32_t>(groups.size());
+    std::vector<std::pair<long double, size_t>> rem;
+    uint32_t given = 0;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const long double share = total ? static_cast<long double>(left) * groups[i].bytes / total
+                                      : static_cast<long double>(left) / groups.size();
+      const uint32_t whole = static_cast<uint32_t>(share);
+      groups[i].cap = 1 + whole;
+      given += whole;
+      rem.emplace_back(share - whole, i);
+    }
+    std::stable_sort(rem.begin(), rem.end(), [](auto& a, auto& b) { return a.first > b.first; });
+    for (size_t i = 0; given < left; ++i, ++given) ++groups[rem[i % rem.size()].second].cap;
+    for (Group& g : groups) g.target = std::max<uint64_t>(1, (g.bytes + g.cap - 1) / g.cap);
+    return groups;
+  }
+  for (size_t k = 0; k < sources.size(); ++k) {
+    if (groups.empty() || groups.back().bytes >= kDefaultPartitionBytes) groups.emplace_back();
+    groups.back().sources.push_back(sources[k]);
+    groups.back().bytes += sizes[k];
+  }
+  for (Group& g : groups) {
+    g.cap = kMaxShardedPartitions;
+    g.target = kDefaultPartitionBytes;
+  }
+  return groups;
+}
+
+// One member of the merged namespace.
+struct Entry {
+  Member m;
+  uint32_t part = 0;  // global partition id (kBroadcastPart for the broadcast one)
+  bool live = true;
+  bool implicit = false;
+};
+
+// Merges the groups' records in source order, as tar x of the sources one after another
+// would: a later member replaces an earlier one of the same name, directories merge.
+// Then places every member and directory as the tree packer does, finishes the
+// partitions (relabelled and renamed to their final ids) and fills the manifest.
+Result<PackStats> Merge(std::vector<std::unique_ptr<GroupPacker>>& groups,
+                        const std::vector<Group>& plan, const PackOptions& o,
+                        const std::string& tmp, const std::string& salt, Manifest& manifest) {
+  std::vector<Entry> all;
+  std::unordered_map<std::string, size_t> index;
+  std::unordered_set<std::string> has_children;
+  auto warn = [&](const std::string& w) {
+    if (o.warn) o.warn(w);
+  };
+  std::vector<uint32_t> base(groups.size());
+  uint32_t sharded = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    base[g] = sharded;
+    sharded += static_cast<uint32_t>(groups[g]->writers().size());
+  }
+  all.push_back(Entry{groups[0]->recs()[0].m});
+  index[""] = 0;
+  for (size_t g = 0; g < groups.size(); ++g) {
+    std::vector<Rec>& recs = groups[g]->recs();
+    for (size_t i = 1; i < recs.size(); ++i) {
+      Rec& r = recs[i];
+      if (!r.live) continue;
+      const std::string& src = plan[g].sources[r.source];
+      Entry e{r.m, r.part == kBroadcastPart ? kBroadcastPart : base[g] + r.part, true, r.implicit};
+      if (r.link_to != SIZE_MAX) {
+        const Rec& t = recs[r.link_to];
+        e.m.data_offset = t.m.data_offset;
+        e.m.stored_size = t.m.stored_size;
+        e.m.codec = t.m.codec;
+        e.m.crc32c = t.m.crc32c;
+        e.m.size = t.m.size;
+      } else if (!r.link_path.empty()) {
+        auto t = index.find(r.link_path);
+        if (t == index.end() || all[t->second].m.kind != Kind::kFile)
+          return Status::Error(r.m.target + " is a hard link to '" + ShownPath(r.link_path) +
+                               "', which is not a file before it in the archive");
+        const Entry& te = all[t->second];  // (one inode: the target's attributes)
+        e.m = te.m;
+        e.m.path = r.m.path;
+        e.part = te.part;
+      }
+      auto it = index.find(e.m.path);
+      if (it != index.end()) {
+        Entry& old = all[it->second];
+        const std::string where = src + ": '" + ShownPath(e.m.path) + "'";
+        if (e.m.kind == Kind::kDir) {
+          if (old.m.kind == Kind::kDir) {
+            if (!e.implicit) {
+              old.m = e.m;
+              old.implicit = false;
+            }
+            continue;
+          }
+          if (e.implicit)
+            return Status::Error(where +
+                                 " is a file in an earlier source, and a member needs it "
+                                 "to be a directory");
+          warn(where + " appears again as a directory; the later one wins, as with tar x");
+        } else {
+          if (old.m.kind == Kind::kDir && has_children.count(e.m.path))
+            return Status::Error(where +
+                                 " replaces a directory of an earlier source that is "
+                                 "not empty");
+          warn(where + " appears again; the later one wins, as with tar x");
+        }
+        old.live = false;
+        index.erase(it);
+      }
+      for (std::string_view p = ParentPath(e.m.path);; p = ParentPath(p)) {
+        if (!has_children.emplace(p).second || p.empty()) break;
+      }
+      index[e.m.path] = all.size();
+      all.push_back(std::move(e));
+    }
+  }
+
+  std::vector<size_t> order;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (all[i].live) order.push_back(i);
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return all[a].m.path < all[b].m.path; });
+  std::vector<Member> sorted;
+  sorted.reserve(order.size());
+  for (size_t i : order) sorted.push_back(all[i].m);
+  if (sharded == 0) return Status::Error("pack: internal error: no partition");
+  std::unique_ptr<PartitionWriter>* bcast = nullptr;
+  for (auto& g : groups)
+    if (g->bcast()) bcast = &g->bcast();
+  const uint32_t total = sharded + (bcast ? 1 : 0);
+  const uint64_t id = DatasetId(sorted, salt + ";parts=" + std::to_string(sharded));
+  manifest.dataset_id = id;
+
+  // Which partitions each directory belongs to: those of the members below it, or, with
+  // nothing below, partition 0 (the broadcast one if a glob names it).
+  auto is_bcast = [&](const std::string& path) {
+    for (const std::string& g : o.broadcast)
+      if (GlobMatch(g, path)) return true;
+    return false;
+  };
+  auto slot = [&](uint32_t part) { return part == kBroadcastPart ? sharded : part; };
+  std::unordered_map<std::string, std::vector<uint32_t>> dir_parts;
+  auto mark = [&](std::string_view p, uint32_t part) {
+    for (;;) {
+      auto& v = dir_parts[std::string(p)];
+      if (std::find(v.begin(), v.end(), part) != v.end()) break;
+      v.push_back(part);
+      if (p.empty()) break;
+      p = ParentPath(p);
+    }
+  };
+  std::vector<std::vector<size_t>> per(total);
+  for (size_t i : order) {
+    const Entry& e = all[i];
+    if (e.m.kind == Kind::kDir) continue;
+    per[slot(e.part)].push_back(i);
+    mark(ParentPath(e.m.path), slot(e.part));
+  }
+  for (uint32_t p = 0; p < total; ++p) mark("", p);  // the root is in every partition
+  for (size_t i : order) {
+    const Entry& e = all[i];
+    if (e.m.kind == Kind::kDir && !dir_parts.count(e.m.path))
+      mark(e.m.path, bcast && is_bcast(e.m.path) ? sharded : 0);
+  }
+  for (size_t i : order) {
+    const Entry& e = all[i];
+    if (e.m.kind != Kind::kDir) continue;
+    for (uint32_t p : dir_parts[e.m.path]) per[p].push_back(i);
+  }
+  std::vector<PartitionWriter*> writers;
+  std::vector<std::string> files;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (size_t j = 0; j < groups[g]->writers().size(); ++j) {
+      writers.push_back(groups[g]->writers()[j].get());
+      files.push_back(tmp + "/g" + std::to_string(g) + "-" + std::to_string(j) + ".partial");
+    }
+  if (bcast) {
+    writers.push_back(bcast->get());
+    files.push_back(tmp + "/broadcast.partial");
+  }
+  PackStats stats;
+  for (uint32_t p = 0; p < total; ++p) {
+    std::sort(per[p].begin(), per[p].end(),
+              [&](size_t a, size_t b) { return all[a].m.path < all[b].m.path; });
+    PartitionWriter& w = *writers[p];
+    w.Relabel(p, total, id);
+    for (size_t i : per[p]) FANSTORE_RETURN_IF_ERROR(w.Add(all[i].m));
+    auto sum = w.Finish();
+    if (!sum.ok()) return sum.status();
+    const std::string name = tmp + "/" + PartitionFileName(p);
+    if (::rename(files[p].c_str(), name.c_str()) != 0) return Status::FromErrno(name, errno);
+    manifest.bytes += sum->bytes;
+    manifest.stored += sum->stored;
+    stats.output_bytes += sum->file_size;
+    manifest.partitions.push_back(*sum);
+  }
+  for (const Member& m : sorted) {  // (the root counts as a directory, as the tree packer's)
+    if (m.kind == Kind::kFile) {
+      ++stats.files;
+      if (m.codec != Codec::kRaw) ++stats.compressed_members;
+    } else if (m.kind == Kind::kDir) {
+      ++stats.dirs;
+    } else {
+      ++stats.symlinks;
+    }
+  }
+  for (const Member& m : sorted) {
+    const unsigned need = m.kind == Kind::kDir ? kMayRead | kMayExec : kMayRead;
+    if (m.kind != Kind::kSymlink && !OpenToAll(m.mode, need)) {
+      stats.restricted_member = m.path.empty() ? "." : m.path;
+      stats.restricted_mode = m.mode;
+      break;
+    }
+  }
+  for (auto& g : groups) stats.skipped += g->skipped();
+  stats.partitions = total;
+  stats.sharded = sharded;
+  manifest.files = stats.files;
+  manifest.dirs = stats.dirs;
+  manifest.symlinks = stats.symlinks;
+  return stats;
 }
 
 }  // namespace
@@ -820,7 +1016,7 @@ Result<PackStats> PackArchives(const PackOptions& in) {
   o.sources = *expanded;
   if (o.sources.empty()) return Status::Error("pack: no source given");
   std::vector<std::string> abs;
-  uint64_t estimate = 0;
+  std::vector<uint64_t> sizes;
   bool only_dir = o.sources.size() == 1 && o.prefix.empty();
   for (const std::string& s : o.sources) {
     struct stat st;
@@ -831,7 +1027,7 @@ Result<PackStats> PackArchives(const PackOptions& in) {
     std::error_code ec;
     abs.push_back(fs::canonical(s, ec).string());
     if (ec) return Status::Error(s + ": " + ec.message());
-    estimate += S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0;
+    sizes.push_back(S_ISREG(st.st_mode) ? static_cast<uint64_t>(st.st_size) : 0);
   }
   if (only_dir) {  // one tree: the tree packer, which cuts partitions in path order
     o.src = o.sources[0];
@@ -843,16 +1039,11 @@ Result<PackStats> PackArchives(const PackOptions& in) {
   const std::string tmp = out + ".fanstore-partial-" + std::to_string(::getpid());
   std::error_code ec;
   fs::remove_all(tmp, ec);
-  // Until the modes are known the output is private; Publish opens it if it may.
+  // Private until the modes are known; opened below if every member may be read by all.
   if (::mkdir(tmp.c_str(), 0700) != 0) return Status::FromErrno(tmp, errno);
 
   const unsigned threads =
       o.threads ? o.threads : std::max(1u, std::thread::hardware_concurrency());
-  PackProgress prog;
-  for (const std::string& s : abs) {
-    struct stat st;
-    if (::stat(s.c_str(), &st) == 0 && S_ISREG(st.st_mode)) prog.bytes_total += st.st_size;
-  }
   Manifest manifest;
   // The default mount point: where `tar x` beside the first archive would put it.
   {
@@ -867,18 +1058,49 @@ Result<PackStats> PackArchives(const PackOptions& in) {
   for (const std::string& g : o.broadcast) salt += ";bcast=" + g;
   for (const std::string& s : abs) salt += ";from=" + fs::path(s).filename().string();
 
+  const std::vector<Group> plan = MakeGroups(abs, sizes, o);
   Result<PackStats> result = Status::Error("pack: not run");
   {
-    ArchivePacker packer(o, tmp, threads, estimate);
-    Status st;
-    for (const std::string& s : abs) {
-      st = packer.AddSource(s, prog, o.progress);
-      if (!st.ok()) break;
+    EncodePool pool(threads, o.compress);
+    std::atomic<bool> abort{false};
+    std::vector<std::unique_ptr<GroupPacker>> groups;
+    for (uint32_t g = 0; g < plan.size(); ++g)
+      groups.push_back(std::make_unique<GroupPacker>(o, tmp, g, plan[g], threads, pool, abort));
+    // One reader thread per group at a time, as many as there are threads.
+    std::vector<Status> status(plan.size());
+    std::atomic<size_t> next{0};
+    std::atomic<unsigned> running{0};
+    std::vector<std::thread> readers;
+    const size_t nreaders = std::min<size_t>(plan.size(), threads);
+    running = static_cast<unsigned>(nreaders);
+    for (size_t t = 0; t < nreaders; ++t)
+      readers.emplace_back([&] {
+        for (size_t g; (g = next.fetch_add(1)) < plan.size();) {
+          status[g] = groups[g]->Run(plan[g]);
+          if (!status[g].ok()) abort = true;
+        }
+        --running;
+      });
+    PackProgress prog;
+    for (uint64_t b : sizes) prog.bytes_total += b;
+    while (running.load() > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      prog.bytes_done = prog.files_done = 0;
+      for (auto& g : groups) {
+        prog.bytes_done += g->bytes_read();
+        prog.files_done += g->files();
+      }
+      if (o.progress) o.progress(prog);
     }
-    if (st.ok())
-      result = packer.Finish(manifest, salt);
-    else
-      result = st;
+    for (std::thread& t : readers) t.join();
+    // Warnings in source order; the first failure in source order (not "stopped").
+    Status failed;
+    for (size_t g = 0; g < plan.size(); ++g) {
+      if (o.warn)
+        for (const std::string& w : groups[g]->warnings()) o.warn(w);
+      if (!status[g].ok() && failed.ok()) failed = status[g];
+    }
+    result = failed.ok() ? Merge(groups, plan, o, tmp, salt, manifest) : Result<PackStats>(failed);
   }
   if (!result.ok()) {
     fs::remove_all(tmp, ec);

@@ -129,6 +129,40 @@ expect_same "$S/l.a" "$S/l.b" "a glob gives what the brace range gives"
 expect_rc 0 "pack with --keep-shard-dirs" -- "$FANSTORE" pack -q --public --keep-shard-dirs "$W/shards/*.tar" "$S/d-wds-dirs"
 "$FANSTORE" cat "$S/d-wds-dirs" train-000001/000005.cls >"$S/out" 2>&1
 [ "$(cat "$S/out")" = 1 ] && ok || bad "--keep-shard-dirs: train-000001/000005.cls: $(cat "$S/out")"
+# With --partitions 3 the three shards are read in parallel, each into its own partition:
+# the same namespace, and the same bytes with 1 thread or 4.
+expect_rc 0 "shards in parallel, -t 1" -- "$FANSTORE" pack -q --public -p 3 -t 1 "$W/shards/*.tar" "$S/d-wds-p1"
+expect_rc 0 "shards in parallel, -t 4" -- "$FANSTORE" pack -q --public -p 3 -t 4 "$W/shards/*.tar" "$S/d-wds-p4"
+"$FANSTORE" info "$S/d-wds-p4" | grep -q ' in 3 partitions$' && ok || bad "-p 3: three partitions: $("$FANSTORE" info "$S/d-wds-p4" | grep partitions)"
+for f in "$S/d-wds-p1"/*; do expect_same "$f" "$S/d-wds-p4/$(basename "$f")" "parallel shards, -t 1 and -t 4: $(basename "$f")"; done
+bytes_served "$S/d-wds-p4" >"$S/b.got" 2>/dev/null
+expect_same "$S/b.ref" "$S/b.got" "shards read in parallel: the merged namespace"
+# Across shards read in parallel: a later shard's member replaces an earlier one's, and a
+# hard link may name a file of an earlier shard (as tar x of one after the other).
+python3 - "$W" <<'EOF2'
+import io, sys, tarfile
+d = sys.argv[1]
+def shard(name, members):
+    with tarfile.open(f"{d}/{name}", "w") as t:
+        for n, kind, arg in members:
+            ti = tarfile.TarInfo(n)
+            if kind == "file":
+                ti.size = len(arg); t.addfile(ti, io.BytesIO(arg))
+            else:
+                ti.type = tarfile.LNKTYPE; ti.linkname = arg; t.addfile(ti)
+shard("x-0.tar", [("dup.txt", "file", b"first\n"), ("keep.txt", "file", b"keep\n")])
+shard("x-1.tar", [("dup.txt", "file", b"second\n"), ("hard.txt", "link", "keep.txt")])
+shard("y-0.tar", [("d/f.txt", "file", b"f\n")])
+shard("y-1.tar", [("d", "file", b"not a dir\n")])
+EOF2
+expect_rc 0 "two shards in parallel with a duplicate" -- "$FANSTORE" pack -q --public -p 2 "$W/x-0.tar" "$W/x-1.tar" "$S/d-x"
+grep -q "x-1.tar: 'dup.txt' appears again; the later one wins" "$S/err" && ok || bad "cross-shard duplicate warned: $(cat "$S/err")"
+[ "$("$FANSTORE" cat "$S/d-x" dup.txt)" = second ] && ok || bad "cross-shard duplicate: the later shard wins"
+[ "$("$FANSTORE" cat "$S/d-x" hard.txt)" = keep ] && ok || bad "a hard link to an earlier shard's file"
+expect_rc 0 "verify parallel shards" -- "$FANSTORE" verify -q "$S/d-x"
+expect_rc 1 "a later shard's file over an earlier shard's directory" -- "$FANSTORE" pack -q -p 2 "$W/y-0.tar" "$W/y-1.tar" "$S/d-y"
+expect_err_line "replaces a directory of an earlier source that is not empty" "a file over a full directory is refused"
+[ ! -e "$S/d-y" ] && ok || bad "refused merge: output left behind"
 expect_rc 1 "a glob that matches nothing" -- "$FANSTORE" pack -q "$W/shards/none-*.tar" "$S/d-none"
 expect_err_line "none-*.tar: matches no file" "a glob that matches nothing is named"
 # --prefix, and an archive mixed with a directory
