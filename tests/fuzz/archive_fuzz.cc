@@ -17,7 +17,7 @@ namespace {
 using fanstore::meta::ArchiveEntry;
 using fanstore::meta::ByteSource;
 using fanstore::meta::EntryReader;
-using fanstore::meta::Result;
+using fanstore::Result;
 
 class MemSource final : public ByteSource {
  public:
