@@ -139,22 +139,11 @@ bytes_served "$S/d-wds-p4" >"$S/b.got" 2>/dev/null
 expect_same "$S/b.ref" "$S/b.got" "shards read in parallel: the merged namespace"
 # Across shards read in parallel: a later shard's member replaces an earlier one's, and a
 # hard link may name a file of an earlier shard (as tar x of one after the other).
-python3 - "$W" <<'EOF2'
-import io, sys, tarfile
-d = sys.argv[1]
-def shard(name, members):
-    with tarfile.open(f"{d}/{name}", "w") as t:
-        for n, kind, arg in members:
-            ti = tarfile.TarInfo(n)
-            if kind == "file":
-                ti.size = len(arg); t.addfile(ti, io.BytesIO(arg))
-            else:
-                ti.type = tarfile.LNKTYPE; ti.linkname = arg; t.addfile(ti)
-shard("x-0.tar", [("dup.txt", "file", b"first\n"), ("keep.txt", "file", b"keep\n")])
-shard("x-1.tar", [("dup.txt", "file", b"second\n"), ("hard.txt", "link", "keep.txt")])
-shard("y-0.tar", [("d/f.txt", "file", b"f\n")])
-shard("y-1.tar", [("d", "file", b"not a dir\n")])
-EOF2
+TAR_OF=$(dirname "$0")/tar_of.py
+python3 "$TAR_OF" "$W/x-0.tar" dup.txt=first keep.txt=keep
+python3 "$TAR_OF" "$W/x-1.tar" dup.txt=second hard.txt@keep.txt
+python3 "$TAR_OF" "$W/y-0.tar" d/f.txt=f
+python3 "$TAR_OF" "$W/y-1.tar" "d=not a dir"
 expect_rc 0 "two shards in parallel with a duplicate" -- "$FANSTORE" pack -q --public -p 2 "$W/x-0.tar" "$W/x-1.tar" "$S/d-x"
 grep -q "x-1.tar: 'dup.txt' appears again; the later one wins" "$S/err" && ok || bad "cross-shard duplicate warned: $(cat "$S/err")"
 [ "$("$FANSTORE" cat "$S/d-x" dup.txt)" = second ] && ok || bad "cross-shard duplicate: the later shard wins"
@@ -196,23 +185,11 @@ for fmt, tag in ((tarfile.GNU_FORMAT, "gnu"), (tarfile.PAX_FORMAT, "pax")):
         t.addfile(li)
         h = tarfile.TarInfo("dir/hard"); h.type = tarfile.LNKTYPE; h.linkname = name
         t.addfile(h)
-    # hostile names, one archive each
-def one(path, members):
-    with tarfile.open(path, "w", format=tarfile.PAX_FORMAT, pax_headers={"comment": "global"}) as t:
-        for name, kind, arg in members:
-            ti = tarfile.TarInfo(name)
-            if kind == "file":
-                ti.size = len(arg); t.addfile(ti, io.BytesIO(arg))
-            else:
-                ti.type = tarfile.LNKTYPE; ti.linkname = arg; t.addfile(ti)
-one(f"{d}/global.tar", [("g/f.txt", "file", b"global header read past\n")])
-one(f"{d}/badlink.tar", [("a.txt", "file", b"a"), ("b.txt", "link", "nope.txt")])
-one(f"{d}/filedir.tar", [("a", "file", b"a"), ("a/b", "file", b"b")])
-for bad, tag in (("../evil.txt", "dotdot"), ("/etc/evil.txt", "abs"), ("a/../../evil", "dotdot2")):
-    with tarfile.open(f"{d}/{tag}.tar", "w") as t:
-        ti = tarfile.TarInfo(bad); ti.size = 1
-        t.addfile(ti, io.BytesIO(b"x"))
 EOF
+# Hostile names, one archive each.
+python3 "$TAR_OF" "$C/dotdot.tar" ../evil.txt=x
+python3 "$TAR_OF" "$C/abs.tar" /etc/evil.txt=x
+python3 "$TAR_OF" "$C/dotdot2.tar" a/../../evil=x
 # (directories the archive does not list take the archive's mtime: the same for both)
 touch -d '2020-02-02 02:02:02' "$C/long-gnu.tar" "$C/long-pax.tar"
 for f in gnu pax; do
@@ -228,6 +205,9 @@ listing "$C/d-long-pax" >"$S/l.b"
 expect_same "$S/l.a" "$S/l.b" "GNU and PAX long names give the same namespace"
 # A PAX global header is read past; a hard link to nothing and a file where a directory
 # is needed are refused with one line.
+python3 "$TAR_OF" "$C/global.tar" --pax-global "g/f.txt=global header read past"
+python3 "$TAR_OF" "$C/badlink.tar" --pax-global a.txt=a b.txt@nope.txt
+python3 "$TAR_OF" "$C/filedir.tar" --pax-global a=a a/b=b
 expect_rc 0 "a PAX global header" -- "$FANSTORE" pack -q --public "$C/global.tar" "$C/d-global"
 [ "$("$FANSTORE" cat "$C/d-global" g/f.txt)" = "global header read past" ] && ok || bad "PAX global header: member read"
 expect_rc 1 "a hard link to nothing" -- "$FANSTORE" pack -q "$C/badlink.tar" "$C/d-badlink"
