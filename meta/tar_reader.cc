@@ -122,7 +122,8 @@ class TarReader final : public EntryReader {
       const uint64_t at = pos_;
       auto got = ReadUpTo(h, kBlock);
       if (!got.ok()) return got.status();
-      if (*got == 0 && at == 0) return Bad(at, "is empty: not a tar archive");
+      if (at == 0 && *got < kBlock)
+        return Bad(at, "is not a tar or zip archive (shorter than one tar header)");
       if (*got == 0) return false;  // end without the two zero blocks: as GNU tar, accept
       if (*got < kBlock) return Bad(at, "ends inside a header (truncated?)");
       if (AllZero(h, kBlock)) {
@@ -132,7 +133,7 @@ class TarReader final : public EntryReader {
         return false;
       }
       if (!ChecksumOk(h))
-        return Bad(at, at == 0 ? "is not a tar archive (bad header checksum at its start)"
+        return Bad(at, at == 0 ? "is not a tar or zip archive (no tar header at its start)"
                                : "has a damaged header (checksum mismatch)");
       uint64_t size;
       if (!ParseNumber(h + 124, 12, &size)) return Bad(at, "has a header with a bad size field");

@@ -257,5 +257,8 @@ for a in truncated.tar truncated.tgz damaged.tar damaged.tgz truncated.zip; do
   grep -q "byte [0-9]" "$S/err" && ok || bad "$a: the offset is given: $(cat "$S/err")"
   [ -z "$(ls -A "$C" | grep "d-$a")" ] && ok || bad "$a: output left behind: $(ls -A "$C" | grep "d-$a")"
 done
+echo "just text" >"$C/notes.txt"
+expect_rc 1 "a file that is no archive" -- "$FANSTORE" pack -q "$C/notes.txt" "$C/d-notes"
+expect_err_line "notes.txt: is not a tar or zip archive" "a file that is no archive is named"
 grep -q "damaged header" <("$FANSTORE" pack -q "$C/damaged.tar" "$C/d-x" 2>&1) && ok || bad "damaged.tar: says a damaged header"
 finish
