@@ -14,10 +14,10 @@
 
 namespace {
 
+using fanstore::Result;
 using fanstore::meta::ArchiveEntry;
 using fanstore::meta::ByteSource;
 using fanstore::meta::EntryReader;
-using fanstore::Result;
 
 class MemSource final : public ByteSource {
  public:
