@@ -47,6 +47,8 @@ using pack_parts::Policy;
 namespace {
 
 constexpr int kMaxNesting = 8;
+// What a group returns when another group's failure stopped it (not shown to the user).
+constexpr const char* kStopped = "stopped: another source failed";
 // The size a directory made from an archive reports: what ext4 and XFS report for one
 // extracted there (a tree packed from disk keeps the size its file system gave).
 constexpr uint64_t kDirSize = 4096;
@@ -399,7 +401,7 @@ class GroupPacker {
       auto more = r.Next(&e);
       if (!more.ok()) return more.status();
       if (!*more) return Status::Ok();
-      if (abort_.load(std::memory_order_relaxed)) return Status::Error("stopped");
+      if (abort_.load(std::memory_order_relaxed)) return Status::Error(kStopped);
       auto path = MemberPath(e.path, prefix, r, e.offset);
       if (!path.ok()) return path.status();
       if (path->empty() || *path == prefix) continue;  // "./": the root itself
@@ -1098,7 +1100,7 @@ Result<PackStats> PackArchives(const PackOptions& in) {
     for (size_t g = 0; g < plan.size(); ++g) {
       if (o.warn)
         for (const std::string& w : groups[g]->warnings()) o.warn(w);
-      if (!status[g].ok() && failed.ok()) failed = status[g];
+      if (!status[g].ok() && failed.ok() && status[g].message() != kStopped) failed = status[g];
     }
     result = failed.ok() ? Merge(groups, plan, o, tmp, salt, manifest) : Result<PackStats>(failed);
   }

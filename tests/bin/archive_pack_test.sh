@@ -257,6 +257,9 @@ for a in truncated.tar truncated.tgz damaged.tar damaged.tgz truncated.zip; do
   grep -q "byte [0-9]" "$S/err" && ok || bad "$a: the offset is given: $(cat "$S/err")"
   [ -z "$(ls -A "$C" | grep "d-$a")" ] && ok || bad "$a: output left behind: $(ls -A "$C" | grep "d-$a")"
 done
+# Read in parallel with a good archive, a damaged one is still the one named.
+expect_rc 1 "a damaged shard beside a good one" -- "$FANSTORE" pack -q -p 2 "$A/tree.tar.xz" "$C/truncated.tar" "$C/d-par"
+expect_err_line "$C/truncated.tar" "a damaged shard beside a good one is the one named"
 echo "just text" >"$C/notes.txt"
 expect_rc 1 "a file that is no archive" -- "$FANSTORE" pack -q "$C/notes.txt" "$C/d-notes"
 expect_err_line "notes.txt: is not a tar or zip archive" "a file that is no archive is named"
