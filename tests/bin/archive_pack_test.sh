@@ -41,7 +41,9 @@ mkdir -p "$A"
   zip -qry "$A/tree.zip" .)
 
 # listing DATA: `fanstore ls -lR` of a dataset
-listing() { "$FANSTORE" ls -lR "$1"; }
+# (a directory's size is its file system's: 4096 on ext4 for a tree packed from disk, 4096
+# for one from an archive; on tmpfs the extracted tree's differ, so they are left out)
+listing() { "$FANSTORE" ls -lR "$1" | awk '/^d/ {$4 = "-"} {print}'; }
 # bytes_native DIR / bytes_served DATA: every file's checksum and every entry's kind and
 # link target, as a program sees them (served: under fanrun at a mount point)
 bytes_native() { (cd "$1" && find . -printf '%y %p %l\n' | sort && find . -type f -print0 | sort -z | xargs -0 -r sha256sum); }
@@ -89,15 +91,14 @@ for c in n01 n02 n03; do
   mkdir -p "$N/src/$c"
   for i in 1 2 3; do head -c $((3000 + i)) /dev/urandom >"$N/src/$c/${c}_$i.JPEG"; done
   tar -C "$N/src/$c" -cf "$N/classes/$c.tar" $(cd "$N/src/$c" && ls)
+  touch -d "@$(stat -c %Y "$N/classes/$c.tar")" "$N/classes/$c.tar"  # (tar keeps seconds)
   mkdir -p "$N/x/$c" && tar -C "$N/x/$c" -xf "$N/classes/$c.tar"
 done
 tar -C "$N/classes" -cf "$N/train.tar" n01.tar n02.tar n03.tar
 # (the class directories as a user extracting each class tar makes them: the tar's mtime)
 for c in n01 n02 n03; do touch -r "$N/classes/$c.tar" "$N/x/$c"; done
 expect_rc 0 "pack nested class tars" -- "$FANSTORE" pack -q --public --untar-nested "$N/train.tar" "$S/d-nested"
-bytes_native "$N/x" >"$S/b.ref"
-bytes_served "$S/d-nested" >"$S/b.got" 2>/dev/null
-expect_same "$S/b.ref" "$S/b.got" "nested: class tars become directories with their members"
+same_as_extracted nested "$S/d-nested" "$N/x"
 "$FANSTORE" ls -l "$S/d-nested" / >"$S/out"
 grep -q ' n02$' "$S/out" && ! grep -q 'n02.tar' "$S/out" && ok || bad "nested: n02/ and no n02.tar: $(cat "$S/out")"
 expect_rc 0 "pack the outer tar as it is" -- "$FANSTORE" pack -q --public "$N/train.tar" "$S/d-outer"
@@ -119,9 +120,8 @@ for s in 0 1 2; do
   tar -C "$W/x" -xf "$W/shards/train-$(printf '%06d' $s).tar"
 done
 expect_rc 0 "pack shards by brace range" -- "$FANSTORE" pack -q --public "$W/shards/train-{000000..000002}.tar" "$S/d-wds"
+same_as_extracted shards "$S/d-wds" "$W/x"
 bytes_native "$W/x" >"$S/b.ref"
-bytes_served "$S/d-wds" >"$S/b.got" 2>/dev/null
-expect_same "$S/b.ref" "$S/b.got" "shards merged into one namespace"
 expect_rc 0 "pack shards by glob" -- "$FANSTORE" pack -q --public "$W/shards/*.tar" "$S/d-wds-glob"
 listing "$S/d-wds" >"$S/l.a"
 listing "$S/d-wds-glob" >"$S/l.b"
