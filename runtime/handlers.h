@@ -1,6 +1,8 @@
 // The system-call handlers of the runtime: each takes the six raw arguments and returns a
 // HookResult (a kernel-style value, or pass to the kernel for anything outside the
-// dataset). handlers_path.cc has the path-taking calls, handlers_fd.cc the fd calls.
+// dataset). handlers_path.cc has the path-taking calls, handlers_fd.cc the fd calls
+// (reads, offsets, dup, fcntl, directory reads, copies), handlers_mmap.cc mmap and
+// handlers_poll.cc readiness.
 // Thread-safety: every handler is safe from any thread; the hook (hook.cc) never calls
 // them in a vfork child except the few that only pass through.
 #pragma once
@@ -18,6 +20,10 @@ using intercept::HookResult;
 using intercept::kPassToKernel;
 
 // Shared helpers.
+// The handled answer -e.
+inline HookResult Err(int e) {
+  return Handled(-e);
+}
 void FillStat(uint32_t entry, struct stat* st);
 bool IsDirEntry(uint32_t entry);
 // A new virtual fd (a placeholder kernel fd) for `entry` opened with `flags`, or -errno.

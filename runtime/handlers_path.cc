@@ -34,10 +34,6 @@ const char* Str(long p) {
   return reinterpret_cast<const char*>(p);
 }
 
-HookResult Err(int e) {
-  return Handled(-e);
-}
-
 HookResult FromResolved(const Resolved& r, long nr, const long a[6], int path_arg) {
   if (r.kind == Resolved::kError) return Err(r.err);
   if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, path_arg, r.path.c_str()));
