@@ -1,8 +1,8 @@
 // The system-call handlers of the runtime: each takes the six raw arguments and returns a
 // HookResult (a kernel-style value, or pass to the kernel for anything outside the
-// dataset). handlers_path.cc has the path-taking calls, handlers_fd.cc the fd calls
-// (reads, offsets, dup, fcntl, directory reads, copies), handlers_mmap.cc mmap and
-// handlers_poll.cc readiness.
+// dataset). handlers_path.cc has the path-taking calls, handlers_mutation.cc those that
+// would change a path, handlers_fd.cc the fd calls (reads, offsets, dup, fcntl,
+// directory reads, copies), handlers_mmap.cc mmap and handlers_poll.cc readiness.
 // Thread-safety: every handler is safe from any thread; the hook (hook.cc) never calls
 // them in a vfork child except the few that only pass through.
 #pragma once
@@ -24,6 +24,12 @@ using intercept::kPassToKernel;
 inline HookResult Err(int e) {
   return Handled(-e);
 }
+// A raw path argument.
+inline const char* Str(long p) {
+  return reinterpret_cast<const char*>(p);
+}
+// The parent directory of `path` as seen from dirfd, for calls that create a name.
+Resolved ResolveParent(long dirfd, const char* path);
 void FillStat(uint32_t entry, struct stat* st);
 bool IsDirEntry(uint32_t entry);
 // A new virtual fd (a placeholder kernel fd) for `entry` opened with `flags`, or -errno.
