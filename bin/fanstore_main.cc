@@ -29,12 +29,14 @@ int main(int argc, char** argv) {
       "(plain, .gz, .zst or .xz, known by its first bytes) or a zip archive; archives are "
       "read once, straight into the partitions, with nothing extracted. Brace ranges and "
       "globs are expanded: 'shards/train-{000000..000146}.tar'");
-  pack->add_option("SRC... OUT", pack_args,
-                   "Sources, then the output directory (manifest + part-NNNNN.fsb). One "
-                   "directory's absolute path (an archive's, without .tar...) becomes the "
-                   "default mount point")
+  // (one positional for both: the last argument is OUT; CLI11 names may hold no space)
+  pack->add_option("SRC", pack_args,
+                   "SRC... OUT: the sources, then the output directory (manifest + "
+                   "part-NNNNN.fsb). One directory's absolute path (an archive's, without "
+                   ".tar...) becomes the default mount point")
       ->required()
-      ->expected(2, -1);
+      ->expected(2, -1)
+      ->type_name("PATH");
   pack->add_option("--prefix", po.prefix,
                    "Put the sources' members under this directory of the namespace");
   pack->add_flag("--untar-nested", po.untar_nested,
