@@ -13,7 +13,6 @@
 #include <mutex>
 #include <thread>
 
-#include "meta/access.h"
 #include "meta/manifest.h"
 #include "meta/pack_parts.h"
 #include "meta/pack_plan.h"
@@ -260,14 +259,7 @@ Result<PackStats> Pack(const PackOptions& o) {
     }
   }
   prog.files_total = stats.files;
-  for (const Member& m : members) {
-    const unsigned need = m.kind == Kind::kDir ? kMayRead | kMayExec : kMayRead;
-    if (m.kind != Kind::kSymlink && !OpenToAll(m.mode, need)) {
-      stats.restricted_member = m.path.empty() ? "." : m.path;
-      stats.restricted_mode = m.mode;
-      break;
-    }
-  }
+  pack_parts::FindRestricted(members, &stats);
   stats.private_output = !stats.restricted_member.empty() && !o.public_output;
   if (o.on_scanned) o.on_scanned(prog);
   // As many partitions as asked (or the default), but never one without a non-empty file

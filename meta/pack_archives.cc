@@ -32,7 +32,6 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "meta/access.h"
 #include "meta/archive_reader.h"
 #include "meta/glob.h"
 #include "meta/pack_parts.h"
@@ -962,14 +961,7 @@ Result<PackStats> Merge(std::vector<std::unique_ptr<GroupPacker>>& groups,
       ++stats.symlinks;
     }
   }
-  for (const Member& m : sorted) {
-    const unsigned need = m.kind == Kind::kDir ? kMayRead | kMayExec : kMayRead;
-    if (m.kind != Kind::kSymlink && !OpenToAll(m.mode, need)) {
-      stats.restricted_member = m.path.empty() ? "." : m.path;
-      stats.restricted_mode = m.mode;
-      break;
-    }
-  }
+  pack_parts::FindRestricted(sorted, &stats);
   for (auto& g : groups) stats.skipped += g->skipped();
   stats.partitions = total;
   stats.sharded = sharded;

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "compress/crc32c.h"
+#include "meta/access.h"
 #include "meta/blocks.h"
 
 namespace fanstore::meta::pack_parts {
@@ -189,6 +190,17 @@ Status StreamLarge(LargeInput& in, const Member& m, const Policy& policy, compre
     return Status::Ok();
   }
   return Status::Error(in.Show() + ": internal error while streaming");
+}
+
+void FindRestricted(const std::vector<Member>& members, PackStats* stats) {
+  for (const Member& m : members) {
+    const unsigned need = m.kind == Kind::kDir ? kMayRead | kMayExec : kMayRead;
+    if (m.kind != Kind::kSymlink && !OpenToAll(m.mode, need)) {
+      stats->restricted_member = m.path.empty() ? "." : m.path;
+      stats->restricted_mode = m.mode;
+      return;
+    }
+  }
 }
 
 Status CheckOutput(const PackOptions& o, const std::vector<std::string>& sources,

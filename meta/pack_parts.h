@@ -75,6 +75,11 @@ Status CheckOutput(const PackOptions& o, const std::vector<std::string>& sources
 Status Publish(const std::string& tmp, const std::string& out, const Manifest& manifest,
                bool private_output);
 
+// Sets stats->restricted_member and restricted_mode to the first member (in the given
+// order) that not everyone may read: a file without read for all, a directory without
+// read and search for all (symlinks are never restricted).
+void FindRestricted(const std::vector<Member>& members, PackStats* stats);
+
 // Archive sources: see PackOptions::sources.
 Result<PackStats> PackArchives(const PackOptions& o);
 
