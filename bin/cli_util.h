@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "meta/status.h"
+#include "base/status.h"
 
 namespace fanstore::cli {
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "bin/fanrun_node.h"
-#include "meta/status.h"
 
 namespace fanstore::fanrun {
 

@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/status.h"
 #include "bin/private_dir.h"
 #include "io/agent.h"
 #include "meta/manifest.h"
-#include "meta/status.h"
 
 namespace fanstore::fanrun {
 

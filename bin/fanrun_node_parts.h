@@ -11,12 +11,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "bin/fanrun_node.h"
 #include "meta/manifest.h"
 #include "meta/namespace_image.h"
 #include "meta/partition_reader.h"
 #include "meta/placement.h"
-#include "meta/status.h"
 
 namespace fanstore::fanrun {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "meta/status.h"
+#include "base/status.h"
 
 namespace fanstore::fanrun {
 

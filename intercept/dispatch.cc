@@ -4,9 +4,9 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include "base/raw_syscall.h"
 #include "intercept/exec_env.h"
 #include "intercept/hook_stack.h"
-#include "intercept/raw_syscall.h"
 
 // Top of this thread's hook stack (0 until the entry maps one). Initial-exec TLS so the
 // assembly entry can reach it with one %fs-relative load.
@@ -16,6 +16,8 @@ __attribute__((visibility("hidden"),
 }
 
 namespace fanstore::intercept {
+
+using base::RawSyscall6;
 namespace {
 
 Hook g_hook = nullptr;

@@ -1,7 +1,7 @@
 // Compiled with -mgeneral-regs-only (see CMakeLists.txt): this runs before the assembly
 // entry has saved any vector register, so neither it nor anything it calls may touch one.
+#include "base/syscall_numbers.h"
 #include "intercept/call_abi.h"
-#include "intercept/syscall_numbers.h"
 
 namespace fanstore::intercept {
 Prefilter g_entry_prefilter = nullptr;

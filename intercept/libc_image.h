@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "meta/status.h"
+#include "base/status.h"
 
 namespace fanstore::intercept {
 

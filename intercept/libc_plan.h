@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "intercept/libc_image.h"
 #include "intercept/planner.h"
-#include "meta/status.h"
 
 namespace fanstore::intercept {
 

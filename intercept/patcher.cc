@@ -7,17 +7,19 @@
 #include <chrono>
 #include <cstring>
 
+#include "base/raw_syscall.h"
 #include "intercept/clone_mark.h"
 #include "intercept/cpu_state.h"
 #include "intercept/dispatch.h"
 #include "intercept/libc_image.h"
 #include "intercept/plan_cache.h"
-#include "intercept/raw_syscall.h"
 #include "intercept/stub.h"
 
 extern "C" void fanstore_intercept_entry();
 
 namespace fanstore::intercept {
+
+using base::RawSyscall6;
 namespace {
 
 constexpr uint64_t kPage = 4096;

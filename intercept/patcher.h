@@ -8,9 +8,9 @@
 
 #include <cstdint>
 
+#include "base/status.h"
 #include "intercept/hook_api.h"
 #include "intercept/libc_plan.h"
-#include "meta/status.h"
 
 namespace fanstore::intercept {
 

@@ -2,7 +2,7 @@
 
 #include <sys/syscall.h>
 
-#include "intercept/syscall_numbers.h"
+#include "base/syscall_numbers.h"
 
 namespace fanstore::intercept {
 namespace {

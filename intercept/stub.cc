@@ -4,7 +4,7 @@
 
 #include <cstring>
 
-#include "intercept/syscall_numbers.h"
+#include "base/syscall_numbers.h"
 
 namespace fanstore::intercept {
 namespace {

@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
+#include "base/status.h"
 #include "meta/namespace_image.h"
 #include "meta/placement.h"
-#include "meta/status.h"
 
 namespace fanstore::io {
 

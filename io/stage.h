@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "base/status.h"
 #include "meta/manifest.h"
-#include "meta/status.h"
 
 namespace fanstore::io {
 

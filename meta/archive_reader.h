@@ -12,8 +12,8 @@
 #include <memory>
 #include <string>
 
+#include "base/status.h"
 #include "meta/byte_source.h"
-#include "meta/status.h"
 
 namespace fanstore::meta {
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "meta/status.h"
+#include "base/status.h"
 
 namespace fanstore::meta {
 

@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "meta/manifest.h"
 #include "meta/partition_reader.h"
-#include "meta/status.h"
 
 namespace fanstore::meta {
 

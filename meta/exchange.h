@@ -27,9 +27,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "meta/format.h"
 #include "meta/partition_reader.h"
-#include "meta/status.h"
 
 namespace fanstore::meta {
 

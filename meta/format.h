@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "meta/status.h"
+#include "base/status.h"
 
 namespace fanstore::meta {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "meta/partition_writer.h"
-#include "meta/status.h"
 
 namespace fanstore::meta {
 

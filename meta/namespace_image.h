@@ -20,8 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "meta/format.h"
-#include "meta/status.h"
 
 namespace fanstore::meta {
 

@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-#include "meta/status.h"
+#include "base/status.h"
 
 namespace fanstore::meta {
 

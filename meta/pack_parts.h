@@ -9,12 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "compress/deflate.h"
 #include "meta/manifest.h"
 #include "meta/member.h"
 #include "meta/pack.h"
 #include "meta/partition_writer.h"
-#include "meta/status.h"
 
 namespace fanstore::meta::pack_parts {
 

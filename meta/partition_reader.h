@@ -12,9 +12,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "meta/format.h"
 #include "meta/member.h"
-#include "meta/status.h"
 
 namespace fanstore::meta {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "base/status.h"
 #include "meta/member.h"
-#include "meta/status.h"
 
 namespace fanstore::meta {
 

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cerrno>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 #include "runtime/member_io_parts.h"
 
 namespace fanstore::runtime {
@@ -34,7 +34,7 @@ struct Ring {
     }
     if (ok) io_uring_queue_exit(&ring);
     if (scratch && !window_in_flight)
-      intercept::RawSyscall6(SYS_munmap, reinterpret_cast<long>(scratch), kScratchBytes);
+      base::RawSyscall6(SYS_munmap, reinterpret_cast<long>(scratch), kScratchBytes);
   }
   static constexpr long kScratchBytes = 4l << 20;  // the largest readahead window taken this way
 };
@@ -71,12 +71,12 @@ uint64_t ReadaheadBytes(const State& s) {
     uint64_t local = 0;
     for (const std::string& p : s.parts) {
       struct stat st;
-      if (!p.empty() && intercept::RawSyscall6(SYS_stat, reinterpret_cast<long>(p.c_str()),
-                                               reinterpret_cast<long>(&st)) == 0)
+      if (!p.empty() && base::RawSyscall6(SYS_stat, reinterpret_cast<long>(p.c_str()),
+                                          reinterpret_cast<long>(&st)) == 0)
         local += static_cast<uint64_t>(st.st_size);
     }
     struct sysinfo si;
-    const bool known = intercept::RawSyscall6(SYS_sysinfo, reinterpret_cast<long>(&si)) == 0;
+    const bool known = base::RawSyscall6(SYS_sysinfo, reinterpret_cast<long>(&si)) == 0;
     const uint64_t mem = known ? static_cast<uint64_t>(si.totalram) * si.mem_unit : 0;
     v = local <= mem / 2 ? static_cast<int64_t>(kAutoReadahead) : 0;
   }
@@ -100,8 +100,8 @@ bool StartWindowRead(int fd, uint64_t off, uint64_t len) {
     t_ring.window_in_flight = false;
   }
   if (!t_ring.scratch) {
-    const long m = intercept::RawSyscall6(SYS_mmap, 0, Ring::kScratchBytes, PROT_READ | PROT_WRITE,
-                                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    const long m = base::RawSyscall6(SYS_mmap, 0, Ring::kScratchBytes, PROT_READ | PROT_WRITE,
+                                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m < 0) return false;
     t_ring.scratch = reinterpret_cast<void*>(m);
   }
@@ -126,12 +126,12 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
     iovec iov{at, want};
     const bool skip = word && (word->load(std::memory_order_relaxed) & bit);
     long n = skip ? -EOPNOTSUPP
-                  : intercept::RawSyscall6(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1,
-                                           static_cast<long>(off + done), 0, RWF_NOWAIT);
+                  : base::RawSyscall6(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1,
+                                      static_cast<long>(off + done), 0, RWF_NOWAIT);
     if (n == -EOPNOTSUPP) {
       if (word && !skip) word->fetch_or(bit, std::memory_order_relaxed);
-      n = intercept::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at),
-                                 static_cast<long>(want), static_cast<long>(off + done));
+      n = base::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at), static_cast<long>(want),
+                            static_cast<long>(off + done));
     } else if (n == -EAGAIN) {  // not in the page cache: the device read goes through io_uring
       g_io.device.Add(1);
       const pid_t me = Get()->pid.load(std::memory_order_relaxed);
@@ -144,8 +144,8 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
       if (const uint64_t w = ReadaheadBytes(*Get())) {  // bring in the members around it too
         const uint64_t at_off = (off + done) / w * w;
         if (!StartWindowRead(fd, at_off, w))
-          intercept::RawSyscall6(SYS_fadvise64, fd, static_cast<long>(at_off), static_cast<long>(w),
-                                 POSIX_FADV_WILLNEED);
+          base::RawSyscall6(SYS_fadvise64, fd, static_cast<long>(at_off), static_cast<long>(w),
+                            POSIX_FADV_WILLNEED);
       }
       if (t_ring.ok) {
         io_uring_sqe* sqe = io_uring_get_sqe(&t_ring.ring);
@@ -171,8 +171,8 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
           t_ring.window_in_flight = false;
         }
       } else {
-        n = intercept::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at),
-                                   static_cast<long>(want), static_cast<long>(off + done));
+        n = base::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at), static_cast<long>(want),
+                              static_cast<long>(off + done));
       }
     }
     if (n == -EINTR || n == -EAGAIN) continue;

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 #include "runtime/mount_ways.h"
 #include "runtime/permission.h"
 #include "runtime/prefilter_state.h"
@@ -65,7 +65,7 @@ thread_local VforkCwd t_vfork_cwd __attribute__((tls_model("initial-exec"))) = {
 
 void RefreshCwd(const State& s) {
   char buf[4096];
-  const long n = intercept::RawSyscall6(SYS_getcwd, reinterpret_cast<long>(buf), sizeof buf);
+  const long n = base::RawSyscall6(SYS_getcwd, reinterpret_cast<long>(buf), sizeof buf);
   std::string_view rest;
   uint32_t from = 0;
   if (n > 0 && UnderMount(s, std::string_view(buf, static_cast<size_t>(n - 1)), &rest, &from)) {
@@ -120,8 +120,8 @@ bool CwdIsVirtual(uint32_t* entry) {
 
 bool KernelCwdId(uint64_t* dev, uint64_t* ino) {
   struct stat st;
-  if (intercept::RawSyscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(""),
-                             reinterpret_cast<long>(&st), AT_EMPTY_PATH) != 0)
+  if (base::RawSyscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(""),
+                        reinterpret_cast<long>(&st), AT_EMPTY_PATH) != 0)
     return false;
   *dev = st.st_dev;
   *ino = st.st_ino;
@@ -130,7 +130,7 @@ bool KernelCwdId(uint64_t* dev, uint64_t* ino) {
 
 bool CwdForExec(uint32_t* entry, uint64_t* dev, uint64_t* ino) {
   const VforkCwd& v = t_vfork_cwd;
-  const bool own = v.pid != 0 && v.pid == static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid));
+  const bool own = v.pid != 0 && v.pid == static_cast<pid_t>(base::RawSyscall6(SYS_getpid));
   const int64_t c = !own                    ? g_cwd.load(std::memory_order_relaxed)
                     : v.entry == kNativeCwd ? -1
                                             : v.entry;
@@ -144,11 +144,11 @@ bool CwdForExec(uint32_t* entry, uint64_t* dev, uint64_t* ino) {
 long ChdirInVforkChild(const char* path) {
   // Nothing here may allocate or touch the parent's tables: the walk is WalkCore's, and a
   // path that leaves the dataset is put together on the stack for the kernel.
-  const pid_t self = static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid));
+  const pid_t self = static_cast<pid_t>(base::RawSyscall6(SYS_getpid));
   const State* s = Get();
   auto native = [&](const char* p) {
     t_vfork_cwd = {self, kNativeCwd, 0, 0};  // the exec passes no virtual cwd
-    return intercept::RawSyscall6(SYS_chdir, reinterpret_cast<long>(p));
+    return base::RawSyscall6(SYS_chdir, reinterpret_cast<long>(p));
   };
   const size_t len = path ? std::strlen(path) : 0;
   std::string_view rest;
@@ -190,7 +190,7 @@ long ChdirInVforkChild(const char* path) {
       k += dir.size();
     }
     buf[k] = '\0';
-    intercept::RawSyscall6(SYS_chdir, reinterpret_cast<long>(buf));
+    base::RawSyscall6(SYS_chdir, reinterpret_cast<long>(buf));
   }
   VforkCwd v{self, w.entry, 0, 0};
   t_vfork_cwd = KernelCwdId(&v.dev, &v.ino) ? v : VforkCwd{self, kNativeCwd, 0, 0};

@@ -10,14 +10,14 @@
 #include <cerrno>
 #include <new>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 #include "runtime/inherit.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
 namespace {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 
 constexpr size_t kSlabBytes = sizeof(OpenFile) * kMaxDescs + kMaxDescs / 8;
 

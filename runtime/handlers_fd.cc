@@ -14,8 +14,8 @@
 #include <cstring>
 #include <vector>
 
-#include "intercept/raw_syscall.h"
-#include "intercept/syscall_numbers.h"
+#include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
 #include "meta/format.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
@@ -25,7 +25,7 @@
 
 namespace fanstore::runtime {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 
 namespace {
 

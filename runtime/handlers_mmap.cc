@@ -9,8 +9,8 @@
 #include <cstring>
 #include <vector>
 
-#include "intercept/raw_syscall.h"
-#include "intercept/syscall_numbers.h"
+#include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
 #include "runtime/member_io.h"
@@ -18,7 +18,7 @@
 
 namespace fanstore::runtime {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 
 // A sealed memfd holding entry `entry`'s bytes, or -errno. `cloexec` = false keeps it
 // across exec (a script's interpreter opens it as /dev/fd/N).

@@ -10,8 +10,8 @@
 #include <cstring>
 #include <string>
 
-#include "intercept/raw_syscall.h"
-#include "intercept/syscall_numbers.h"
+#include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
 #include "meta/format.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
@@ -20,7 +20,7 @@
 
 namespace fanstore::runtime {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 using meta::Kind;
 
 HookResult OnMutationPath(long nr, const long a[6]) {

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#include "intercept/raw_syscall.h"
-#include "intercept/syscall_numbers.h"
+#include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
 #include "runtime/member_io.h"
@@ -20,7 +20,7 @@
 
 namespace fanstore::runtime {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 
 // Readiness. A regular file or directory is always readable and writable (the kernel's
 // DEFAULT_POLLMASK), while a placeholder would poll as POLLNVAL and select as EBADF; so

@@ -13,9 +13,9 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/raw_syscall.h"
 #include "intercept/hook_api.h"
 #include "intercept/preload_log.h"
-#include "intercept/raw_syscall.h"
 #include "runtime/counter.h"
 #include "runtime/fd_table.h"
 #include "runtime/handlers.h"
@@ -108,11 +108,11 @@ HookResult ThroughSkeleton(const Served& r, long nr, const long a[6]) {
     const HookResult out = r.fn(nr, b);
     if (out.handled) return out;
   }
-  const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+  const long k = base::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
   if (!SkeletonPath(nr, a, k, physical, sizeof physical)) return intercept::Handled(k);
   const HookResult out = r.fn(nr, b);
-  if (!out.handled) return intercept::Handled(k);    // (the kernel's after all: its answer)
-  if (k >= 0) intercept::RawSyscall6(SYS_close, k);  // the skeleton's directory
+  if (!out.handled) return intercept::Handled(k);  // (the kernel's after all: its answer)
+  if (k >= 0) base::RawSyscall6(SYS_close, k);     // the skeleton's directory
   return out;
 }
 
@@ -120,11 +120,11 @@ HookResult ThroughSkeleton(const Served& r, long nr, const long a[6]) {
 // 0111): root, or the effective CAP_DAC_OVERRIDE or CAP_DAC_READ_SEARCH. A process that
 // drops them later keeps the answer: it then checks more than it needs to, never less.
 bool MayReadAnyDirectory() {
-  if (intercept::RawSyscall6(SYS_geteuid) == 0) return true;
+  if (base::RawSyscall6(SYS_geteuid) == 0) return true;
   __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2] = {};
-  if (intercept::RawSyscall6(SYS_capget, reinterpret_cast<long>(&header),
-                             reinterpret_cast<long>(data)) != 0)
+  if (base::RawSyscall6(SYS_capget, reinterpret_cast<long>(&header),
+                        reinterpret_cast<long>(data)) != 0)
     return true;
   return (data[0].effective & ((1u << CAP_DAC_OVERRIDE) | (1u << CAP_DAC_READ_SEARCH))) != 0;
 }
@@ -195,8 +195,8 @@ void WriteStats() {
       static_cast<unsigned long long>(io.node_cache_hits));
   if (s->stats_target == "1") {
     const int fd = s->stats_fd >= 0 ? s->stats_fd : 2;
-    intercept::RawSyscall6(SYS_write, fd, reinterpret_cast<long>(line),
-                           static_cast<long>(std::strlen(line)));
+    base::RawSyscall6(SYS_write, fd, reinterpret_cast<long>(line),
+                      static_cast<long>(std::strlen(line)));
   } else if (FILE* f = std::fopen(s->stats_target.c_str(), "a")) {
     std::fputs(line, f);
     std::fclose(f);
@@ -238,8 +238,8 @@ HookSpec PreloadHookSpec() {
   {
     // fanrun made the mount point's directories (its skeleton) before CMD started.
     struct stat st;
-    if (intercept::RawSyscall6(SYS_stat, reinterpret_cast<long>(s->physical_mount().c_str()),
-                               reinterpret_cast<long>(&st)) == 0 &&
+    if (base::RawSyscall6(SYS_stat, reinterpret_cast<long>(s->physical_mount().c_str()),
+                          reinterpret_cast<long>(&st)) == 0 &&
         S_ISDIR(st.st_mode)) {
       g_prefilter.skeleton_dev = st.st_dev;
       g_prefilter.skeleton_marked = st.st_mtim.tv_nsec == kSkeletonMarkNs;

@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 #include "runtime/env.h"
 #include "runtime/fd_table.h"
 #include "runtime/resolve.h"
@@ -19,7 +19,7 @@
 namespace fanstore::runtime {
 namespace {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 
 constexpr char kVar[] = "FANSTORE_FDS=";
 constexpr size_t kVarLen = sizeof kVar - 1;

@@ -12,7 +12,7 @@
 
 #include <cstddef>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 
 namespace fanstore::runtime {
 
@@ -38,8 +38,8 @@ static inline void ProcFdPath(int fd, char (&link)[32]) {
 static inline long FdName(int fd, char* out, size_t room) {
   char link[32];
   ProcFdPath(fd, link);
-  const long n = intercept::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
-                                        reinterpret_cast<long>(out), static_cast<long>(room));
+  const long n = base::RawSyscall6(SYS_readlinkat, AT_FDCWD, reinterpret_cast<long>(link),
+                                   reinterpret_cast<long>(out), static_cast<long>(room));
   if (n <= 0 || static_cast<size_t>(n) >= room || out[0] != '/') return -1;
   return n;
 }
@@ -47,11 +47,11 @@ static inline long FdName(int fd, char* out, size_t room) {
 // The kernel's name of directory `path` (NUL-terminated) relative to dirfd, in out[0, room)
 // as FdName gives it; -1 if it is not a directory that can be opened.
 static inline long DirName(int dirfd, const char* path, char* out, size_t room) {
-  const long fd = intercept::RawSyscall6(SYS_openat, dirfd, reinterpret_cast<long>(path),
-                                         O_PATH | O_DIRECTORY | O_CLOEXEC);
+  const long fd = base::RawSyscall6(SYS_openat, dirfd, reinterpret_cast<long>(path),
+                                    O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return -1;
   const long n = FdName(static_cast<int>(fd), out, room);
-  intercept::RawSyscall6(SYS_close, fd);
+  base::RawSyscall6(SYS_close, fd);
   return n;
 }
 

@@ -10,10 +10,10 @@
 #include <new>
 #include <span>
 
+#include "base/raw_syscall.h"
 #include "compress/crc32c.h"
 #include "compress/inflate.h"
 #include "intercept/preload_log.h"
-#include "intercept/raw_syscall.h"
 #include "io/pieces.h"
 #include "meta/blocks.h"
 #include "meta/format.h"
@@ -84,7 +84,7 @@ long ReadPieces(const ImageEntry& e, uint32_t entry, uint64_t off, size_t len, u
         r = RemoteStill(RemotePieceKey(entry, p), src.word) ? static_cast<long>(take) : kStale;
       } else {
         r = PreadBlob(src.fd, dst + done, take, in);
-        intercept::RawSyscall6(SYS_close, src.fd);
+        base::RawSyscall6(SYS_close, src.fd);
       }
     }
     if (r < 0) return r == kStale ? -EIO : r;
@@ -324,7 +324,7 @@ bool FetchedByPiece(uint32_t entry) {
 }
 
 void CloseSource(const MemberSource& src) {
-  if (src.owned && src.fd >= 0) intercept::RawSyscall6(SYS_close, src.fd);
+  if (src.owned && src.fd >= 0) base::RawSyscall6(SYS_close, src.fd);
 }
 
 ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {

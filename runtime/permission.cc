@@ -3,11 +3,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 
 namespace fanstore::runtime {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 
 const meta::Credentials& Caller::Load() {
   if (loaded_) return c_;

@@ -7,9 +7,9 @@
 #include <linux/fs.h>
 #include <sys/syscall.h>
 
+#include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
 #include "intercept/clone_mark.h"
-#include "intercept/raw_syscall.h"
-#include "intercept/syscall_numbers.h"
 #include "meta/format.h"
 #include "meta/path_hash.h"
 #include "runtime/fast_key.h"
@@ -334,7 +334,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
     case SYS_dup:
     case SYS_fcntl:
       if (NativeDir(a[0]) && (nr == SYS_dup || a[1] == F_DUPFD || a[1] == F_DUPFD_CLOEXEC)) {
-        const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2]);
+        const long k = base::RawSyscall6(nr, a[0], a[1], a[2]);
         if (k >= 0 && !intercept::t_clone_child) SetNativeDir(k, true);
         return {k, kAnswered};
       }
@@ -356,7 +356,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
   if ((nr == SYS_stat || nr == SYS_lstat || nr == SYS_newfstatat || nr == SYS_statx) && path &&
       path[0] == '/' && KnownNativeParent(path))
     return {0, kToKernel};
-  const long k = intercept::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
+  const long k = base::RawSyscall6(nr, a[0], a[1], a[2], a[3], a[4], a[5]);
   // ENOENT below a skeleton directory; EACCES for a name created in one, or for one opened
   // (they are 0111): the second stage looks (it needs a path buffer), unless the parent of
   // an absolute path's ENOENT is one it found native before (PATH lookups and Python's

@@ -7,8 +7,8 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 
+#include "base/raw_syscall.h"
 #include "intercept/clone_mark.h"
-#include "intercept/raw_syscall.h"
 #include "meta/path_hash.h"
 #include "runtime/kernel_names.h"
 #include "runtime/prefilter_state.h"
@@ -23,7 +23,7 @@ namespace {
 // other devices, one).
 bool InSkeleton(int fd) {
   struct stat st;
-  if (intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0 ||
+  if (base::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0 ||
       !IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked))
     return false;
   char where[4096];
@@ -37,8 +37,8 @@ bool InSkeleton(int fd) {
 // Whether path s itself, from dirfd, is a skeleton directory (one newfstatat).
 bool SelfInSkeleton(long dirfd, const char* s) {
   struct stat st;
-  return intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd), reinterpret_cast<long>(s),
-                                reinterpret_cast<long>(&st), 0) == 0 &&
+  return base::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd), reinterpret_cast<long>(s),
+                           reinterpret_cast<long>(&st), 0) == 0 &&
          IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked);
 }
 
@@ -60,8 +60,8 @@ bool ParentInSkeleton(long dirfd, const char* s) {
     slot = &NativeParentSlot(parent, WordStrlen(parent), &h);
     if (slot->load(std::memory_order_relaxed) == h) return false;
   }
-  if (intercept::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd),
-                             reinterpret_cast<long>(parent), reinterpret_cast<long>(&st), 0) != 0 ||
+  if (base::RawSyscall6(SYS_newfstatat, static_cast<int>(dirfd), reinterpret_cast<long>(parent),
+                        reinterpret_cast<long>(&st), 0) != 0 ||
       !S_ISDIR(st.st_mode))
     return false;
   if (IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked)) return true;
@@ -83,7 +83,7 @@ intercept::PrefilterResult RuntimePrefilterAgain(long nr, const long a[6], long 
                    ? kToHook
                    : kAnswered};
   if (InSkeleton(static_cast<int>(k))) {  // a directory opened (RuntimePrefilter)
-    intercept::RawSyscall6(SYS_close, k);
+    base::RawSyscall6(SYS_close, k);
     return {0, kToHook};
   }
   SetNativeDir(k, !intercept::t_clone_child);

@@ -13,8 +13,8 @@
 #include <cstring>
 #include <new>
 
+#include "base/raw_syscall.h"
 #include "intercept/preload_log.h"
-#include "intercept/raw_syscall.h"
 #include "io/node_cache.h"
 #include "io/pieces.h"
 #include "io/protocol.h"
@@ -23,7 +23,7 @@
 namespace fanstore::runtime {
 namespace {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 
 struct Connection {
   int fd = -1;

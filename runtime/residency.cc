@@ -5,7 +5,7 @@
 #include <atomic>
 #include <ctime>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 #include "io/resident.h"
 #include "runtime/member_io_parts.h"
 
@@ -45,13 +45,12 @@ size_t ReadBeforeBytes(const State& s) {
 std::atomic<uint64_t>* LazyBits(std::atomic<std::atomic<uint64_t>*>& slot, size_t bytes) {
   std::atomic<uint64_t>* bits = slot.load(std::memory_order_acquire);
   if (bits) return bits;
-  const long m =
-      intercept::RawSyscall6(SYS_mmap, 0, static_cast<long>(bytes), PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  const long m = base::RawSyscall6(SYS_mmap, 0, static_cast<long>(bytes), PROT_READ | PROT_WRITE,
+                                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (m < 0) return nullptr;
   auto* fresh = reinterpret_cast<std::atomic<uint64_t>*>(m);
   if (slot.compare_exchange_strong(bits, fresh, std::memory_order_acq_rel)) return fresh;
-  intercept::RawSyscall6(SYS_munmap, m, static_cast<long>(bytes));  // another thread won
+  base::RawSyscall6(SYS_munmap, m, static_cast<long>(bytes));  // another thread won
   return bits;
 }
 
@@ -87,7 +86,7 @@ bool TrustReRead(State& s) {
   if (s_trust.CheckDue(now)) {
     s.ShrinkCutBlobs();
     struct rusage ru;
-    const long rc = intercept::RawSyscall6(SYS_getrusage, RUSAGE_SELF, reinterpret_cast<long>(&ru));
+    const long rc = base::RawSyscall6(SYS_getrusage, RUSAGE_SELF, reinterpret_cast<long>(&ru));
     s_trust.Checked(now, rc == 0 ? ru.ru_majflt : -1);
   }
   return s_trust.Trusted(now);
@@ -135,12 +134,12 @@ const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t l
   const bool trusted = !resident && read_before && map && TrustReRead(s);
   if (trusted) size = s.blob_sizes[partition].load(std::memory_order_relaxed);  // after the check
   unsigned char vec[kViewMax / io::kResidentPage + 2];
-  const uint8_t* view = io::ResidentBytes(map, size, off, len, resident || trusted, vec,
-                                          [](const uint8_t* at, uint64_t n, unsigned char* v) {
-                                            return intercept::RawSyscall6(
-                                                SYS_mincore, reinterpret_cast<long>(at),
-                                                static_cast<long>(n), reinterpret_cast<long>(v));
-                                          });
+  const uint8_t* view =
+      io::ResidentBytes(map, size, off, len, resident || trusted, vec,
+                        [](const uint8_t* at, uint64_t n, unsigned char* v) {
+                          return base::RawSyscall6(SYS_mincore, reinterpret_cast<long>(at),
+                                                   static_cast<long>(n), reinterpret_cast<long>(v));
+                        });
   if (view) {
     g_io.mapped.Add(1);
     if (trusted) g_io.trusted.Add(1);
@@ -150,11 +149,11 @@ const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t l
 
 void ForgetReadsAfterFork() {
   if (std::atomic<uint64_t>* bits = s_read_before.load(std::memory_order_relaxed))
-    intercept::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits),
-                           static_cast<long>(ReadBeforeBytes(*Get())), MADV_DONTNEED);
+    base::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits),
+                      static_cast<long>(ReadBeforeBytes(*Get())), MADV_DONTNEED);
   if (std::atomic<uint64_t>* bits = s_region_bits.load(std::memory_order_relaxed))
-    intercept::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits),
-                           static_cast<long>(kRegionBits / 8), MADV_DONTNEED);
+    base::RawSyscall6(SYS_madvise, reinterpret_cast<long>(bits), static_cast<long>(kRegionBits / 8),
+                      MADV_DONTNEED);
 }
 
 }  // namespace fanstore::runtime

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 #include "meta/format.h"
 #include "runtime/fd_table.h"
 #include "runtime/kernel_names.h"

@@ -10,8 +10,8 @@
 
 #include <sys/syscall.h>
 
+#include "base/syscall_numbers.h"
 #include "intercept/planner.h"
-#include "intercept/syscall_numbers.h"
 #include "runtime/unserved_calls.h"
 
 namespace fanstore::runtime {

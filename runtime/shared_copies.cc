@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "base/raw_syscall.h"
 #include "intercept/preload_log.h"
-#include "intercept/raw_syscall.h"
 #include "io/mapped_copies.h"
 #include "io/pieces.h"
 #include "runtime/member_io.h"
@@ -22,15 +22,14 @@ namespace {
 // `bound` (io/mapped_copies.h). Another process may remove the same copy at once, or one
 // may appear meanwhile: the bound is kept as well as the directory shows it.
 void MakeRoomForCopy(const std::string& dir, uint64_t need, uint64_t bound) {
-  const long dfd = intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(dir.c_str()),
-                                          O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  const long dfd = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(dir.c_str()),
+                                     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return;
   std::vector<std::string> names;
   std::vector<io::MappedCopy> copies;
   alignas(8) char buf[8192];
   for (;;) {
-    const long n =
-        intercept::RawSyscall6(SYS_getdents64, dfd, reinterpret_cast<long>(buf), sizeof buf);
+    const long n = base::RawSyscall6(SYS_getdents64, dfd, reinterpret_cast<long>(buf), sizeof buf);
     if (n <= 0) break;
     for (long at = 0; at < n;) {
       struct Dirent64 {
@@ -44,8 +43,8 @@ void MakeRoomForCopy(const std::string& dir, uint64_t need, uint64_t bound) {
       at += d->reclen;
       if (!io::IsMappedCopyName(d->name)) continue;
       struct stat st;
-      if (intercept::RawSyscall6(SYS_newfstatat, dfd, reinterpret_cast<long>(d->name),
-                                 reinterpret_cast<long>(&st), AT_SYMLINK_NOFOLLOW) != 0)
+      if (base::RawSyscall6(SYS_newfstatat, dfd, reinterpret_cast<long>(d->name),
+                            reinterpret_cast<long>(&st), AT_SYMLINK_NOFOLLOW) != 0)
         continue;
       names.emplace_back(d->name);
       copies.push_back({static_cast<uint64_t>(st.st_size),
@@ -53,11 +52,11 @@ void MakeRoomForCopy(const std::string& dir, uint64_t need, uint64_t bound) {
     }
   }
   for (const size_t i : io::CopiesToRemove(copies, need, bound)) {
-    intercept::RawSyscall6(SYS_unlinkat, dfd, reinterpret_cast<long>(names[i].c_str()), 0);
+    base::RawSyscall6(SYS_unlinkat, dfd, reinterpret_cast<long>(names[i].c_str()), 0);
     intercept::Logger().debug("node cache: {}/{} removed ({} bytes): mapped copies within {} bytes",
                               dir, names[i], copies[i].bytes, bound);
   }
-  intercept::RawSyscall6(SYS_close, dfd);
+  base::RawSyscall6(SYS_close, dfd);
 }
 
 }  // namespace
@@ -67,11 +66,11 @@ long SharedCopyOf(uint32_t entry) {
   if (s.node_cache.empty()) return -ENOENT;
   const std::string path =
       s.node_cache + "/" + std::string(io::kMappedCopyPrefix) + std::to_string(entry);
-  const long ro = intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()),
-                                         O_RDONLY | O_CLOEXEC);
+  const long ro = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path.c_str()),
+                                    O_RDONLY | O_CLOEXEC);
   if (ro >= 0) {  // made before, whole (it is renamed into place only when complete)
     // used now: the last to be removed when room is made (utimensat(fd, NULL, NULL): now)
-    intercept::RawSyscall6(SYS_utimensat, ro, 0, 0, 0);
+    base::RawSyscall6(SYS_utimensat, ro, 0, 0, 0);
     return ro;
   }
   const uint64_t size = s.ns.entry(entry).size;
@@ -79,11 +78,11 @@ long SharedCopyOf(uint32_t entry) {
     MakeRoomForCopy(s.node_cache, size, bound);
   // Made here under a name of this thread's own, then renamed into place: a process that
   // races us makes its own, the last rename wins, and both are the member's bytes.
-  const std::string tmp = path + "." + std::to_string(intercept::RawSyscall6(SYS_gettid)) + ".tmp";
-  const long fd = intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp.c_str()),
-                                         O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0400);
+  const std::string tmp = path + "." + std::to_string(base::RawSyscall6(SYS_gettid)) + ".tmp";
+  const long fd = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp.c_str()),
+                                    O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0400);
   if (fd < 0) return fd;
-  long rc = intercept::RawSyscall6(SYS_fallocate, fd, 0, 0, static_cast<long>(size));
+  long rc = base::RawSyscall6(SYS_fallocate, fd, 0, 0, static_cast<long>(size));
   if (rc == -EOPNOTSUPP) rc = 0;  // (then a full disk shows in the writes)
   std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[io::kPieceBytes]);
   if (!buf && rc == 0) rc = -ENOMEM;
@@ -94,8 +93,8 @@ long SharedCopyOf(uint32_t entry) {
       break;
     }
     for (ssize_t w = 0; rc == 0 && w < n;) {
-      const long k = intercept::RawSyscall6(SYS_pwrite64, fd, reinterpret_cast<long>(buf.get() + w),
-                                            n - w, static_cast<long>(off + w));
+      const long k = base::RawSyscall6(SYS_pwrite64, fd, reinterpret_cast<long>(buf.get() + w),
+                                       n - w, static_cast<long>(off + w));
       if (k < 0 && k != -EINTR) rc = k;
       w += k > 0 ? k : 0;
     }
@@ -105,17 +104,17 @@ long SharedCopyOf(uint32_t entry) {
   // remove the name at any time after it.
   long ro_made = -1;
   if (rc == 0) {
-    ro_made = intercept::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp.c_str()),
-                                     O_RDONLY | O_CLOEXEC);
+    ro_made = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(tmp.c_str()),
+                                O_RDONLY | O_CLOEXEC);
     rc = ro_made < 0 ? ro_made : 0;
   }
   if (rc == 0)
-    rc = intercept::RawSyscall6(SYS_rename, reinterpret_cast<long>(tmp.c_str()),
-                                reinterpret_cast<long>(path.c_str()));
-  intercept::RawSyscall6(SYS_close, fd);
+    rc = base::RawSyscall6(SYS_rename, reinterpret_cast<long>(tmp.c_str()),
+                           reinterpret_cast<long>(path.c_str()));
+  base::RawSyscall6(SYS_close, fd);
   if (rc < 0) {
-    if (ro_made >= 0) intercept::RawSyscall6(SYS_close, ro_made);
-    intercept::RawSyscall6(SYS_unlink, reinterpret_cast<long>(tmp.c_str()));
+    if (ro_made >= 0) base::RawSyscall6(SYS_close, ro_made);
+    base::RawSyscall6(SYS_unlink, reinterpret_cast<long>(tmp.c_str()));
     return rc;
   }
   return ro_made;

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string_view>
 
-#include "intercept/raw_syscall.h"
+#include "base/raw_syscall.h"
 #include "meta/member.h"
 #include "runtime/kernel_names.h"
 #include "runtime/prefilter_state.h"
@@ -16,7 +16,7 @@
 namespace fanstore::runtime {
 namespace {
 
-using intercept::RawSyscall6;
+using base::RawSyscall6;
 
 // Whether physical path p is the mount point or under it.
 bool AtOrUnder(std::string_view p, std::string_view m) {

@@ -23,7 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "intercept/syscall_numbers.h"
+#include "base/syscall_numbers.h"
 
 namespace fanstore::runtime {
 

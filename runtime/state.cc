@@ -14,8 +14,8 @@
 #include <cstring>
 #include <iterator>  // std::size
 
+#include "base/raw_syscall.h"
 #include "intercept/clone_mark.h"
-#include "intercept/raw_syscall.h"
 #include "io/resident.h"
 #include "runtime/env.h"
 #include "runtime/fd_table.h"
@@ -28,7 +28,7 @@ State* g_state = nullptr;
 
 void AfterFork() {
   if (!g_state) return;
-  g_state->pid.store(static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)));
+  g_state->pid.store(static_cast<pid_t>(base::RawSyscall6(SYS_getpid)));
   Fds().OnForkChild();  // the child's copies of virtual fds refer to the descriptions too
   MemberIoAfterFork();
 }
@@ -44,7 +44,7 @@ bool State::InVforkChild() const {
   // last proved itself (intercept/clone_mark.h), so no system call is needed.
   if (intercept::CloneMarkComplete() && !intercept::t_clone_child) return false;
   const bool child =
-      static_cast<pid_t>(intercept::RawSyscall6(SYS_getpid)) != pid.load(std::memory_order_relaxed);
+      static_cast<pid_t>(base::RawSyscall6(SYS_getpid)) != pid.load(std::memory_order_relaxed);
   if (!child) intercept::t_clone_child = 0;  // a forked child or a new thread, not a vfork child
   return child;
 }
@@ -53,8 +53,8 @@ namespace {
 
 // fd moved into the reserved range (the runtime's own fds live there); raw is closed.
 long IntoReserved(long raw, int reserved_lo) {
-  const long target = intercept::RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC, reserved_lo);
-  intercept::RawSyscall6(SYS_close, raw);
+  const long target = base::RawSyscall6(SYS_fcntl, raw, F_DUPFD_CLOEXEC, reserved_lo);
+  base::RawSyscall6(SYS_close, raw);
   return target;
 }
 
@@ -65,7 +65,7 @@ int Publish(std::atomic<int>* slot, long raw, int reserved_lo) {
   if (target < 0) return static_cast<int>(target);
   int expected = -1;
   if (!slot->compare_exchange_strong(expected, static_cast<int>(target))) {
-    intercept::RawSyscall6(SYS_close, target);  // another thread won
+    base::RawSyscall6(SYS_close, target);  // another thread won
     return expected;
   }
   return static_cast<int>(target);
@@ -89,8 +89,8 @@ int State::BlobFd(uint32_t p) {
     if (provisional >= 0 && MonotonicNs() < recheck_at_ns[p].load(std::memory_order_relaxed))
       return provisional;
   }
-  const long raw = intercept::RawSyscall6(
-      SYS_openat, AT_FDCWD, reinterpret_cast<long>(parts[p].c_str()), O_RDONLY | O_CLOEXEC);
+  const long raw = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(parts[p].c_str()),
+                                     O_RDONLY | O_CLOEXEC);
   if (raw == -ENOENT && !staging_from.empty()) {
     // Not copied yet: the blob in place. (A provisional fd is never closed: another thread
     // may be reading through it.)
@@ -98,7 +98,7 @@ int State::BlobFd(uint32_t p) {
     if (provisional >= 0) return provisional;
     const std::string& final_path = parts[p];
     const std::string in_place = staging_from + final_path.substr(final_path.rfind('/'));
-    const long ip = intercept::RawSyscall6(
+    const long ip = base::RawSyscall6(
         SYS_openat, AT_FDCWD, reinterpret_cast<long>(in_place.c_str()), O_RDONLY | O_CLOEXEC);
     if (ip < 0) return static_cast<int>(ip);
     return Publish(&provisional_fds[p], ip, reserved_lo);
@@ -116,10 +116,10 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
     struct stat st;
     uintptr_t made = 1;
     long len = 0;
-    if (fd >= 0 && intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
+    if (fd >= 0 && base::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
         st.st_size > 0) {
       len = st.st_size;
-      const long r = intercept::RawSyscall6(SYS_mmap, 0, len, PROT_READ, MAP_SHARED, fd, 0);
+      const long r = base::RawSyscall6(SYS_mmap, 0, len, PROT_READ, MAP_SHARED, fd, 0);
       if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095))
         made = static_cast<uintptr_t>(r);
     }
@@ -129,16 +129,15 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
     if (made > 1) {
       struct statfs fs;
       blob_sizes[p].store(static_cast<uint64_t>(len), std::memory_order_relaxed);
-      blob_resident[p].store(
-          intercept::RawSyscall6(SYS_fstatfs, fd, reinterpret_cast<long>(&fs)) == 0 &&
-              io::AlwaysResident(staged, static_cast<long>(fs.f_type)),
-          std::memory_order_relaxed);
+      blob_resident[p].store(base::RawSyscall6(SYS_fstatfs, fd, reinterpret_cast<long>(&fs)) == 0 &&
+                                 io::AlwaysResident(staged, static_cast<long>(fs.f_type)),
+                             std::memory_order_relaxed);
     }
     uintptr_t expected = 0;
     if (blob_maps[p].compare_exchange_strong(expected, made, std::memory_order_acq_rel)) {
       m = made;
     } else {  // another thread mapped it first
-      if (made > 1) intercept::RawSyscall6(SYS_munmap, static_cast<long>(made), len);
+      if (made > 1) base::RawSyscall6(SYS_munmap, static_cast<long>(made), len);
       m = expected;
     }
   }
@@ -153,7 +152,7 @@ void State::ShrinkCutBlobs() {
     if (blob_maps[p].load(std::memory_order_acquire) <= 1) continue;
     struct stat st;
     const int fd = blob_fds[p].load(std::memory_order_relaxed);
-    if (fd < 0 || intercept::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) continue;
+    if (fd < 0 || base::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0) continue;
     const uint64_t now = static_cast<uint64_t>(st.st_size);
     uint64_t was = blob_sizes[p].load(std::memory_order_relaxed);
     while (now < was && !blob_sizes[p].compare_exchange_weak(was, now, std::memory_order_relaxed)) {

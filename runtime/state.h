@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "meta/namespace_image.h"
-#include "meta/status.h"
 #include "runtime/fast_key.h"
 
 namespace fanstore::runtime {

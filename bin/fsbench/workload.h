@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
 #include "bin/fsbench/options.h"
-#include "meta/status.h"
 
 namespace fanstore::fsbench {
 

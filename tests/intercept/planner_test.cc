@@ -10,11 +10,11 @@
 #include <initializer_list>
 #include <vector>
 
+#include "base/syscall_numbers.h"
 #include "intercept/insn.h"
 #include "intercept/libc_image.h"
 #include "intercept/plan_cache.h"
 #include "intercept/stub.h"
-#include "intercept/syscall_numbers.h"
 
 namespace fanstore::intercept {
 namespace {

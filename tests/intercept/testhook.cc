@@ -18,11 +18,13 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
 #include "intercept/hook_api.h"
-#include "intercept/raw_syscall.h"
-#include "intercept/syscall_numbers.h"
 
 namespace fanstore::intercept {
+
+using base::RawSyscall6;
 
 PrefilterResult TestPrefilter(long nr, const long a[6]) noexcept;  // testhook_prefilter.cc
 

@@ -5,8 +5,8 @@
 #include <stdint.h>
 #include <sys/syscall.h>
 
+#include "base/syscall_numbers.h"
 #include "intercept/call_abi.h"
-#include "intercept/syscall_numbers.h"
 
 namespace fanstore::intercept {
 

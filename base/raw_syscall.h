@@ -4,7 +4,7 @@
 // Thread-safety: as the system call itself; async-signal-safe; usable in a vfork child.
 #pragma once
 
-namespace fanstore::intercept {
+namespace fanstore::base {
 
 inline long RawSyscall6(long nr, long a1 = 0, long a2 = 0, long a3 = 0, long a4 = 0, long a5 = 0,
                         long a6 = 0) noexcept {
@@ -19,4 +19,4 @@ inline long RawSyscall6(long nr, long a1 = 0, long a2 = 0, long a3 = 0, long a4 
   return ret;
 }
 
-}  // namespace fanstore::intercept
+}  // namespace fanstore::base
