@@ -45,9 +45,9 @@ std::string Agent::Loop::Name(uint32_t key) const {
 }
 
 // A new attempt of a fetch, with a buffer for the bytes; nullptr when there is no memory.
-// (Receiving straight into the node cache was measured twice and was no faster: the range
-// carries its padding into the cache, and MPI's copy lands in pages spread over the arena
-// instead of one buffer that stays in the core's cache; docs/design.md.)
+// (Not straight into the node cache: that is no faster, since the range carries its padding
+// into the cache and MPI's copy lands in pages spread over the arena instead of one buffer
+// that stays in the core's cache; docs/design.md.)
 std::unique_ptr<Agent::Loop::Attempt> Agent::Loop::NewAttempt(const Fetch& f) {
   auto a = std::make_unique<Attempt>();
   a->req = f.req;

@@ -2,9 +2,8 @@
 // kPiecedAbove (8 MiB) is never fetched whole for a read: each read fetches only the
 // kPieceBytes (1 MiB) pieces of its stored bytes that it touches, and each piece is a
 // member of its own in the node cache (io/node_cache.h), under a key past the namespace's
-// entries. Before, one 4 KiB read of a 300 MB member held elsewhere moved all 300 MB over
-// MPI into a private copy, for every read (0.5 s each), and a member larger than
-// --timeout allows could not be read.
+// entries. So a 4 KiB read of a 300 MB member held elsewhere moves 1 MiB, not 300 MB
+// (0.5 s), and a member of any size can be read within --timeout.
 //
 // The keys: entries [0, ns.size()) are themselves; then the pieces of every pieced member
 // in entry order, each member's pieces one after another. The agent and every process

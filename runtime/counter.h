@@ -1,7 +1,7 @@
 // A statistics counter that threads can bump without sharing a cache line: a relaxed add
-// on one of 16 line-sized shards. One shared atomic capped `stat` from two threads at the
-// rate of one (3.3 M/s on 1 thread, 3.5 M/s on 2), the line bouncing between cores on
-// every call. A thread takes the next shard at its first add, so up to 16 threads never
+// on one of 16 line-sized shards: one shared atomic would cap `stat` from two threads at
+// the rate of one (3.3 M/s on 1 thread, 3.5 M/s on 2), the line bouncing between cores
+// on every call. A thread takes the next shard at its first add, so up to 16 threads never
 // share one (a hash of the thread pointer put 2 threads on one shard in 2.5% of runs).
 // Header-only with general registers only: the prefilter uses it.
 // Thread-safety: Add from any thread; Load sums the shards (exact once writers stop).
