@@ -1,8 +1,8 @@
 // The system-call handlers of the runtime: each takes the six raw arguments and returns a
 // HookResult (a kernel-style value, or pass to the kernel for anything outside the
-// dataset). handlers_path.cc has the path-taking calls, handlers_mutation.cc those that
-// would change a path, handlers_fd.cc the fd calls (reads, offsets, dup, fcntl,
-// directory reads, copies), handlers_mmap.cc mmap and handlers_poll.cc readiness.
+// dataset). handlers_open.cc has the opens, handlers_path.cc the other path-taking calls,
+// handlers_mutation.cc those that would change a path, handlers_fd.cc the fd calls (reads, offsets,
+// dup, fcntl, directory reads, copies), handlers_mmap.cc mmap and handlers_poll.cc readiness.
 // Thread-safety: every handler is safe from any thread; the hook (hook.cc) never calls
 // them in a vfork child except the few that only pass through.
 #pragma once
@@ -32,6 +32,7 @@ inline const char* Str(long p) {
 Resolved ResolveParent(long dirfd, const char* path);
 void FillStat(uint32_t entry, struct stat* st);
 bool IsDirEntry(uint32_t entry);
+bool IsSymlink(uint32_t entry);
 // A new virtual fd (a placeholder kernel fd) for `entry` opened with `flags`, or -errno.
 long OpenVirtual(uint32_t entry, int flags);
 // Replaces virtual fd `fd` in place by a sealed memfd holding the member's bytes (for
@@ -44,7 +45,7 @@ bool CopyIn(void* dst, long src, size_t len);
 // Runs a syscall with a path argument replaced (for kRewritten resolutions).
 long WithPath(long nr, const long a[6], int path_arg, const char* path);
 
-// Path calls.
+// Path calls (handlers_open.cc: opens; handlers_path.cc: the rest).
 HookResult OnOpenat(long nr, const long a[6]);
 HookResult OnStatPath(long nr, const long a[6]);
 HookResult OnStatx(const long a[6]);

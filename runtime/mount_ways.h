@@ -90,7 +90,7 @@ inline bool IsComponentOf(std::string_view name, std::string_view mount) {
 // A path with a ".." after a native name ("/repo/code/../data/imagenet/x", as
 // os.path.join(os.path.dirname(__file__), "..", "data") spells it) may reach the dataset
 // once the kernel has resolved its part up to the first ".." (physically: a ".." after a
-// symlink is its target's parent; runtime/resolve.cc). The length of that part, if a
+// symlink is its target's parent; runtime/dot_dot.cc). The length of that part, if a
 // component `is_name` accepts (one of the mount point's names) follows the ".."; 0 if none
 // does (then the path cannot be spelling the way into the dataset, and stays the kernel's).
 template <class IsName>

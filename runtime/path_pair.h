@@ -1,5 +1,5 @@
 // A pair of paths remembered for the process's life (a spelling and the kernel's physical
-// name for it: runtime/resolve.cc's ".." heads, runtime/skeleton.h's learned links),
+// name for it: runtime/dot_dot.cc's ".." heads, runtime/skeleton.h's learned links),
 // written in place once and read without locks: a vfork child may add one (no
 // allocation), and the prefilter reads them (general registers only).
 // Thread-safety: the state goes 0 (free) -> 1 (claimed by one writer) -> 2 (published);

@@ -161,7 +161,7 @@ FANSTORE_HOT_TEXT bool UnderLearned(const char* s) {
   return false;
 }
 
-// "/repo/code/../data/imagenet/x" (runtime/resolve.cc ThroughDotDot).
+// "/repo/code/../data/imagenet/x" (runtime/dot_dot.cc ThroughDotDot).
 FANSTORE_HOT_TEXT bool DotDotThenName(const char* s) {
   return runtime::DotDotThenName(g_prefilter.spellings, kSpellings, s);
 }

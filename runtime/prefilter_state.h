@@ -47,7 +47,7 @@ struct PrefilterState {
   const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
   const OpenFile* descs = nullptr;                 // FdTable::slab()
   // No fd below this is free in the kernel, as far as the runtime knows: an open takes a
-  // parked fd only below it, so its number is the lowest free one, as POSIX says (handlers_path.cc
+  // parked fd only below it, so its number is the lowest free one, as POSIX says (handlers_open.cc
   // OpenVirtual). Lowered by every close the prefilter sees, raised by a placeholder's dup.
   std::atomic<int> low_hole{0};
   // The namespace image, for stat answered in the prefilter.

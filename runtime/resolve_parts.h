@@ -1,5 +1,5 @@
-// Internal to path resolution (resolve.cc) and the virtual cwd (cwd.cc): the walk over
-// the image that both use, and the cwd state that resolution reads.
+// Internal to path resolution (resolve.cc, dot_dot.cc) and the virtual cwd (cwd.cc): the
+// walk over the image that they use, and the cwd state that resolution reads.
 // Thread-safety: as runtime/resolve.h.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "meta/namespace_image.h"
+#include "runtime/prefilter_state.h"
 #include "runtime/resolve.h"
 #include "runtime/state.h"
 
@@ -63,6 +64,30 @@ WalkResult WalkCore(const State& s, uint32_t start, std::string_view path, bool 
 // The walk, going on where a path leaves the dataset and comes back; `depth` counts the
 // returns so far.
 Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow, int depth = 0);
+
+// Full resolution from `start` (an entry) along `rest`: one probe of the table first
+// (runtime/fast_key.h), the walk where that cannot decide.
+Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool follow,
+                  int depth = 0);
+
+// Any spelling of the mount point (State::spellings()): the index of the one `path` is
+// under, with *rest what follows it; -1 if none.
+int SpellingOf(const State& s, std::string_view path, std::string_view* rest);
+// The directory spelling k names: the root, or an alias's directory inside the dataset.
+uint32_t SpellingStart(const State& s, size_t k);
+// Whether `rest` after spelling k names the alias's symlink itself, not followed: that is
+// the kernel's.
+bool AliasLinkItself(const State& s, size_t k, std::string_view rest, bool follow);
+
+// (dot_dot.cc)
+// A path with a ".." after a native name, relative to native directory `dirfd` (or
+// absolute), resolved through the kernel's name for the part before the "..": into the
+// dataset when it comes back to a spelling of the mount point; Resolved{} (the kernel's)
+// otherwise. Allocates nothing.
+Resolved ThroughDotDot(const State& s, int dirfd, std::string_view path, bool follow,
+                       int depth = 0);
+// The same for relative path `p` from native directory `dir` (absolute and physical).
+Resolved ThroughDotDotFrom(const State& s, std::string_view dir, std::string_view p, bool follow);
 
 // The native path a kRewritten walk names, given piece by piece to `put`.
 template <class Put>
