@@ -1,7 +1,9 @@
 // The runtime's prefilter: decides, before any vector register is saved, whether a call
 // can concern the dataset, and answers the stat family itself when a path is found by one
 // probe of the image. Compiled with -mgeneral-regs-only -fno-tree-loop-distribute-patterns
-// (no vector code, no loops turned into memset/memcpy calls); calls nothing.
+// (no vector code, no loops turned into memset/memcpy calls); calls nothing outside this
+// file. So it is one translation unit, longer than the runtime's other files, and shares
+// code with the rest of the runtime only through headers.
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
