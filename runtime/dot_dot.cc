@@ -1,6 +1,6 @@
 // A path with ".." after a native name: the kernel names the directory before the "..",
 // and the path goes on from there, into the dataset when it comes back to the mount point
-// (docs/design.md, "`..` heads"). The directories asked of the kernel are remembered by
+// (docs/design.md: glossary, "head"). The directories asked of the kernel are remembered by
 // their absolute spelling for the process's life.
 // Thread-safety: any thread; allocates nothing (a vfork child may call it).
 #include <fcntl.h>

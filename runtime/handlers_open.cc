@@ -1,6 +1,6 @@
 // open, openat, creat and openat2 on dataset paths: a virtual fd for an entry, EROFS for
 // what would write, openat2's RESOLVE_* rules as the kernel applies them.
-// Thread-safety: any thread; OpenVirtual takes the fd table's lock.
+// Thread-safety: any thread (as runtime/handlers.h); the fd table is lock-free.
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>

@@ -50,9 +50,6 @@ bool UnderOne(std::string_view mount, std::string_view path, std::string_view* r
   return true;
 }
 
-// Any spelling of the mount point: as given, with its symlinks resolved (what getcwd and
-// realpath return when a parent directory is a symlink), or through a symlink to it.
-// The index in State::spellings() of the one `path` is under, -1 if none.
 int SpellingOf(const State& s, std::string_view path, std::string_view* rest) {
   const auto spellings = s.spellings();
   for (size_t k = 0; k < spellings.size(); ++k)
@@ -60,15 +57,11 @@ int SpellingOf(const State& s, std::string_view path, std::string_view* rest) {
   return -1;
 }
 
-// Whether a path that reached the mount point through spelling k, with `rest` after it,
-// names the alias's symlink itself, not followed (lstat("data") for data -> the mount
-// point): that is the kernel's, a symlink.
 bool AliasLinkItself(const State& s, size_t k, std::string_view rest, bool follow) {
   const size_t first_alias = s.spellings().first_alias;
   return !follow && rest.empty() && k >= first_alias && (s.alias_links >> (k - first_alias) & 1);
 }
 
-// The directory spelling k names: the root, or an alias's directory inside the dataset.
 uint32_t SpellingStart(const State& s, size_t k) {
   const size_t first_alias = s.spellings().first_alias;
   return k >= first_alias ? s.alias_entries[k - first_alias] : 0;
@@ -192,7 +185,6 @@ bool FastLookup(const State& s, std::string_view rest, bool follow, Resolved* ou
   return true;
 }
 
-// Full resolution from `start` (an entry) along `rest`, fast path first.
 Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool follow, int depth) {
   Resolved r;
   if (start == 0 && FastLookup(s, rest, follow, &r)) return r;

@@ -70,13 +70,16 @@ Resolved Walk(const State& s, uint32_t start, std::string_view rest, bool follow
 Resolved WalkFrom(const State& s, uint32_t start, std::string_view rest, bool follow,
                   int depth = 0);
 
-// Any spelling of the mount point (State::spellings()): the index of the one `path` is
-// under, with *rest what follows it; -1 if none.
+// Any spelling of the mount point: as given, with its symlinks resolved (what getcwd and
+// realpath return when a parent directory is a symlink), or through a symlink to it. The
+// index in State::spellings() of the one `path` is under, with *rest what follows it; -1
+// if none.
 int SpellingOf(const State& s, std::string_view path, std::string_view* rest);
 // The directory spelling k names: the root, or an alias's directory inside the dataset.
 uint32_t SpellingStart(const State& s, size_t k);
-// Whether `rest` after spelling k names the alias's symlink itself, not followed: that is
-// the kernel's.
+// Whether a path that reached the mount point through spelling k, with `rest` after it,
+// names the alias's symlink itself, not followed (lstat("data") for data -> the mount
+// point): that is the kernel's, a symlink.
 bool AliasLinkItself(const State& s, size_t k, std::string_view rest, bool follow);
 
 // (dot_dot.cc)
