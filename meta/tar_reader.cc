@@ -27,7 +27,7 @@ bool ParseNumber(const uint8_t* f, size_t n, uint64_t* out, bool* negative = nul
     const bool neg = f[0] == 0xff;
     uint64_t v = neg ? ~uint64_t{0} : 0;
     for (size_t i = 1; i < n; ++i) {
-      if (!neg && (v >> 56) != 0) return false;
+      if ((v >> 56) != (neg ? 0xff : 0)) return false;  // would not fit 64 bits
       v = (v << 8) | f[i];
     }
     if (neg) {
@@ -77,6 +77,14 @@ bool ChecksumOk(const uint8_t* h) {
   return want == u || static_cast<int64_t>(want) == s;
 }
 
+// SECS seconds and FRAC nanoseconds (of the same sign) as nanoseconds; false when that
+// does not fit an int64_t (before 1678 or after 2262).
+bool SecondsToNs(int64_t secs, int64_t frac, int64_t* ns) {
+  int64_t whole;
+  return !__builtin_mul_overflow(secs, int64_t{1'000'000'000}, &whole) &&
+         !__builtin_add_overflow(whole, frac, ns);
+}
+
 // A PAX decimal time "SECONDS[.FRACTION]" in nanoseconds.
 bool ParsePaxTime(const std::string& v, int64_t* ns) {
   char* end = nullptr;
@@ -92,8 +100,7 @@ bool ParsePaxTime(const std::string& v, int64_t* ns) {
     if (v[0] == '-') frac = -frac;
   }
   if (*end) return false;
-  *ns = static_cast<int64_t>(secs) * 1'000'000'000 + frac;
-  return true;
+  return SecondsToNs(secs, frac, ns);
 }
 
 bool ParseDecimal(const std::string& v, uint64_t* out) {
@@ -175,8 +182,9 @@ class TarReader final : public EntryReader {
       x.uid = static_cast<uint32_t>(v);
       if (!ParseNumber(h + 116, 8, &v)) return Bad(at, "has a bad gid field");
       x.gid = static_cast<uint32_t>(v);
-      if (!ParseNumber(h + 136, 12, &v, &neg)) return Bad(at, "has a bad mtime field");
-      x.mtime_ns = (neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v)) * 1'000'000'000;
+      if (!ParseNumber(h + 136, 12, &v, &neg) || v > INT64_MAX ||
+          !SecondsToNs(neg ? -static_cast<int64_t>(v) : static_cast<int64_t>(v), 0, &x.mtime_ns))
+        return Bad(at, "has a bad mtime field (not a number, or beyond the years 1678-2262)");
       x.size = size;
 
       std::map<std::string, std::string> attrs = global_;
@@ -196,7 +204,7 @@ class TarReader final : public EntryReader {
       }
       if (auto it = attrs.find("mtime");
           it != attrs.end() && !ParsePaxTime(it->second, &x.mtime_ns))
-        return Bad(at, "has a bad PAX mtime");
+        return Bad(at, "has a bad PAX mtime (not a number, or beyond the years 1678-2262)");
 
       stored_ = stored_total_ = x.size;  // bytes of data that follow the header(s)
       in_entry_ = true;
