@@ -1,6 +1,7 @@
 // What fanrun_node.cc and the files split from it share: the start-up's state, handed from
 // phase to phase, and the helpers more than one phase uses. Internal to bin/.
-//   fanrun_node.cc      the node's life: join, agree, exchange, announce, finish, tear down
+//   fanrun_node.cc      the node's life: join, agree, announce, finish, tear down
+//   fanrun_namespace.cc the exchange, the namespace image, the mount point and skeleton
 //   fanrun_jobdirs.cc   the job's and rank's directories, stale jobs, --local-dir
 //   fanrun_stage.cc     whether and how this node's partitions are staged, and the copier
 //   fanrun_skeleton.cc  the mount point and the dataset's directories made under it
