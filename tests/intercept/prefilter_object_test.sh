@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The prefilters run before the entry has saved any vector register, so their object code
 # must hold no SSE/AVX/AVX-512, MMX or x87 instruction, and call nothing outside itself
-# (no memcpy/memset a compiler may form from a loop, no std::terminate). Checked on the
+# (no memcpy/memset a compiler may form from a loop, no std::terminate, no weak definition
+# the linker may take from another object). Checked on the
 # objects this compiler produced, whatever flags it was given.
 # Usage: prefilter_object_test.sh OBJECT...   (the objects of the libraries holding them)
 set -u
@@ -18,7 +19,11 @@ for o in "$@"; do
   calls=$(nm -u "$o" | awk '{print $2}' |
     grep -vE '^(_GLOBAL_OFFSET_TABLE_|__gxx_personality_v0)$|t_clone_child|g_entry_|g_prefilter' | head -5)
   if [ -n "$calls" ]; then echo "FAIL: $o refers to outside functions: $(echo $calls | c++filt)"; fail=1; fi
+  # A weak definition (an inline function or template without `static`) is one the linker
+  # may take from any other object, compiled there with vector code.
+  weak=$(nm "$o" | awk '$2 == "W" || $2 == "V" {print $3}' | head -5)
+  if [ -n "$weak" ]; then echo "FAIL: $o defines weak functions another object may replace: $(echo $weak | c++filt)"; fail=1; fi
 done
 [ $n -ge 3 ] || { echo "FAIL: expected the intercept prefilter and the runtime prefilter stages, found $n"; fail=1; }
-[ $fail = 0 ] && echo "prefilter objects: $n checked, no vector or x87 code, no outside call"
+[ $fail = 0 ] && echo "prefilter objects: $n checked, no vector or x87 code, no outside call, no weak definition"
 exit $fail
