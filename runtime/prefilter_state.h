@@ -88,7 +88,7 @@ inline bool UnderPrefix(const char* s, const char* m, unsigned n) {
 }
 
 // Marks fd as a native directory known not to be the skeleton's, or clears the mark.
-inline void SetNativeDir(long fd, bool on) {
+__attribute__((always_inline)) inline void SetNativeDir(long fd, bool on) {
   if (fd < 0 || fd >= kMaxFds) return;
   const uint64_t bit = uint64_t{1} << (fd % 64);
   if (on)
@@ -98,7 +98,7 @@ inline void SetNativeDir(long fd, bool on) {
 }
 
 // fd was closed: no longer is every fd below low_hole taken.
-inline void NoteFdFreed(long fd_arg) {
+__attribute__((always_inline)) inline void NoteFdFreed(long fd_arg) {
   const int fd = static_cast<int>(fd_arg);
   int was = g_prefilter.low_hole.load(std::memory_order_relaxed);
   while (fd >= 0 && fd < was &&

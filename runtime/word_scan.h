@@ -8,13 +8,12 @@
 // compiled with its own flags, so a copy compiled elsewhere with vector code can never be
 // the one the prefilter calls (a template without `static` is a weak definition the linker
 // may take from any object: tests/intercept/prefilter_object_test.sh refuses those). The
-// ones only the prefilter calls sit in its hot section.
+// two templates are always inlined, so that they run from the caller's section (the
+// prefilter's hot one): gcc ignores a section attribute on a function template.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-
-#include "intercept/call_abi.h"
 
 namespace fanstore::runtime {
 
@@ -89,8 +88,9 @@ __attribute__((no_sanitize("address", "thread"))) static inline const char* Find
 // Whether s[0, n) is one of the components of one of spellings[0, count) (each with `path`
 // and `len`; len 0: none). Byte by byte: no library calls.
 template <class Spelling>
-FANSTORE_HOT_TEXT static bool IsComponentOfAny(const Spelling* spellings, int count, const char* s,
-                                               unsigned n) {
+__attribute__((always_inline)) static inline bool IsComponentOfAny(const Spelling* spellings,
+                                                                   int count, const char* s,
+                                                                   unsigned n) {
   if (n == 0) return false;
   for (int k = 0; k < count; ++k) {
     const char* m = spellings[k].path;
@@ -116,7 +116,8 @@ FANSTORE_HOT_TEXT static bool IsComponentOfAny(const Spelling* spellings, int co
 // checked against each other in tests/runtime/word_scan_test.cc). The search for the ".."
 // goes a word at a time; only a path with one is walked by components.
 template <class Spelling>
-FANSTORE_HOT_TEXT static bool DotDotThenName(const Spelling* spellings, int count, const char* s) {
+__attribute__((always_inline)) static inline bool DotDotThenName(const Spelling* spellings,
+                                                                 int count, const char* s) {
   const char* c = FindDotDot(s);
   if (!c) return false;
   for (;;) {

@@ -23,6 +23,15 @@ for o in "$@"; do
   # may take from any other object, compiled there with vector code.
   weak=$(nm "$o" | awk '$2 == "W" || $2 == "V" {print $3}' | head -5)
   if [ -n "$weak" ]; then echo "FAIL: $o defines weak functions another object may replace: $(echo $weak | c++filt)"; fail=1; fi
+  # The first stage runs on every intercepted call: all its code sits in the hot section
+  # (FANSTORE_HOT_TEXT), so that a call touches as few code pages as it can (docs/design.md,
+  # "What a native call pays"). A helper gcc leaves out of line, or a clone it makes, lands
+  # in .text unless it is inlined.
+  case "$o" in
+    *runtime*/prefilter.cc.o)
+      cold=$(objdump -t "$o" | awk '$3 == "F" && $4 !~ /^\.text\.hot/ {print $NF}' | head -5)
+      if [ -n "$cold" ]; then echo "FAIL: $o has code outside the hot section: $(echo $cold | c++filt)"; fail=1; fi ;;
+  esac
 done
 [ $n -ge 3 ] || { echo "FAIL: expected the intercept prefilter and the runtime prefilter stages, found $n"; fail=1; }
 [ $fail = 0 ] && echo "prefilter objects: $n checked, no vector or x87 code, no outside call, no weak definition"
