@@ -39,17 +39,13 @@ constexpr uint64_t kCacheMax = 8ull << 20;  // members up to this size may be ca
 // files).
 constexpr size_t kDirectRead = 64u << 10;
 
-// A read whose node-cache bytes were evicted while it used them: it is made again.
-constexpr long kStale = -ESTALE;
-constexpr int kAttempts = 4;  // the last one asks the agent for a private copy
+}  // namespace
 
 bool SourceStill(const MemberSource& src) {
   return !src.bytes || RemoteStill(src.entry, src.word);
 }
 
-constexpr uint64_t kNoBlock = ~uint64_t{0};
-
-long Damaged(const State& s, const ImageEntry& e, const char* why, uint64_t block = kNoBlock) {
+long Damaged(const State& s, const ImageEntry& e, const char* why, uint64_t block) {
   g_io.errors.Add(1);
   const std::string& where = s.parts[e.partition];
   const char* from = where.empty() ? "fetched from another node" : where.c_str();
@@ -60,14 +56,6 @@ long Damaged(const State& s, const ImageEntry& e, const char* why, uint64_t bloc
   return -EIO;
 }
 
-struct Closer {
-  const MemberSource& s;
-  ~Closer() { CloseSource(s); }
-};
-
-// Stored bytes [off, off + len) of a pieced remote member into `dst`: each piece they touch
-// from the node cache, or fetched into it by the agent (a piece evicted while it was copied
-// is copied again; the last attempt asks for a private copy). len or a negative errno.
 long ReadPieces(const ImageEntry& e, uint32_t entry, uint64_t off, size_t len, uint8_t* dst) {
   size_t done = 0;
   while (done < len) {
@@ -93,28 +81,6 @@ long ReadPieces(const ImageEntry& e, uint32_t entry, uint64_t off, size_t len, u
   return static_cast<long>(len);
 }
 
-// Stored bytes [off, off + len) of the member behind `src`: a view of the node cache or of
-// the blob's mapping when they are there, else read into `buf` (len bytes). nullptr with
-// *err set when the read fails.
-const uint8_t* StoredBytes(State& s, const MemberSource& src, const ImageEntry& e, uint64_t off,
-                           size_t len, uint8_t* buf, long* err) {
-  if (src.bytes) return src.bytes + off;
-  if (src.pieced) {
-    const long n = ReadPieces(e, src.entry, off, len, buf);
-    if (n < 0) *err = n;
-    return n < 0 ? nullptr : buf;
-  }
-  if (!src.owned)
-    if (const uint8_t* v = ResidentView(s, e.partition, src.base + off, len, meta::kNoEntry))
-      return v;
-  const long n = PreadBlob(src.fd, buf, len, src.base + off);
-  if (n < 0) {
-    *err = n;
-    return nullptr;
-  }
-  return buf;
-}
-
 long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out) {
   const auto t0 = std::chrono::steady_clock::now();
   const int rc = compress::InflateExact(in, out);
@@ -125,43 +91,7 @@ long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out) {
   return rc;
 }
 
-// Block b of a block-deflated member (meta/blocks.h), inflated and checked, into `out`
-// (BlockPlainBytes long). Reads the trailer and b's table entry, then b's stream only.
-// kStale, and no damage logged, when node-cache bytes were evicted while in use.
-long LoadBlock(State& s, const MemberSource& src, const ImageEntry& e, uint64_t b, uint8_t* out) {
-  auto damaged = [&](const char* why, uint64_t block) {
-    return SourceStill(src) ? Damaged(s, e, why, block) : kStale;
-  };
-  long err = 0;
-  uint8_t tail_buf[meta::kBlockTrailerBytes], entry_buf[meta::kBlockEntryBytes];
-  if (e.stored_size < sizeof tail_buf)
-    return damaged("damaged compressed data (block trailer)", kNoBlock);
-  const uint8_t* tail =
-      StoredBytes(s, src, e, e.stored_size - sizeof tail_buf, sizeof tail_buf, tail_buf, &err);
-  if (!tail) return err;
-  meta::BlockTrailer t;
-  if (!meta::DecodeBlockTrailer(tail, e.size, e.stored_size, &t) || b >= t.count)
-    return damaged("damaged compressed data (block trailer)", kNoBlock);
-  const uint8_t* at = StoredBytes(s, src, e, t.table_offset + b * meta::kBlockEntryBytes,
-                                  sizeof entry_buf, entry_buf, &err);
-  if (!at) return err;
-  meta::BlockEntry be;
-  if (!meta::DecodeBlockEntry(at, t, &be)) return damaged("damaged block table entry", b);
-  std::unique_ptr<uint8_t[]> copy;
-  const uint8_t* stored = src.bytes ? src.bytes + be.offset : nullptr;
-  if (!stored) {
-    copy.reset(new (std::nothrow) uint8_t[be.length]);
-    if (!copy) return -ENOMEM;
-    stored = StoredBytes(s, src, e, be.offset, be.length, copy.get(), &err);
-    if (!stored) return err;
-  }
-  const size_t n = static_cast<size_t>(meta::BlockPlainBytes(e.size, b));
-  if (InflateTimed({stored, be.length}, {out, n}) != 0)
-    return damaged("damaged compressed data", b);
-  if (compress::Crc32c(0, out, n) != be.crc32c)
-    return damaged("checksum mismatch (damaged data)", b);
-  return static_cast<long>(n);
-}
+namespace {
 
 // The whole (uncompressed, verified) bytes of a member into `out`; kStale when node-cache
 // bytes were evicted while in use.
@@ -256,39 +186,6 @@ long ReadRange(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
     }
   }
   return r == kStale ? -EIO : r;
-}
-
-// Bytes [off, off + n) of a block-deflated member: each block they touch is inflated once
-// into the cache (a reader going through the member in 128 KiB reads inflates each block
-// once), the others not at all.
-long ReadBlocks(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
-  const ImageEntry& e = s.ns.entry(entry);
-  size_t done = 0;
-  while (done < n) {
-    const uint64_t pos = off + done, b = pos / meta::kDeflateBlockBytes;
-    auto data = CacheFind(CacheKey(entry, b));
-    if (data) {
-      g_io.hits.Add(1);
-    } else {
-      data = NewBuffer(meta::BlockPlainBytes(e.size, b));
-      if (!data) return -ENOMEM;
-      long r = kStale;
-      for (int i = 0; r == kStale && i < kAttempts; ++i) {
-        MemberSource src;
-        if (const long rc = OpenSource(entry, &src, i == kAttempts - 1); rc < 0) return rc;
-        Closer closer{src};
-        r = LoadBlock(s, src, e, b, data->data());
-        if (!SourceStill(src)) r = kStale;
-      }
-      if (r < 0) return r == kStale ? -EIO : r;
-      CachePut(CacheKey(entry, b), data);
-    }
-    const uint64_t in = pos - b * meta::kDeflateBlockBytes;
-    const size_t take = static_cast<size_t>(std::min<uint64_t>(n - done, data->size() - in));
-    std::memcpy(static_cast<uint8_t*>(dst) + done, data->data() + in, take);
-    done += take;
-  }
-  return static_cast<long>(n);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // What the parts of member reading share, for runtime/member_io.cc and its parts only: the
-// counters behind SnapshotIoStats, the blob reader (blob_read.cc), the rules for copying
+// counters behind SnapshotIoStats, the loaders' helpers, block-deflated members
+// (member_blocks.cc), the blob reader (blob_read.cc), the rules for copying
 // page-cached bytes from a mapping of the blob (residency.cc) and the per-process member
 // cache (member_cache.cc). Other callers use runtime/member_io.h.
 // Thread-safety: as member_io.h: any thread, never a vfork child.
@@ -7,13 +8,16 @@
 
 #include <sys/types.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "runtime/counter.h"
+#include "runtime/member_io.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -73,5 +77,38 @@ std::shared_ptr<Bytes> CacheFind(uint64_t key);
 void CachePut(uint64_t key, std::shared_ptr<Bytes> bytes);
 // n bytes, or nullptr when there is no memory (no exception leaves the hook).
 std::shared_ptr<Bytes> NewBuffer(uint64_t n);
+
+// member_io.cc: what the loaders share.
+// A read whose node-cache bytes were evicted while it used them: it is made again, up to
+// kAttempts times (the last one asks the agent for a private copy).
+inline constexpr long kStale = -ESTALE;
+inline constexpr int kAttempts = 4;
+inline constexpr uint64_t kNoBlock = ~uint64_t{0};
+// Whether the node-cache bytes `src` read from are still the member's (always, for others).
+bool SourceStill(const MemberSource& src);
+// Counts and logs damage of member `e` (in `block`, if given) on this rank; returns -EIO.
+long Damaged(const State& s, const meta::ImageEntry& e, const char* why, uint64_t block = kNoBlock);
+// Closes `s` when the scope ends.
+struct Closer {
+  const MemberSource& s;
+  ~Closer() { CloseSource(s); }
+};
+// Stored bytes [off, off + len) of a pieced remote member into `dst`: each piece they touch
+// from the node cache, or fetched into it by the agent (a piece evicted while it was copied
+// is copied again; the last attempt asks for a private copy). len or a negative errno.
+long ReadPieces(const meta::ImageEntry& e, uint32_t entry, uint64_t off, size_t len, uint8_t* dst);
+// Inflates `in` into exactly `out`, counted in SnapshotIoStats; 0 or an error code.
+long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out);
+
+// member_blocks.cc: block-deflated members.
+// Block b of a block-deflated member, inflated and checked, into `out` (BlockPlainBytes
+// long). Reads the trailer and b's table entry, then b's stream only. kStale, and no damage
+// logged, when node-cache bytes were evicted while in use.
+long LoadBlock(State& s, const MemberSource& src, const meta::ImageEntry& e, uint64_t b,
+               uint8_t* out);
+// Bytes [off, off + n) of a block-deflated member: each block they touch is inflated once
+// into the cache (a reader going through the member in 128 KiB reads inflates each block
+// once), the others not at all.
+long ReadBlocks(State& s, uint32_t entry, uint64_t off, void* dst, size_t n);
 
 }  // namespace fanstore::runtime
