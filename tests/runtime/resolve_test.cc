@@ -1,6 +1,7 @@
 // Path resolution (runtime/resolve.h) in one process, without the hook, over a small packed
-// tree (tests/runtime/attached_image.h): (dirfd, path, flags) against a table of what the
-// kernel would answer: an entry, an errno, a native path, or the kernel's own (native).
+// tree (tests/runtime/attached_image.h): (dirfd, path, flags) against what the kernel would
+// answer (an entry, an errno, a native path, or the kernel's own: native), one behaviour
+// per test.
 #include "runtime/resolve.h"
 
 #include <fcntl.h>
@@ -32,71 +33,83 @@ struct Case {
   int err = 0;       // kError
 };
 
-TEST_F(ResolveTest, TableOfPaths) {
-  const std::string m = AttachedImage::kMount;
-  const std::string paths[] = {m,
-                               m + "/",
-                               m + "/train/a/x.jpg",
-                               m + "//train/./a/../a/x.jpg",
-                               m + "/train/a/x.jpg/",
-                               m + "/nothing",
-                               m + "/train/nothing/x",
-                               m + "/link",
-                               m + "/val/up/b/y.jpg",
-                               m + "/val/up/../val/v.txt",
-                               m + "/out",
-                               m + "/..",
-                               m + "/../other",
-                               m + "/loop1",
-                               m + "/train/../../ds/val",
-                               "/etc/passwd",
-                               m + "x/train"};
-  const Case cases[] = {
-      {AT_FDCWD, paths[0].c_str(), kFollow, Resolved::kVirtual, ""},
-      {AT_FDCWD, paths[1].c_str(), kFollow, Resolved::kVirtual, ""},
-      {AT_FDCWD, paths[2].c_str(), kFollow, Resolved::kVirtual, "train/a/x.jpg"},
-      {AT_FDCWD, paths[3].c_str(), kFollow, Resolved::kVirtual, "train/a/x.jpg"},
-      // a trailing slash names a directory
-      {AT_FDCWD, paths[4].c_str(), kFollow, Resolved::kError, nullptr, ENOTDIR},
-      {AT_FDCWD, paths[5].c_str(), kFollow, Resolved::kError, nullptr, ENOENT},
-      {AT_FDCWD, paths[6].c_str(), kFollow, Resolved::kError, nullptr, ENOENT},
-      // a final symlink: followed (stat), or itself (lstat)
-      {AT_FDCWD, paths[7].c_str(), kFollow, Resolved::kVirtual, "train/a/x.jpg"},
-      {AT_FDCWD, paths[7].c_str(), 0, Resolved::kVirtual, "link"},
-      // a symlinked directory on the way, its target spelled with ".."
-      {AT_FDCWD, paths[8].c_str(), 0, Resolved::kVirtual, "train/b/y.jpg"},
-      // ".." after a symlink goes to the target's parent, as the kernel does
-      {AT_FDCWD, paths[9].c_str(), 0, Resolved::kVirtual, "val/v.txt"},
-      // leaving the dataset: the kernel's, spelled natively
-      {AT_FDCWD, paths[10].c_str(), kFollow, Resolved::kRewritten, "/etc/hostname"},
-      {AT_FDCWD, paths[10].c_str(), 0, Resolved::kVirtual, "out"},
-      {AT_FDCWD, paths[11].c_str(), kFollow, Resolved::kRewritten, "/fanstore-unit-test"},
-      {AT_FDCWD, paths[12].c_str(), kFollow, Resolved::kRewritten, "/fanstore-unit-test/other"},
-      {AT_FDCWD, paths[13].c_str(), kFollow, Resolved::kError, nullptr, ELOOP},
-      {AT_FDCWD, paths[13].c_str(), 0, Resolved::kVirtual, "loop1"},
-      // out and back in through the mount point's own name
-      {AT_FDCWD, paths[14].c_str(), kFollow, Resolved::kVirtual, "val"},
-      // not the dataset's at all
-      {AT_FDCWD, paths[15].c_str(), kFollow, Resolved::kNative, nullptr},
-      {AT_FDCWD, paths[16].c_str(), kFollow, Resolved::kNative, nullptr},
-      {AT_FDCWD, "", kFollow, Resolved::kNative, nullptr},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(std::string(c.path) + (c.flags & kFollow ? " (follow)" : " (no follow)"));
-    const Resolved r = Resolve(c.dirfd, c.path, c.flags);
-    ASSERT_EQ(r.kind, c.kind) << "err " << r.err << " path " << r.path;
-    if (c.kind == Resolved::kVirtual) {
-      const uint32_t want = EntryOf(c.want);
-      ASSERT_NE(want, meta::kNoEntry) << c.want;
-      EXPECT_EQ(r.entry, want) << Get()->ns.path(Get()->ns.entry(r.entry));
-    }
-    if (c.kind == Resolved::kRewritten) {
-      EXPECT_EQ(r.path, c.want);
-    }
-    if (c.kind == Resolved::kError) {
-      EXPECT_EQ(r.err, c.err);
-    }
+// Checks one row: what Resolve gives for (dirfd, path, flags).
+void Expect(const Case& c) {
+  SCOPED_TRACE(std::string(c.path) + (c.flags & kFollow ? " (follow)" : " (no follow)"));
+  const Resolved r = Resolve(c.dirfd, c.path, c.flags);
+  ASSERT_EQ(r.kind, c.kind) << "err " << r.err << " path " << r.path;
+  if (c.kind == Resolved::kVirtual) {
+    const uint32_t want = Get()->ns.Lookup(c.want);
+    ASSERT_NE(want, meta::kNoEntry) << c.want;
+    EXPECT_EQ(r.entry, want) << Get()->ns.path(Get()->ns.entry(r.entry));
   }
+  if (c.kind == Resolved::kRewritten) {
+    EXPECT_EQ(r.path, c.want);
+  }
+  if (c.kind == Resolved::kError) {
+    EXPECT_EQ(r.err, c.err);
+  }
+}
+
+std::string Under(const char* rest) {
+  return std::string(AttachedImage::kMount) + rest;
+}
+
+TEST_F(ResolveTest, UncleanSpellingsFindTheSameEntry) {
+  Expect({AT_FDCWD, Under("").c_str(), kFollow, Resolved::kVirtual, ""});
+  Expect({AT_FDCWD, Under("/").c_str(), kFollow, Resolved::kVirtual, ""});
+  Expect({AT_FDCWD, Under("/train/a/x.jpg").c_str(), kFollow, Resolved::kVirtual, "train/a/x.jpg"});
+  Expect({AT_FDCWD, Under("//train/./a/../a/x.jpg").c_str(), kFollow, Resolved::kVirtual,
+          "train/a/x.jpg"});
+}
+
+TEST_F(ResolveTest, ATrailingSlashAfterAFileIsEnotdir) {
+  Expect({AT_FDCWD, Under("/train/a/x.jpg/").c_str(), kFollow, Resolved::kError, nullptr, ENOTDIR});
+}
+
+TEST_F(ResolveTest, MissingNamesAreEnoent) {
+  Expect({AT_FDCWD, Under("/nothing").c_str(), kFollow, Resolved::kError, nullptr, ENOENT});
+  Expect({AT_FDCWD, Under("/train/nothing/x").c_str(), kFollow, Resolved::kError, nullptr, ENOENT});
+}
+
+TEST_F(ResolveTest, AFinalSymlinkIsFollowedOnlyWhenAsked) {
+  Expect({AT_FDCWD, Under("/link").c_str(), kFollow, Resolved::kVirtual, "train/a/x.jpg"});
+  Expect({AT_FDCWD, Under("/link").c_str(), 0, Resolved::kVirtual, "link"});
+}
+
+TEST_F(ResolveTest, ASymlinkedDirectoryOnTheWayIsFollowed) {
+  // its target spelled with ".."
+  Expect({AT_FDCWD, Under("/val/up/b/y.jpg").c_str(), 0, Resolved::kVirtual, "train/b/y.jpg"});
+}
+
+TEST_F(ResolveTest, DotDotAfterASymlinkGoesToTheTargetsParent) {
+  Expect({AT_FDCWD, Under("/val/up/../val/v.txt").c_str(), 0, Resolved::kVirtual, "val/v.txt"});
+}
+
+TEST_F(ResolveTest, ASymlinkOutOfTheDatasetIsTheKernels) {
+  Expect({AT_FDCWD, Under("/out").c_str(), kFollow, Resolved::kRewritten, "/etc/hostname"});
+  Expect({AT_FDCWD, Under("/out").c_str(), 0, Resolved::kVirtual, "out"});
+}
+
+TEST_F(ResolveTest, DotDotAboveMountLeavesDataset) {
+  Expect({AT_FDCWD, Under("/..").c_str(), kFollow, Resolved::kRewritten, "/fanstore-unit-test"});
+  Expect({AT_FDCWD, Under("/../other").c_str(), kFollow, Resolved::kRewritten,
+          "/fanstore-unit-test/other"});
+}
+
+TEST_F(ResolveTest, ASymlinkLoopIsEloop) {
+  Expect({AT_FDCWD, Under("/loop1").c_str(), kFollow, Resolved::kError, nullptr, ELOOP});
+  Expect({AT_FDCWD, Under("/loop1").c_str(), 0, Resolved::kVirtual, "loop1"});
+}
+
+TEST_F(ResolveTest, OutAndBackInThroughTheMountPointsName) {
+  Expect({AT_FDCWD, Under("/train/../../ds/val").c_str(), kFollow, Resolved::kVirtual, "val"});
+}
+
+TEST_F(ResolveTest, PathsOutsideTheDatasetAreNative) {
+  Expect({AT_FDCWD, "/etc/passwd", kFollow, Resolved::kNative, nullptr});
+  Expect({AT_FDCWD, Under("x/train").c_str(), kFollow, Resolved::kNative, nullptr});  // a sibling
+  Expect({AT_FDCWD, "", kFollow, Resolved::kNative, nullptr});
 }
 
 TEST_F(ResolveTest, RelativeToAVirtualDirectoryFd) {
