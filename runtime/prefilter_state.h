@@ -88,6 +88,8 @@ inline bool UnderPrefix(const char* s, const char* m, unsigned n) {
 }
 
 // Marks fd as a native directory known not to be the skeleton's, or clears the mark.
+// (This and NoteFdFreed are always inlined: the prefilter's first stage calls them, and gcc
+// would otherwise split them into clones in .text, outside its hot section.)
 __attribute__((always_inline)) inline void SetNativeDir(long fd, bool on) {
   if (fd < 0 || fd >= kMaxFds) return;
   const uint64_t bit = uint64_t{1} << (fd % 64);
