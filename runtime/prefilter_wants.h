@@ -2,11 +2,9 @@
 // concern the dataset (a virtual fd, a path that may lead under the mount point, the cwd).
 // The list of numbers is runtime/served_calls.h's (tests/runtime/served_calls_test.cc
 // checks that they agree); this is how each is recognised. Part of runtime/prefilter.cc's
-// translation unit (it alone includes this).
+// translation unit (it alone includes this; prefilter_paths.h, included below, refuses any
+// other includer).
 #pragma once
-#ifndef FANSTORE_PREFILTER_TU
-#error "only runtime/prefilter.cc includes this (-mgeneral-regs-only, no calls out)"
-#endif
 
 #include <fcntl.h>
 #include <linux/fs.h>
