@@ -7,6 +7,7 @@ __attribute__((visibility("hidden"))) uint64_t fanstore_xsave_size = 0;
 __attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_lo = 0;
 __attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_hi = 0;
 __attribute__((visibility("hidden"))) uint8_t fanstore_vec_mode = 3;
+__attribute__((visibility("hidden"))) uint8_t fanstore_xinuse = 0;
 }
 
 namespace fanstore::intercept {
@@ -22,14 +23,18 @@ bool InitCpuState(bool full_xsave) {
   fanstore_xcr0_hi = hi;
   constexpr uint32_t kAvx = 1u << 2, kAvx512 = (1u << 5) | (1u << 6) | (1u << 7);
   unsigned a7, b7, c7, d7;
-  const bool xsavec = __get_cpuid_count(0xD, 1, &a7, &b7, &c7, &d7) && (a7 & (1u << 1));
+  const bool leaf_d1 = __get_cpuid_count(0xD, 1, &a7, &b7, &c7, &d7);
+  const bool xsavec = leaf_d1 && (a7 & (1u << 1));
+  // XGETBV with ECX = 1 (the in-use bitmap) exists where CPUID.(0xD,1):EAX bit 2 says so.
+  const bool xgetbv1 = leaf_d1 && (a7 & (1u << 2));
   const bool avx512f = __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && (b7 & (1u << 16));
   if (full_xsave && xsavec) {
     fanstore_vec_mode = 3;
     fanstore_xsave_size = b + 64;
   } else {
     fanstore_vec_mode = (lo & kAvx512) == kAvx512 && avx512f ? 2 : (lo & kAvx) ? 1 : 0;
-    fanstore_xsave_size = 2176 + 64;  // zmm0-31 (2048) + k0-7 (64) + MXCSR + FCW, aligned
+    fanstore_xsave_size = 2176 + 64;  // zmm0-31 (2048) + k0-7 (64) + MXCSR, FCW, XINUSE
+    fanstore_xinuse = fanstore_vec_mode > 0 && xgetbv1 ? 1 : 0;
   }
   return true;
 }

@@ -18,6 +18,8 @@ extern "C" {
 extern uint64_t fanstore_xsave_size;  // save area bytes, including the alignment slack
 extern uint32_t fanstore_xcr0_lo, fanstore_xcr0_hi;
 extern uint8_t fanstore_vec_mode;
+// Modes 1-2: XGETBV(1) is available, so the entry keeps clean upper halves clean.
+extern uint8_t fanstore_xinuse;
 }
 
 namespace fanstore::intercept {

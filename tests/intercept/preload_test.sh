@@ -96,6 +96,8 @@ for _ in range(20):
     os.stat('/'); os.getpid()
 print(float(a.sum()), float(np.linalg.norm(a)))"
 same_output "probe vector in pass mode vs native" -- "$PROBE" vector 2000
+# Clean upper halves of ymm/zmm0-15 stay clean across a hooked call, as natively.
+same_output "probe upper-half state vs native" -- "$PROBE" upper 200
 
 # The start-up report and the exported symbols.
 expect_grep "libc: [0-9]+ syscall sites: [0-9]+ patched" "debug log reports the counts" -- \

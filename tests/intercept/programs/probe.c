@@ -2,6 +2,7 @@
  * or libc path and prints one line of results; the shell test compares them with what the
  * test hook must produce (and, with the pass-through hook, with a run without preload). */
 #define _GNU_SOURCE
+#include <cpuid.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -297,6 +298,31 @@ static int CmdVector(long rounds) {
   return 0;
 }
 
+/* Whether the upper halves of ymm/zmm0-15 are in their initial state after a call into
+   libc's getpid made with them clean (vzeroupper): natively they stay so, and the
+   interception must leave them so too, or every legacy SSE instruction after it pays a
+   transition penalty. XGETBV(1) bits 2 (AVX) and 6 (ZMM_Hi256). */
+__attribute__((target("avx,xsave"))) static unsigned UpperInUseAfterGetpid(void) {
+  unsigned lo, hi;
+  asm volatile("vzeroupper" ::: "memory");
+  (void)getpid();
+  asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(1));
+  return lo & 0x44;
+}
+
+static int CmdUpper(long rounds) {
+  unsigned a, b, c, d;
+  if (!__builtin_cpu_supports("avx") || !__get_cpuid_count(0xD, 1, &a, &b, &c, &d) ||
+      !(a & (1u << 2))) {
+    printf("upper SKIP (no AVX or no XGETBV(1))\n");
+    return 0;
+  }
+  long dirty = 0;
+  for (long i = 0; i < rounds; ++i) dirty += UpperInUseAfterGetpid() != 0;
+  printf("upper rounds=%ld in_use=%ld\n", rounds, dirty);
+  return 0;
+}
+
 /* ns per getpid() call (libc's wrapper, one `syscall` each), best of 5 rounds of n. */
 static int CmdTimeGetpid(long n) {
   double best = 1e30;
@@ -356,7 +382,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     fprintf(stderr,
             "usage: probe libc PATH | null | getpid N | threads T N | fork K | vfork |"
-            " spawn PROG ARGS | exec-scrubbed PROG ARGS | signals N | vector N\n");
+            " spawn PROG ARGS | exec-scrubbed PROG ARGS | signals N | vector N | upper N\n");
     return 2;
   }
   const char* c = argv[1];
@@ -374,6 +400,7 @@ int main(int argc, char** argv) {
   if (!strcmp(c, "exec-scrubbed") && argc >= 3) return CmdExecScrubbed(argv + 2);
   if (!strcmp(c, "signals") && argc == 3) return CmdSignals(atol(argv[2]));
   if (!strcmp(c, "vector") && argc == 3) return CmdVector(atol(argv[2]));
+  if (!strcmp(c, "upper") && argc == 3) return CmdUpper(atol(argv[2]));
   if (!strcmp(c, "time-getpid") && argc == 3) return CmdTimeGetpid(atol(argv[2]));
   if (!strcmp(c, "uring") && argc == 3) return CmdUring(argv[2]);
   fprintf(stderr, "probe: bad arguments\n");
