@@ -229,6 +229,8 @@ HookSpec PreloadHookSpec() {
           std::min<size_t>(spellings[k].size(), sizeof g_prefilter.spelling_text[k] - 1));
       std::memcpy(text, spellings[k].data(), to.len);
       to.path = text;
+      std::memcpy(to.head, text, std::min<size_t>(to.len, sizeof to.head));
+      AddMountNames(text, to.len);
       const size_t first_alias = spellings.first_alias;
       to.link = k >= first_alias && (s->alias_links >> (k - first_alias) & 1);
       to.inside = k >= first_alias && s->alias_entries[k - first_alias] != 0;

@@ -33,10 +33,21 @@ FANSTORE_HOT_TEXT bool Reserved(long fd) {
 // "/proc/..." or "/dev/..." while a virtual fd is open: maybe a link to it (/proc/self/fd/N,
 // /dev/fd/N, /dev/stdin, ...; runtime/resolve.h FdLink), which the kernel would follow to
 // its placeholder.
+// (The count, in the fd table's pages, is read last.)
 FANSTORE_HOT_TEXT bool MaybeFdLink(const char* s) {
-  if (g_prefilter.fd_count->load(std::memory_order_relaxed) == 0 || s[0] != '/') return false;
-  return (s[1] == 'p' && s[2] == 'r' && s[3] == 'o' && s[4] == 'c' && s[5] == '/') ||
-         (s[1] == 'd' && s[2] == 'e' && s[3] == 'v' && s[4] == '/');
+  if (s[0] != '/') return false;
+  return ((s[1] == 'p' && s[2] == 'r' && s[3] == 'o' && s[4] == 'c' && s[5] == '/') ||
+          (s[1] == 'd' && s[2] == 'e' && s[3] == 'v' && s[4] == '/')) &&
+         g_prefilter.fd_count->load(std::memory_order_relaxed) != 0;
+}
+
+// Whether s may start with spelling m, by m's first bytes kept beside it: a path elsewhere
+// is told apart without reading the spelling's text, pages away. Stops at s's NUL.
+FANSTORE_HOT_TEXT bool HeadMatches(const char* s, const PrefilterState::Spelling& m) {
+  const unsigned n = m.len < sizeof m.head ? m.len : sizeof m.head;
+  for (unsigned i = 0; i < n; ++i)
+    if (s[i] != m.head[i]) return false;
+  return true;
 }
 
 // `s` past its leading "./" components ("././/x" -> "x").
@@ -50,7 +61,7 @@ FANSTORE_HOT_TEXT const char* SkipDotSlashes(const char* s) {
 
 // Whether s[0, n) is one of the components of a spelling of the mount point.
 FANSTORE_HOT_TEXT bool IsMountName(const char* s, unsigned n) {
-  return IsComponentOfAny(g_prefilter.spellings, kSpellings, s, n);
+  return n > 0 && MayBeMountName(s, n) && IsComponentOfAny(g_prefilter.spellings, kSpellings, s, n);
 }
 
 // A relative path from a native directory fd whose first component ("./" skipped) is one
@@ -78,7 +89,9 @@ FANSTORE_HOT_TEXT bool MaybeOurs(long dirfd, long p) {
   if (!s) return false;
   if (s[0] == '/') {
     for (const auto& spelling : g_prefilter.spellings)
-      if (spelling.len > 0 && UnderPrefix(s, spelling.path, spelling.len)) return true;
+      if (spelling.len > 0 && HeadMatches(s, spelling) &&
+          UnderPrefix(s, spelling.path, spelling.len))
+        return true;
     return MaybeFdLink(s) || DotDotThenName(s) ||
            (IsProc(p) && g_prefilter.cwd_virtual.load(std::memory_order_relaxed) == 1);
   }
@@ -110,6 +123,7 @@ FANSTORE_HOT_TEXT bool OneOtherName(const char* s) {
     ++n;
   }
   if (n == 0 || (s[0] == '.' && (n == 1 || (n == 2 && s[1] == '.')))) return false;
+  if (!MayBeMountName(s, n)) return true;
   for (const auto& m : g_prefilter.spellings) {  // the last name of each spelling
     if (m.len == 0) continue;
     unsigned b = m.len;
@@ -163,7 +177,7 @@ FANSTORE_HOT_TEXT bool FastEntry(const char* p, bool follow, uint32_t* out) {
   unsigned n = 0;
   for (const auto& spelling : g_prefilter.spellings) {  // (the first is always set)
     if (spelling.len > 0 && total >= spelling.len && total <= spelling.len + 4096 &&
-        EqualBytes(p, spelling.path, spelling.len)) {
+        HeadMatches(p, spelling) && EqualBytes(p, spelling.path, spelling.len)) {
       // an alias's symlink itself, not followed, is the kernel's (the hook sends it there);
       // below an alias of an inner directory the rest is not a key of the table
       if ((spelling.link && total == spelling.len && !follow) || spelling.inside) return false;

@@ -50,6 +50,12 @@ struct PrefilterState {
   // parked fd only below it, so its number is the lowest free one, as POSIX says (handlers_open.cc
   // OpenVirtual). Lowered by every close the prefilter sees, raised by a placeholder's dup.
   std::atomic<int> low_hole{0};
+  // A test before any spelling's text is read (the text lies pages away): bit n of
+  // name_lengths is set when a component of some spelling is n bytes long (63: 63 or more),
+  // and bit c of name_firsts when one starts with byte c. A name failing either is none of
+  // the mount point's names (MayBeMountName). Set with the spellings, at start.
+  uint64_t name_lengths = 0;
+  uint64_t name_firsts[4] = {};
   // The namespace image, for stat answered in the prefilter.
   ImageTables image;
   // The mount point as given, its symlinks resolved, and symlinks to it (State::spellings;
@@ -59,6 +65,7 @@ struct PrefilterState {
     unsigned len = 0;     // 0: none
     bool link = false;    // an alias whose last component is the symlink (State::alias_links)
     bool inside = false;  // an alias of a directory inside the dataset: keys are not relative to it
+    char head[8] = {};    // path's first bytes (at most 8), compared first (HeadMatches)
   } spellings[kSpellings];
   ShardedCounter answered_stats;  // stat calls answered in the prefilter
   // Hashes of absolute directories found not to be the skeleton's (prefilter_again.cc
@@ -106,6 +113,29 @@ __attribute__((always_inline)) inline void NoteFdFreed(long fd_arg) {
   while (fd >= 0 && fd < was &&
          !g_prefilter.low_hole.compare_exchange_weak(was, fd, std::memory_order_relaxed)) {
   }
+}
+
+// Adds the components of spelling p[0, len) to PrefilterState's name filter.
+inline void AddMountNames(const char* p, unsigned len) {
+  for (unsigned i = 0; i < len;) {
+    while (i < len && p[i] == '/') ++i;
+    unsigned j = i;
+    while (j < len && p[j] != '/') ++j;
+    if (j > i) {
+      const auto c = static_cast<unsigned char>(p[i]);
+      g_prefilter.name_lengths |= uint64_t{1} << (j - i < 63 ? j - i : 63);
+      g_prefilter.name_firsts[c / 64] |= uint64_t{1} << (c % 64);
+    }
+    i = j;
+  }
+}
+
+// Whether s[0, n) (n > 0) may be a component of a spelling of the mount point: false
+// means it is none (true may still be none: compare the text).
+__attribute__((always_inline)) inline bool MayBeMountName(const char* s, unsigned n) {
+  const auto c = static_cast<unsigned char>(s[0]);
+  return (g_prefilter.name_lengths >> (n < 63 ? n : 63) & 1) &&
+         (g_prefilter.name_firsts[c / 64] >> (c % 64) & 1);
 }
 
 // The slot of PrefilterState::native_parents for absolute directory parent[0, n), and its
