@@ -15,6 +15,9 @@ namespace fanstore::intercept {
 bool InitCpuState(bool full_xsave) {
   unsigned a, b, c, d;
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
+  // The entry's fast return restores the flags with SAHF (entry_asm.S), which 64-bit mode
+  // has where CPUID.80000001H:ECX bit 0 says so (every x86-64 core since 2006).
+  if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(c & bit_LAHF_LM)) return false;
   uint32_t lo, hi;
   asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   __cpuid_count(0xD, 0, a, b, c, d);  // ebx: size for the features enabled in XCR0

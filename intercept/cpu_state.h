@@ -23,7 +23,8 @@ extern uint8_t fanstore_xinuse;
 }
 
 namespace fanstore::intercept {
-// Returns false when the CPU or OS lacks XSAVE (interception then stays off).
+// Returns false when the CPU or OS lacks XSAVE, or the CPU LAHF/SAHF in 64-bit mode
+// (interception then stays off).
 // `full_xsave` selects mode 3.
 bool InitCpuState(bool full_xsave);
 const char* VecModeName();

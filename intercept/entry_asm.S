@@ -36,6 +36,7 @@
 #define F_RSI 56
 #define F_RDI 64
 #define F_RAX 72
+#define F_FLAGS 80
 
 /* Loads (nr, a1..a6[, seventh]) from the saved frame as C arguments (a6, and the register
    `seventh` if given, on the stack, which must be 16-byte aligned before this; the caller
@@ -53,6 +54,31 @@
   push \seventh
   .endif
   pushq F_R9(%rbx)
+.endm
+
+/* Puts back the arithmetic flags saved at entry (OF, SF, ZF, AF, PF, CF), the only ones
+   the prefilters' compiled code changes, and pops the rest of the frame: the same as
+   RESTORE_FRAME after prefilter code, at a fraction of POPFQ's cost (a microcoded
+   instruction of ~20 cycles, paid by every call that passes). OF is set by an addition
+   that overflows exactly when it was set, then SAHF loads the other five, leaving OF. */
+.macro RESTORE_FRAME_ARITH_FLAGS
+  movzbl F_FLAGS+1(%rsp), %ecx
+  shr $3, %cl             /* OF is bit 11 of rflags */
+  and $1, %cl
+  add $0x7f, %cl          /* overflows (OF = 1) iff cl was 1 */
+  pop %r12
+  pop %rbp
+  pop %rbx
+  pop %r9
+  pop %r8
+  pop %r10
+  pop %rdx
+  pop %rsi
+  pop %rdi
+  mov 8(%rsp), %ah        /* the saved flags' low byte: SF ZF AF PF CF */
+  sahf
+  pop %rax
+  lea 8(%rsp), %rsp       /* (the flags slot; lea leaves the flags) */
 .endm
 
 /* Pops the frame saved at entry (everything but the return address), flags last. */
@@ -108,11 +134,11 @@ fanstore_intercept_entry:
   test %rdx, %rdx         /* kToKernel */
   jz .Lkernel
   mov %rax, F_RAX(%rsp)   /* kAnswered: the prefilter's value is the result */
-  RESTORE_FRAME
+  RESTORE_FRAME_ARITH_FLAGS
   mov $0, %ecx            /* (mov: the flags are restored) */
   ret
 .Lkernel:
-  RESTORE_FRAME
+  RESTORE_FRAME_ARITH_FLAGS
   mov $1, %ecx
   ret
   .size fanstore_intercept_entry, .-fanstore_intercept_entry

@@ -73,7 +73,8 @@ Result<PatchStats> Install(const HookSpec& spec) {
   const auto t0 = std::chrono::steady_clock::now();
   PatchStats st;
   if (!InitCpuState(spec.full_xsave))
-    return Status::Error("the CPU or kernel lacks XSAVE: interception stays off");
+    return Status::Error(
+        "the CPU or kernel lacks XSAVE, or the CPU LAHF/SAHF: interception stays off");
   st.xsave_bytes = static_cast<uint32_t>(fanstore_xsave_size);
   auto img = LibcImage::Locate();
   if (!img.ok()) return img.status();
