@@ -4,7 +4,7 @@
 
 namespace fanstore::intercept {
 
-thread_local uint8_t t_clone_child __attribute__((tls_model("initial-exec"))) = 0;
+constinit thread_local uint8_t t_clone_child __attribute__((tls_model("initial-exec"))) = 0;
 
 namespace {
 std::atomic<bool> g_complete{false};

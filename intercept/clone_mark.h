@@ -16,7 +16,7 @@
 
 namespace fanstore::intercept {
 
-extern thread_local uint8_t t_clone_child __attribute__((tls_model("initial-exec")));
+extern thread_local constinit uint8_t t_clone_child __attribute__((tls_model("initial-exec")));
 
 // The mark's offset from the thread pointer (%fs base), the same in every thread.
 int32_t CloneMarkTlsOffset();

@@ -111,7 +111,7 @@ FANSTORE_HOT_TEXT bool IsProc(long p) {
 
 FANSTORE_HOT_TEXT bool NativeDir(long fd) {
   return fd >= 0 && fd < kMaxFds &&
-         (g_prefilter.native_dirs[fd / 64].load(std::memory_order_relaxed) >> (fd % 64) & 1);
+         g_prefilter.native_dirs[fd].load(std::memory_order_relaxed) != 0;
 }
 
 // Whether s is one name ("x": no '/', not empty, "." or "..") other than the last name of

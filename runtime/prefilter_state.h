@@ -69,15 +69,18 @@ struct PrefilterState {
   } spellings[kSpellings];
   ShardedCounter answered_stats;  // stat calls answered in the prefilter
   // Hashes of absolute directories found not to be the skeleton's (prefilter_again.cc
-  // ParentInSkeleton; looked up by both stages), before native_dirs so that both stay in
-  // the first page for the fds most programs have.
+  // ParentInSkeleton; looked up by both stages), before native_dirs so that the fds most
+  // programs have stay near them.
   std::atomic<uint64_t> native_parents[kNativeParents] = {};
-  // Native directory fds known not to be skeleton directories (one bit per fd below
-  // kMaxFds): a name below one, opened without following a final link, cannot be one
-  // either, unless it is the mount point's own name. Set where the prefilter sees the fd
-  // made and checked; cleared by close, dup2/dup3 onto it, close_range, and any open that
-  // returns the number.
-  std::atomic<uint64_t> native_dirs[kMaxFds / 64] = {};
+  // Native directory fds known not to be skeleton directories (a byte per fd below
+  // kMaxFds, 1: known): a name below one, opened without following a final link, cannot be
+  // one either, unless it is the mount point's own name. Set where the prefilter sees the
+  // fd made and checked; cleared by close, dup2/dup3 onto it, close_range, and any open
+  // that returns the number. Bytes, not bits: each is set and cleared by a plain store,
+  // where a bit shared with 63 other fds needs a locked read-modify-write (~10 ns here) on
+  // every directory open, dup and close of a walk. Only the pages of the fds a process
+  // uses are ever touched.
+  std::atomic<uint8_t> native_dirs[kMaxFds] = {};
   // A directory spelled as the key (through a symlink the runtime was not told of) that is
   // physically the value, at or under the mount point (runtime/skeleton.h).
   PathPair<1024, 1024> learned[kLearned];
@@ -99,11 +102,8 @@ inline bool UnderPrefix(const char* s, const char* m, unsigned n) {
 // would otherwise split them into clones in .text, outside its hot section.)
 __attribute__((always_inline)) inline void SetNativeDir(long fd, bool on) {
   if (fd < 0 || fd >= kMaxFds) return;
-  const uint64_t bit = uint64_t{1} << (fd % 64);
-  if (on)
-    g_prefilter.native_dirs[fd / 64].fetch_or(bit, std::memory_order_relaxed);
-  else if (g_prefilter.native_dirs[fd / 64].load(std::memory_order_relaxed) & bit)
-    g_prefilter.native_dirs[fd / 64].fetch_and(~bit, std::memory_order_relaxed);
+  std::atomic<uint8_t>& b = g_prefilter.native_dirs[fd];
+  if (on || b.load(std::memory_order_relaxed)) b.store(on ? 1 : 0, std::memory_order_relaxed);
 }
 
 // fd was closed: no longer is every fd below low_hole taken.

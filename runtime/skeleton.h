@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "base/syscall_numbers.h"
+#include "runtime/word_scan.h"
 
 namespace fanstore::runtime {
 
@@ -72,13 +73,12 @@ static inline bool IsSkeletonDir(const struct stat& st, uint64_t dev, bool marke
 // The last component of `path` (its trailing slashes aside) and the length of its parent
 // directory's spelling: a prefix of `path`, but "." for a bare name (plen 1, not a prefix)
 // and "/" for "/x". False when there is no such component (an empty path, ".", "..", a path
-// of 4096 bytes or more). Byte loops only: the prefilter asks this of every ENOENT.
+// of 4096 bytes or more). No library calls: the prefilter asks this of every absolute stat.
 struct LastComponent {
   size_t start, end, len;  // the name is path[start, end); path[end, len) its slashes
 };
 static inline bool ParentSpan(const char* path, size_t* plen, LastComponent* c) {
-  size_t len = 0;
-  while (len < 4096 && path[len]) ++len;
+  const size_t len = WordStrlen(path);  // (a word at a time: the prefilter's hot path)
   if (len == 0 || len >= 4096) return false;
   size_t end = len;
   while (end > 1 && path[end - 1] == '/') --end;
