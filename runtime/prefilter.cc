@@ -76,12 +76,41 @@ FANSTORE_HOT_TEXT void FillStatxOf(uint32_t idx, void* buf) noexcept {
 namespace {
 // Whether the parent of absolute path s is in PrefilterState::native_parents (the second
 // stage puts it there: prefilter_again.cc ParentInSkeleton).
-FANSTORE_HOT_TEXT bool KnownNativeParent(const char* s) {
+FANSTORE_HOT_TEXT bool KnownNativeParentOfLength(const char* s, size_t len) {
   size_t n;
   LastComponent c;
   uint64_t key;
-  return ParentSpan(s, &n, &c) &&
+  return ParentSpanOfLength(s, len, &n, &c) &&
          NativeParentSlot(s, n, &key).load(std::memory_order_relaxed) == key;
+}
+FANSTORE_HOT_TEXT bool KnownNativeParent(const char* s) {
+  return KnownNativeParentOfLength(s, WordStrlen(s));
+}
+
+// Whether a stat-family call on (dirfd, p) goes to the kernel, decided with one scan of p
+// before anything else is asked: an absolute path that starts like no spelling of the mount
+// point, has no "." or ".." component, is not under /proc or /dev (fd links), while no
+// spelling was learned, whose parent was found native before; one name, none of the mount
+// point's, below a directory fd known native; or the empty path of an fd that is not
+// virtual (fstat; dirfd AT_FDCWD for stat and lstat, where a relative path is the cwd's).
+// For these Wants, UnderLearned, KernelsAlone and the known-parent rule below would give
+// the same answer, after three to four scans of p: PATH lookups, Python's imports, find's
+// and du's stat of every name and fstat of every directory.
+FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
+  if (p[0] == '/') {
+    if (g_prefilter.learned_count.load(std::memory_order_relaxed) != 0) return false;
+    for (const auto& spelling : g_prefilter.spellings)
+      if (spelling.len > 0 && HeadMatches(p, spelling)) return false;
+    if ((p[1] == 'p' && p[2] == 'r' && p[3] == 'o' && p[4] == 'c' && p[5] == '/') ||
+        (p[1] == 'd' && p[2] == 'e' && p[3] == 'v' && p[4] == '/'))
+      return false;
+    size_t len;
+    return WordStrlenNoDotName(p, &len) && KnownNativeParentOfLength(p, len);
+  }
+  if (static_cast<int>(dirfd) == AT_FDCWD) return false;
+  if (p[0] == 0) return !VirtualFd(dirfd);
+  unsigned n;
+  return NativeDir(dirfd) && OneName(p, &n) && !IsMountName(p, n) && !VirtualFd(dirfd);
 }
 
 FANSTORE_HOT_TEXT intercept::PrefilterResult Answered() {
@@ -100,6 +129,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
     case SYS_stat:
     case SYS_lstat: {
       const char* p = reinterpret_cast<const char*>(a[0]);
+      if (p && PlainNativeStat(AT_FDCWD, p)) return {0, kToKernel};
       if (p && p[0] == '/' && FastEntry(p, nr == SYS_stat, &e)) {
         FillStatOf(e, reinterpret_cast<struct stat*>(a[1]));
         return Answered();
@@ -109,6 +139,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
     case SYS_newfstatat: {
       const char* p = reinterpret_cast<const char*>(a[1]);
       if (!p) break;
+      if (PlainNativeStat(a[0], p)) return {0, kToKernel};
       if (p[0] == 0 && (a[3] & AT_EMPTY_PATH) && FdEntry(a[0], &e)) {
         FillStatOf(e, reinterpret_cast<struct stat*>(a[2]));
         return Answered();
@@ -127,6 +158,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
       break;
     case SYS_statx: {
       const char* p = reinterpret_cast<const char*>(a[1]);
+      if (p && PlainNativeStat(a[0], p)) return {0, kToKernel};
       if (p && p[0] == '/' && FastEntry(p, !(a[2] & AT_SYMLINK_NOFOLLOW), &e)) {
         FillStatxOf(e, reinterpret_cast<void*>(a[4]));
         return Answered();

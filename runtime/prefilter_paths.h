@@ -114,15 +114,21 @@ FANSTORE_HOT_TEXT bool NativeDir(long fd) {
          g_prefilter.native_dirs[fd].load(std::memory_order_relaxed) != 0;
 }
 
-// Whether s is one name ("x": no '/', not empty, "." or "..") other than the last name of
-// a spelling of the mount point.
-FANSTORE_HOT_TEXT bool OneOtherName(const char* s) {
+// Whether s is one name ("x": no '/', not empty, "." or ".."), of *n bytes.
+FANSTORE_HOT_TEXT bool OneName(const char* s, unsigned* n_out) {
   unsigned n = 0;
   while (s[n] != 0) {
     if (s[n] == '/') return false;
     ++n;
   }
-  if (n == 0 || (s[0] == '.' && (n == 1 || (n == 2 && s[1] == '.')))) return false;
+  *n_out = n;
+  return n != 0 && !(s[0] == '.' && (n == 1 || (n == 2 && s[1] == '.')));
+}
+
+// Whether s is one name other than the last name of a spelling of the mount point.
+FANSTORE_HOT_TEXT bool OneOtherName(const char* s) {
+  unsigned n;
+  if (!OneName(s, &n)) return false;
   if (!MayBeMountName(s, n)) return true;
   for (const auto& m : g_prefilter.spellings) {  // the last name of each spelling
     if (m.len == 0) continue;

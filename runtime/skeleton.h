@@ -70,15 +70,16 @@ static inline bool IsSkeletonDir(const struct stat& st, uint64_t dev, bool marke
          (!marked || st.st_mtim.tv_nsec == kSkeletonMarkNs);
 }
 
+struct LastComponent {
+  size_t start, end, len;  // the name is path[start, end); path[end, len) its slashes
+};
 // The last component of `path` (its trailing slashes aside) and the length of its parent
 // directory's spelling: a prefix of `path`, but "." for a bare name (plen 1, not a prefix)
 // and "/" for "/x". False when there is no such component (an empty path, ".", "..", a path
 // of 4096 bytes or more). No library calls: the prefilter asks this of every absolute stat.
-struct LastComponent {
-  size_t start, end, len;  // the name is path[start, end); path[end, len) its slashes
-};
-static inline bool ParentSpan(const char* path, size_t* plen, LastComponent* c) {
-  const size_t len = WordStrlen(path);  // (a word at a time: the prefilter's hot path)
+// ParentSpanOfLength is given path's length (strlen), ParentSpan measures it.
+static inline bool ParentSpanOfLength(const char* path, size_t len, size_t* plen,
+                                      LastComponent* c) {
   if (len == 0 || len >= 4096) return false;
   size_t end = len;
   while (end > 1 && path[end - 1] == '/') --end;
@@ -91,6 +92,9 @@ static inline bool ParentSpan(const char* path, size_t* plen, LastComponent* c) 
   *plen = start <= 1 ? 1 : start - 1;  // "x" -> ".", "/x" -> "/", "a/x" -> "a"
   *c = LastComponent{start, end, len};
   return true;
+}
+static inline bool ParentSpan(const char* path, size_t* plen, LastComponent* c) {
+  return ParentSpanOfLength(path, WordStrlen(path), plen, c);
 }
 
 // The same, with the parent NUL-terminated in parent[4096].

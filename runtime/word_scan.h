@@ -85,6 +85,34 @@ __attribute__((no_sanitize("address", "thread"))) static inline const char* Find
   }
 }
 
+// strlen of absolute path `s` into *len, a word at a time, and whether no component of it
+// starts with '.' (so none is "." or ".."): false as soon as one does (*len then unset).
+__attribute__((no_sanitize("address", "thread"))) static inline bool WordStrlenNoDotName(
+    const char* s, size_t* len) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(s);
+  uintptr_t at = start & ~uintptr_t{7};
+  uint64_t w = Load8(reinterpret_cast<const char*>(at));
+  // The bytes before s read as '/' (not a NUL; s[0] starts a component).
+  if (const unsigned skip = static_cast<unsigned>(start - at)) {
+    const uint64_t before = ~0ull >> (64 - 8 * skip);
+    w = (w & ~before) | (kOnes * '/' & before);
+  }
+  uint64_t carry = 0x80;  // the byte before the word is a '/'
+  for (;;) {
+    const uint64_t zero = FirstZeroAndAbove(w);
+    uint64_t dot_name = (((BytesEqual(w, '/') << 8) | carry) & BytesEqual(w, '.'));
+    if (zero) dot_name &= (zero & (~zero + 1)) - 1;  // the bytes before the NUL
+    if (dot_name) return false;
+    if (zero) {
+      *len = at + (static_cast<unsigned>(__builtin_ctzll(zero)) >> 3) - start;
+      return true;
+    }
+    carry = BytesEqual(w, '/') >> 56;
+    at += 8;
+    w = Load8(reinterpret_cast<const char*>(at));
+  }
+}
+
 // Whether s[0, n) is one of the components of one of spellings[0, count) (each with `path`
 // and `len`; len 0: none). Byte by byte: no library calls.
 template <class Spelling>

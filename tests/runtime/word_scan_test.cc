@@ -57,6 +57,34 @@ TEST(WordScan, FindsTheFirstDotDotAtEveryAlignment) {
   }
 }
 
+// Whether some component of p starts with '.'.
+bool DotNameReference(std::string_view p) {
+  for (size_t i = 0; i < p.size(); ++i)
+    if (p[i] == '.' && (i == 0 || p[i - 1] == '/')) return true;
+  return false;
+}
+
+TEST(WordScan, MeasuresAndSpotsDotNamesAtEveryAlignment) {
+  std::mt19937 rng(11);
+  alignas(8) char buf[256];
+  int plain = 0, dotted = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    const std::string p = RandomPath(rng);
+    const size_t at = rng() % 16;
+    std::memset(buf, rng() % 2 ? '.' : '/', sizeof buf);  // what lies around must not count
+    std::memcpy(buf + at, p.c_str(), p.size() + 1);
+    size_t len = ~size_t{0};
+    const bool got = WordStrlenNoDotName(buf + at, &len);
+    ASSERT_EQ(got, !DotNameReference(p)) << "'" << p << "' at " << at;
+    if (got) {
+      ASSERT_EQ(len, p.size()) << "'" << p << "' at " << at;
+    }
+    (got ? plain : dotted)++;
+  }
+  EXPECT_GT(plain, 1000);  // both answers were exercised
+  EXPECT_GT(dotted, 1000);
+}
+
 TEST(WordScan, StopsAtTheNulBeforeAnInaccessiblePage) {
   const long page = ::sysconf(_SC_PAGESIZE);
   auto* mem = static_cast<char*>(
@@ -70,6 +98,8 @@ TEST(WordScan, StopsAtTheNulBeforeAnInaccessiblePage) {
     const char* got = FindDotDot(s);
     EXPECT_EQ(got ? static_cast<size_t>(got - s) : std::string_view::npos, DotDotReference(p)) << p;
     EXPECT_EQ(WordStrlen(s), p.size()) << p;
+    size_t len = 0;
+    EXPECT_EQ(WordStrlenNoDotName(s, &len), !DotNameReference(p)) << p;
   }
   ::munmap(mem, 2 * page);
 }
