@@ -113,6 +113,15 @@ FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
   return NativeDir(dirfd) && OneName(p, &n) && !IsMountName(p, n) && !VirtualFd(dirfd);
 }
 
+// Whether directory fd k is surely none of the skeleton's: another device, or no mark (one
+// fstat, on the caller's stack). When it may be one, the second stage asks the kernel where
+// it is, with a path buffer this stage's frame has no room for.
+FANSTORE_HOT_TEXT bool SurelyNotSkeleton(long k) {
+  struct stat st;
+  return base::RawSyscall6(SYS_fstat, k, reinterpret_cast<long>(&st)) == 0 &&
+         !IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked);
+}
+
 FANSTORE_HOT_TEXT intercept::PrefilterResult Answered() {
   g_prefilter.answered_stats.Add();
   return {0, intercept::kAnswered};
@@ -221,7 +230,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
     // directory so): no system call then.
     const bool may_be_skeleton =
         (g_prefilter.skeleton_readable || !g_prefilter.skeleton_marked) && !ChildOfNativeDir(nr, a);
-    if (may_be_skeleton) return {k, intercept::kAgain};
+    if (may_be_skeleton && !SurelyNotSkeleton(k)) return {k, intercept::kAgain};
     SetNativeDir(k, !intercept::t_clone_child);
     return {k, kAnswered};
   }
