@@ -2,6 +2,14 @@
 
 #include <cpuid.h>
 
+#if __has_include(<sys/platform/x86.h>)
+#include <sys/platform/x86.h>
+// glibc 2.33+: the CPUID leaves ld.so read at start. Weak, so that the library still loads
+// with an older glibc, which lacks it (then CPUID is asked here).
+#pragma weak __x86_get_cpuid_feature_leaf
+#define FANSTORE_HAVE_CPU_FEATURES 1
+#endif
+
 extern "C" {
 __attribute__((visibility("hidden"))) uint64_t fanstore_xsave_size = 0;
 __attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_lo = 0;
@@ -11,33 +19,65 @@ __attribute__((visibility("hidden"))) uint8_t fanstore_xinuse = 0;
 }
 
 namespace fanstore::intercept {
+namespace {
+
+// What InitCpuState needs to know of the CPU.
+struct CpuFacts {
+  bool osxsave = false;  // CPUID.1:ECX.OSXSAVE: XGETBV may be used
+  bool lahf = false;     // CPUID.80000001H:ECX bit 0: LAHF/SAHF in 64-bit mode
+  bool xsavec = false;   // CPUID.(0xD,1):EAX bit 1
+  bool xgetbv1 = false;  // CPUID.(0xD,1):EAX bit 2: XGETBV with ECX = 1 (the in-use bitmap)
+  bool avx512f = false;  // CPUID.(7,0):EBX bit 16
+};
+
+// From ld.so's copy of the leaves where glibc has one: each CPUID is a VM exit, ~12 us
+// under nested virtualisation, and every process the runtime starts in asks these.
+CpuFacts ReadCpuFacts() {
+  CpuFacts f;
+#ifdef FANSTORE_HAVE_CPU_FEATURES
+  if (&__x86_get_cpuid_feature_leaf != nullptr) {
+    f.osxsave = CPU_FEATURE_PRESENT(OSXSAVE);
+    f.lahf = CPU_FEATURE_PRESENT(LAHF64_SAHF64);
+    f.xsavec = CPU_FEATURE_PRESENT(XSAVEC);
+    f.xgetbv1 = CPU_FEATURE_PRESENT(XGETBV_ECX_1);
+    f.avx512f = CPU_FEATURE_PRESENT(AVX512F);
+    return f;
+  }
+#endif
+  unsigned a, b, c, d;
+  f.osxsave = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE);
+  f.lahf = __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & bit_LAHF_LM);
+  if (__get_cpuid_count(0xD, 1, &a, &b, &c, &d)) {
+    f.xsavec = a & (1u << 1);
+    f.xgetbv1 = a & (1u << 2);
+  }
+  f.avx512f = __get_cpuid_count(7, 0, &a, &b, &c, &d) && (b & (1u << 16));
+  return f;
+}
+
+}  // namespace
 
 bool InitCpuState(bool full_xsave) {
-  unsigned a, b, c, d;
-  if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE)) return false;
+  const CpuFacts f = ReadCpuFacts();
   // The entry's fast return restores the flags with SAHF (entry_asm.S), which 64-bit mode
-  // has where CPUID.80000001H:ECX bit 0 says so (every x86-64 core since 2006).
-  if (!__get_cpuid(0x80000001, &a, &b, &c, &d) || !(c & bit_LAHF_LM)) return false;
+  // has where the CPU says so (every x86-64 core since 2006).
+  if (!f.osxsave || !f.lahf) return false;
   uint32_t lo, hi;
   asm volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
-  __cpuid_count(0xD, 0, a, b, c, d);  // ebx: size for the features enabled in XCR0
-  if (b < 576) return false;
   fanstore_xcr0_lo = lo;
   fanstore_xcr0_hi = hi;
-  constexpr uint32_t kAvx = 1u << 2, kAvx512 = (1u << 5) | (1u << 6) | (1u << 7);
-  unsigned a7, b7, c7, d7;
-  const bool leaf_d1 = __get_cpuid_count(0xD, 1, &a7, &b7, &c7, &d7);
-  const bool xsavec = leaf_d1 && (a7 & (1u << 1));
-  // XGETBV with ECX = 1 (the in-use bitmap) exists where CPUID.(0xD,1):EAX bit 2 says so.
-  const bool xgetbv1 = leaf_d1 && (a7 & (1u << 2));
-  const bool avx512f = __get_cpuid_count(7, 0, &a7, &b7, &c7, &d7) && (b7 & (1u << 16));
-  if (full_xsave && xsavec) {
+  constexpr uint32_t kX87Sse = 3, kAvx = 1u << 2, kAvx512 = (1u << 5) | (1u << 6) | (1u << 7);
+  if ((lo & kX87Sse) != kX87Sse) return false;  // the OS saves no SSE state
+  if (full_xsave && f.xsavec) {
+    unsigned a, b, c, d;
+    __cpuid_count(0xD, 0, a, b, c, d);  // ebx: size for the features enabled in XCR0
+    if (b < 576) return false;
     fanstore_vec_mode = 3;
     fanstore_xsave_size = b + 64;
   } else {
-    fanstore_vec_mode = (lo & kAvx512) == kAvx512 && avx512f ? 2 : (lo & kAvx) ? 1 : 0;
+    fanstore_vec_mode = (lo & kAvx512) == kAvx512 && f.avx512f ? 2 : (lo & kAvx) ? 1 : 0;
     fanstore_xsave_size = 2176 + 64;  // zmm0-31 (2048) + k0-7 (64) + MXCSR, FCW, XINUSE
-    fanstore_xinuse = fanstore_vec_mode > 0 && xgetbv1 ? 1 : 0;
+    fanstore_xinuse = fanstore_vec_mode > 0 && f.xgetbv1 ? 1 : 0;
   }
   return true;
 }
