@@ -5,18 +5,22 @@
 # natively and under `fanrun` (a small dataset mounted elsewhere), alternating, with
 # fanrun's own start-up (the median of `fanrun -- true`) taken out. Prints medians and
 # ranges of the ratio fanrun/native per pair; writes bench/results/native_cost.json.
-# Usage: bench/native_cost.sh [--pairs N] [--user NAME]   (default 7 pairs, as the caller;
-#   --user runs both sides as that user, e.g. to see a process that cannot read fanrun's
-#   skeleton directories)
+# Usage: bench/native_cost.sh [--pairs N] [--user NAME] [--per-call]   (default 7 pairs, as
+#   the caller; --user runs both sides as that user, e.g. to see a process that cannot read
+#   fanrun's skeleton directories; --per-call instead runs bench/call_cost.c natively and
+#   under fanrun, N processes each alternating, and prints what the interception adds to
+#   each shape of call: the fastest process's figure, in ns; bench/results/call_cost.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 pairs=7
 user=""
+per_call=0
 while [ $# -gt 0 ]; do
   case $1 in
     --pairs) pairs=$2; shift 2 ;;
     --user) user=$2; shift 2 ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    --per-call) per_call=1; shift ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "native_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -27,6 +31,38 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/src/d" && echo x >"$work/src/d/f"
 build/release/bin/fanstore pack -q "$work/src" "$work/ds"
 mkdir -m 1777 "$work/m"
+if [ "$per_call" = 1 ]; then
+  cc -O2 -o "$work/call_cost" bench/call_cost.c
+  /usr/bin/python3 - "$pairs" "$work" "$(pwd)/build/release/bin/fanrun" <<'PY'
+import json, os, subprocess, sys, time
+pairs, work, fanrun = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+under = [fanrun, "--data", work + "/ds", "--mount", work + "/m/mnt", "--"]
+def run(cmd):
+    out = subprocess.run(cmd + [work + "/call_cost", "30"], stdout=subprocess.PIPE, text=True,
+                         check=True).stdout
+    return dict((k, float(v)) for k, v in (l.split("\t") for l in out.splitlines()))
+nat, fan = {}, {}
+for _ in range(pairs):  # alternating; per shape, the fastest process
+    for side, cmd in ((nat, []), (fan, under)):
+        for k, v in run(cmd).items():
+            side[k] = min(side.get(k, v), v)
+print("per call, ns over getppid (%.0f ns natively); fastest of %d processes each" % (
+    nat["getppid ns"], pairs))
+print("  %-32s %8s %8s %8s" % ("call", "native", "fanrun", "added"))
+rows = {}
+for k in nat:
+    if k in ("getppid ns", "getppid (baseline)"):
+        continue
+    rows[k] = {"native_ns": nat[k], "fanrun_ns": fan[k], "added_ns": fan[k] - nat[k]}
+    print("  %-32s %8.1f %8.1f %8.1f" % (k, nat[k], fan[k], fan[k] - nat[k]))
+os.makedirs("bench/results", exist_ok=True)
+json.dump({"benchmark": "call_cost", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "processes": pairs, "getppid_ns": nat["getppid ns"], "calls": rows},
+          open("bench/results/call_cost.json", "w"), indent=1)
+print("wrote bench/results/call_cost.json")
+PY
+  exit
+fi
 /usr/bin/python3 - "$pairs" "$work" "$user" "$(pwd)/build/release/bin/fanrun" <<'PY'
 import json, os, statistics, subprocess, sys, time
 pairs, work, user, fanrun = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
