@@ -32,11 +32,16 @@ bool LooksLikeSlab(int fd) {
 
 }  // namespace
 
+void* FdTable::operator new(size_t bytes) noexcept {
+  void* m = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return m == MAP_FAILED ? nullptr : m;
+}
+
+void FdTable::operator delete(void* p, size_t bytes) noexcept {
+  if (p) ::munmap(p, bytes);
+}
+
 FdTable::FdTable(int slab_fd, int fd_floor) {
-  for (auto& f : fd_) f.store(-1, std::memory_order_relaxed);
-  for (auto& b : bits_) b.store(0, std::memory_order_relaxed);
-  for (auto& b : parked_) b.store(0, std::memory_order_relaxed);
-  for (auto& b : cloexec_) b.store(0, std::memory_order_relaxed);
   long fd = -1;
   if (LooksLikeSlab(slab_fd)) {
     fd = slab_fd;
@@ -100,7 +105,7 @@ void FdTable::Release(int d) {
 void FdTable::Bind(int fd, int d) {
   SetCloexecSure(fd, false);
   slab_[d].refs.fetch_add(1, std::memory_order_acq_rel);
-  const int old = fd_[fd].exchange(d, std::memory_order_acq_rel);
+  const int old = fd_[fd].exchange(d + 1, std::memory_order_acq_rel) - 1;
   bits_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
   if (old >= 0)
     Release(old);
@@ -110,7 +115,7 @@ void FdTable::Bind(int fd, int d) {
 
 void FdTable::Adopt(int fd, int d, bool add_ref) {
   if (add_ref) slab_[d].refs.fetch_add(1, std::memory_order_acq_rel);
-  if (fd_[fd].exchange(d, std::memory_order_acq_rel) < 0)
+  if (fd_[fd].exchange(d + 1, std::memory_order_acq_rel) == 0)
     bound_.fetch_add(1, std::memory_order_relaxed);
   bits_[fd / 64].fetch_or(uint64_t{1} << (fd % 64), std::memory_order_release);
 }
@@ -121,7 +126,7 @@ void FdTable::ReleaseDesc(int d) {
 
 bool FdTable::Unbind(int fd) {
   if (fd < 0 || fd >= kMaxFds) return false;
-  const int old = fd_[fd].exchange(-1, std::memory_order_acq_rel);
+  const int old = fd_[fd].exchange(0, std::memory_order_acq_rel) - 1;
   if (old < 0) return false;
   SetCloexecSure(fd, false);
   bits_[fd / 64].fetch_and(~(uint64_t{1} << (fd % 64)), std::memory_order_release);
@@ -200,7 +205,15 @@ OpenFile* FdTable::Lookup(long fd) const {
 
 FdTable& Fds() {
   // Never destroyed: hooks may run during exit.
-  static FdTable* t = new FdTable(InheritedSlabFd(), Get() ? Get()->reserved_lo : 0);
+  static FdTable* t = [] {
+    FdTable* made = new FdTable(InheritedSlabFd(), Get() ? Get()->reserved_lo : 0);
+    if (!made) {
+      static const char kMsg[] = "fanstore: runtime start-up failed: no memory for the fd table\n";
+      RawSyscall6(SYS_write, 2, reinterpret_cast<long>(kMsg), sizeof kMsg - 1);
+      RawSyscall6(SYS_exit_group, 121);
+    }
+    return made;
+  }();
   return *t;
 }
 

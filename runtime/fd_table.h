@@ -14,6 +14,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace fanstore::runtime {
@@ -33,6 +34,11 @@ class FdTable {
   // Maps the slab inherited through exec (`slab_fd` >= 0, checked) or a new one; the slab's
   // memfd is moved to `fd_floor` or above (the runtime's reserved range).
   FdTable(int slab_fd, int fd_floor);
+  // A table lives in pages of its own, mapped zero (nullptr when there is no memory): its
+  // ~280 KB of per-fd arrays are never written at construction, so a process touches
+  // only the pages of the fds it makes virtual, not 70 pages at every start.
+  static void* operator new(size_t bytes) noexcept;
+  static void operator delete(void* p, size_t bytes) noexcept;
   // A new description for `entry`, or -ENFILE.
   int NewDesc(uint32_t entry, int flags);
   // fd -> desc (takes a reference); replaces a previous binding of fd.
@@ -86,7 +92,7 @@ class FdTable {
   // `fd` as it arrives in a register: only its low 32 bits are the fd (an int).
   int DescOf(long fd_arg) const {
     const int fd = static_cast<int>(fd_arg);
-    return fd >= 0 && fd < kMaxFds ? fd_[fd].load(std::memory_order_acquire) : -1;
+    return fd >= 0 && fd < kMaxFds ? fd_[fd].load(std::memory_order_acquire) - 1 : -1;
   }
   bool ValidDesc(int d) const {
     return slab_ && d >= 0 && d < kMaxDescs &&
@@ -102,7 +108,7 @@ class FdTable {
     for (int w = 0; w < kMaxFds / 64; ++w) {
       for (uint64_t v = bits_[w].load(std::memory_order_acquire); v; v &= v - 1) {
         const int fd = w * 64 + __builtin_ctzll(v);
-        const int d = fd_[fd].load(std::memory_order_acquire);
+        const int d = fd_[fd].load(std::memory_order_acquire) - 1;
         if (d >= 0) fn(fd, d);
       }
     }
@@ -112,17 +118,28 @@ class FdTable {
   const std::atomic<uint64_t>* bits() const { return bits_; }
   // How many fds are virtual now (poll and select need no look at their arrays at 0).
   const std::atomic<int>* bound() const { return &bound_; }
-  const std::atomic<int32_t>* fd_map() const { return fd_; }
+  const std::atomic<int32_t>* fd_map() const { return fd_; }  // description + 1; 0: none
   const OpenFile* slab() const { return slab_; }
   bool AnyParked() const { return parked_count_.load(std::memory_order_relaxed) > 0; }
 
  private:
   void Release(int d);
-  std::atomic<int32_t> fd_[kMaxFds];  // -1: not virtual
-  std::atomic<uint64_t> bits_[kMaxFds / 64];
+  // The per-fd arrays, left as operator new gives them (zero): a union's members are not
+  // initialised unless its constructor says so.
+  union Arrays {
+    Arrays() {}
+    struct {
+      std::atomic<int32_t> fd[kMaxFds];  // the description + 1; 0: not virtual
+      std::atomic<uint64_t> bits[kMaxFds / 64];
+      std::atomic<uint64_t> parked[kMaxFds / 64];
+      std::atomic<uint64_t> cloexec[kMaxFds / 64];
+    } a;
+  } arrays_;
+  std::atomic<int32_t>* const fd_ = arrays_.a.fd;
+  std::atomic<uint64_t>* const bits_ = arrays_.a.bits;
+  std::atomic<uint64_t>* const parked_ = arrays_.a.parked;
+  std::atomic<uint64_t>* const cloexec_ = arrays_.a.cloexec;
   std::atomic<int> bound_{0};
-  std::atomic<uint64_t> parked_[kMaxFds / 64];
-  std::atomic<uint64_t> cloexec_[kMaxFds / 64];
   std::atomic<int> parked_count_{0};
   OpenFile* slab_ = nullptr;               // kMaxDescs, MAP_SHARED
   std::atomic<uint64_t>* used_ = nullptr;  // kMaxDescs bits, MAP_SHARED

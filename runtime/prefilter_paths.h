@@ -208,7 +208,7 @@ FANSTORE_HOT_TEXT bool FastEntry(const char* p, bool follow, uint32_t* out) {
 FANSTORE_HOT_TEXT bool FdEntry(long fd_arg, uint32_t* out) {
   const int fd = static_cast<int>(fd_arg);
   if (fd < 0 || fd >= kMaxFds) return false;
-  const int d = g_prefilter.fd_map[fd].load(std::memory_order_acquire);
+  const int d = g_prefilter.fd_map[fd].load(std::memory_order_acquire) - 1;
   if (d < 0) return false;
   *out = g_prefilter.descs[d].entry;
   return true;

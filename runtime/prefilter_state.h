@@ -44,7 +44,7 @@ struct PrefilterState {
   std::atomic<int> learned_count{0};
   const std::atomic<uint64_t>* fd_bits = nullptr;  // FdTable::bits(), kMaxFds bits
   const std::atomic<int>* fd_count = nullptr;      // FdTable::bound()
-  const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map()
+  const std::atomic<int32_t>* fd_map = nullptr;    // FdTable::fd_map(): description + 1
   const OpenFile* descs = nullptr;                 // FdTable::slab()
   // No fd below this is free in the kernel, as far as the runtime knows: an open takes a
   // parked fd only below it, so its number is the lowest free one, as POSIX says (handlers_open.cc
