@@ -56,6 +56,19 @@
   pushq F_R9(%rbx)
 .endm
 
+/* Pops the frame's registers below rax (the order of the pushes at entry, reversed). */
+.macro POP_SAVED_BELOW_RAX
+  pop %r12
+  pop %rbp
+  pop %rbx
+  pop %r9
+  pop %r8
+  pop %r10
+  pop %rdx
+  pop %rsi
+  pop %rdi
+.endm
+
 /* Puts back the arithmetic flags saved at entry (OF, SF, ZF, AF, PF, CF), the only ones
    the prefilters' compiled code changes, and pops the rest of the frame: the same as
    RESTORE_FRAME after prefilter code, at a fraction of POPFQ's cost (a microcoded
@@ -66,15 +79,7 @@
   shr $3, %cl             /* OF is bit 11 of rflags */
   and $1, %cl
   add $0x7f, %cl          /* overflows (OF = 1) iff cl was 1 */
-  pop %r12
-  pop %rbp
-  pop %rbx
-  pop %r9
-  pop %r8
-  pop %r10
-  pop %rdx
-  pop %rsi
-  pop %rdi
+  POP_SAVED_BELOW_RAX     /* (pops leave the flags) */
   mov 8(%rsp), %ah        /* the saved flags' low byte: SF ZF AF PF CF */
   sahf
   pop %rax
@@ -83,15 +88,7 @@
 
 /* Pops the frame saved at entry (everything but the return address), flags last. */
 .macro RESTORE_FRAME
-  pop %r12
-  pop %rbp
-  pop %rbx
-  pop %r9
-  pop %r8
-  pop %r10
-  pop %rdx
-  pop %rsi
-  pop %rdi
+  POP_SAVED_BELOW_RAX
   pop %rax
   popfq
 .endm

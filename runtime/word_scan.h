@@ -54,19 +54,27 @@ __attribute__((no_sanitize("address", "thread"))) static inline size_t WordStrle
   }
 }
 
+// The aligned word holding s[0], its address in *at, with the bytes before s reading as
+// '/' (not a NUL, and s[0] starts a component).
+__attribute__((no_sanitize("address", "thread"))) static inline uint64_t FirstWordAfterSlash(
+    const char* s, uintptr_t* at) {
+  const uintptr_t start = reinterpret_cast<uintptr_t>(s);
+  *at = start & ~uintptr_t{7};
+  uint64_t w = Load8(reinterpret_cast<const char*>(*at));
+  if (const unsigned skip = static_cast<unsigned>(start - *at)) {
+    const uint64_t before = ~0ull >> (64 - 8 * skip);
+    w = (w & ~before) | (kOnes * '/' & before);
+  }
+  return w;
+}
+
 // Just past the first ".." component of path `s` (at a '/' or the NUL), nullptr if it has
 // none. A '.' that starts a component and is followed by a '.' is checked byte by byte
 // (".cache" never is; "..x" and "..." are, and are names).
 __attribute__((no_sanitize("address", "thread"))) static inline const char* FindDotDot(
     const char* s) {
-  const uintptr_t start = reinterpret_cast<uintptr_t>(s);
-  uintptr_t at = start & ~uintptr_t{7};
-  uint64_t w = Load8(reinterpret_cast<const char*>(at));
-  // The bytes before s read as '/' (not a NUL, and s[0] starts a component).
-  if (const unsigned skip = static_cast<unsigned>(start - at)) {
-    const uint64_t before = ~0ull >> (64 - 8 * skip);
-    w = (w & ~before) | (kOnes * '/' & before);
-  }
+  uintptr_t at;
+  uint64_t w = FirstWordAfterSlash(s, &at);
   uint64_t carry = 0x80;  // the byte before the word is a '/'
   for (;;) {
     const uint64_t zero = FirstZeroAndAbove(w);
@@ -90,13 +98,8 @@ __attribute__((no_sanitize("address", "thread"))) static inline const char* Find
 __attribute__((no_sanitize("address", "thread"))) static inline bool WordStrlenNoDotName(
     const char* s, size_t* len) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(s);
-  uintptr_t at = start & ~uintptr_t{7};
-  uint64_t w = Load8(reinterpret_cast<const char*>(at));
-  // The bytes before s read as '/' (not a NUL; s[0] starts a component).
-  if (const unsigned skip = static_cast<unsigned>(start - at)) {
-    const uint64_t before = ~0ull >> (64 - 8 * skip);
-    w = (w & ~before) | (kOnes * '/' & before);
-  }
+  uintptr_t at;
+  uint64_t w = FirstWordAfterSlash(s, &at);
   uint64_t carry = 0x80;  // the byte before the word is a '/'
   for (;;) {
     const uint64_t zero = FirstZeroAndAbove(w);
