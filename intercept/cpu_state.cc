@@ -2,13 +2,18 @@
 
 #include <cpuid.h>
 
-#if __has_include(<sys/platform/x86.h>)
-#include <sys/platform/x86.h>
-// glibc 2.33+: the CPUID leaves ld.so read at start. Weak, so that the library still loads
-// with an older glibc, which lacks it (then CPUID is asked here).
-#pragma weak __x86_get_cpuid_feature_leaf
-#define FANSTORE_HAVE_CPU_FEATURES 1
-#endif
+// glibc 2.33+ (<sys/platform/x86.h>): the CPUID leaves ld.so read at start, by index
+// (0: leaf 1, 1: leaf 7, 2: leaf 0x80000001, 3: leaf 0xD with ECX = 1), each as eax, ebx,
+// ecx, edx. Declared here, not by including the header, which clang cannot compile as C++
+// (its _Bool); weak, so that the library still loads with an older glibc, which lacks it
+// (then CPUID is asked here).
+extern "C" {
+struct FanstoreCpuidLeaf {
+  unsigned cpuid[4];
+  unsigned active[4];
+};
+const FanstoreCpuidLeaf* __x86_get_cpuid_feature_leaf(unsigned index) __attribute__((weak));
+}
 
 extern "C" {
 __attribute__((visibility("hidden"))) uint64_t fanstore_xsave_size = 0;
@@ -34,16 +39,18 @@ struct CpuFacts {
 // under nested virtualisation, and every process the runtime starts in asks these.
 CpuFacts ReadCpuFacts() {
   CpuFacts f;
-#ifdef FANSTORE_HAVE_CPU_FEATURES
   if (&__x86_get_cpuid_feature_leaf != nullptr) {
-    f.osxsave = CPU_FEATURE_PRESENT(OSXSAVE);
-    f.lahf = CPU_FEATURE_PRESENT(LAHF64_SAHF64);
-    f.xsavec = CPU_FEATURE_PRESENT(XSAVEC);
-    f.xgetbv1 = CPU_FEATURE_PRESENT(XGETBV_ECX_1);
-    f.avx512f = CPU_FEATURE_PRESENT(AVX512F);
+    const unsigned l1_ecx = __x86_get_cpuid_feature_leaf(0)->cpuid[2];
+    const unsigned l7_ebx = __x86_get_cpuid_feature_leaf(1)->cpuid[1];
+    const unsigned ext_ecx = __x86_get_cpuid_feature_leaf(2)->cpuid[2];
+    const unsigned d1_eax = __x86_get_cpuid_feature_leaf(3)->cpuid[0];
+    f.osxsave = l1_ecx & bit_OSXSAVE;
+    f.lahf = ext_ecx & bit_LAHF_LM;
+    f.xsavec = d1_eax & (1u << 1);
+    f.xgetbv1 = d1_eax & (1u << 2);
+    f.avx512f = l7_ebx & (1u << 16);
     return f;
   }
-#endif
   unsigned a, b, c, d;
   f.osxsave = __get_cpuid(1, &a, &b, &c, &d) && (c & bit_OSXSAVE);
   f.lahf = __get_cpuid(0x80000001, &a, &b, &c, &d) && (c & bit_LAHF_LM);
