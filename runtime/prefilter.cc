@@ -96,6 +96,13 @@ FANSTORE_HOT_TEXT bool KnownNativeParent(const char* s) {
 // For these Wants, UnderLearned, KernelsAlone and the known-parent rule below would give
 // the same answer, after three to four scans of p: PATH lookups, Python's imports, find's
 // and du's stat of every name and fstat of every directory.
+// One name, none of the mount point's, below a directory fd known native and not virtual:
+// it cannot lead into the dataset, nor (not followed if a link) be a skeleton directory.
+FANSTORE_HOT_TEXT bool NameBelowNativeDir(long dirfd, const char* p) {
+  unsigned n;
+  return NativeDir(dirfd) && OneName(p, &n) && !IsMountName(p, n) && !VirtualFd(dirfd);
+}
+
 FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
   if (p[0] == '/') {
     if (g_prefilter.learned_count.load(std::memory_order_relaxed) != 0) return false;
@@ -109,8 +116,7 @@ FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
   }
   if (static_cast<int>(dirfd) == AT_FDCWD) return false;
   if (p[0] == 0) return !VirtualFd(dirfd);
-  unsigned n;
-  return NativeDir(dirfd) && OneName(p, &n) && !IsMountName(p, n) && !VirtualFd(dirfd);
+  return NameBelowNativeDir(dirfd, p);
 }
 
 // Whether directory fd k is surely none of the skeleton's: another device, or no mark (one
@@ -202,6 +208,16 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
       break;
     default:
       break;
+  }
+  // find's and du's openat(dirfd, name, O_NOFOLLOW) below a directory checked before: the
+  // kernel's answer stands whatever it is (ENOENT and EACCES are that directory's, and a
+  // directory opened is none of the skeleton's), so it is made here at once, to mark the
+  // fd. Wants and the rules below would decide the same, after two more scans of the name.
+  if (nr == SYS_openat && (a[2] & O_NOFOLLOW) && g_prefilter.skeleton_dev != 0 && a[1] &&
+      NameBelowNativeDir(a[0], reinterpret_cast<const char*>(a[1]))) {
+    const long k = base::RawSyscall6(nr, a[0], a[1], a[2], a[3]);
+    if (k >= 0) SetNativeDir(k, OpensDirectory(nr, a) && !intercept::t_clone_child);
+    return {k, kAnswered};
   }
   if (Wants(nr, a)) return {0, kToHook};
   // A call runtime/skeleton.h covers is made here, so that an answer from the mount point's
