@@ -111,8 +111,11 @@ FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
     if ((p[1] == 'p' && p[2] == 'r' && p[3] == 'o' && p[4] == 'c' && p[5] == '/') ||
         (p[1] == 'd' && p[2] == 'e' && p[3] == 'v' && p[4] == '/'))
       return false;
-    size_t len;
-    return WordStrlenNoDotName(p, &len) && KnownNativeParentOfLength(p, len);
+    size_t len, slash;
+    if (!WordStrlenNoDotName(p, &len, &slash) || len >= 4096) return false;
+    if (slash == len - 1) return KnownNativeParentOfLength(p, len);  // (a trailing '/')
+    uint64_t key;  // the parent is p[0, slash), or "/" (ParentSpan's spelling, with no scan)
+    return NativeParentSlot(p, slash == 0 ? 1 : slash, &key).load(std::memory_order_relaxed) == key;
   }
   if (static_cast<int>(dirfd) == AT_FDCWD) return false;
   if (p[0] == 0) return !VirtualFd(dirfd);

@@ -93,24 +93,33 @@ __attribute__((no_sanitize("address", "thread"))) static inline const char* Find
   }
 }
 
-// strlen of absolute path `s` into *len, a word at a time, and whether no component of it
-// starts with '.' (so none is "." or ".."): false as soon as one does (*len then unset).
+// strlen of absolute path `s` into *len and the index of its last '/' into *last_slash, a
+// word at a time, and whether no component of it starts with '.' (so none is "." or ".."):
+// false as soon as one does (*len and *last_slash then unset).
 __attribute__((no_sanitize("address", "thread"))) static inline bool WordStrlenNoDotName(
-    const char* s, size_t* len) {
+    const char* s, size_t* len, size_t* last_slash) {
   const uintptr_t start = reinterpret_cast<uintptr_t>(s);
   uintptr_t at;
   uint64_t w = FirstWordAfterSlash(s, &at);
-  uint64_t carry = 0x80;  // the byte before the word is a '/'
+  uintptr_t slash_at = start;  // (s[0] is a '/', above the ones read before it)
+  uint64_t carry = 0x80;       // the byte before the word is a '/'
   for (;;) {
     const uint64_t zero = FirstZeroAndAbove(w);
-    uint64_t dot_name = (((BytesEqual(w, '/') << 8) | carry) & BytesEqual(w, '.'));
-    if (zero) dot_name &= (zero & (~zero + 1)) - 1;  // the bytes before the NUL
+    uint64_t slash = BytesEqual(w, '/');
+    uint64_t dot_name = ((slash << 8) | carry) & BytesEqual(w, '.');
+    if (zero) {
+      const uint64_t before_nul = (zero & (~zero + 1)) - 1;
+      dot_name &= before_nul;
+      slash &= before_nul;
+    }
     if (dot_name) return false;
+    if (slash) slash_at = at + (static_cast<unsigned>(63 - __builtin_clzll(slash)) >> 3);
     if (zero) {
       *len = at + (static_cast<unsigned>(__builtin_ctzll(zero)) >> 3) - start;
+      *last_slash = slash_at - start;
       return true;
     }
-    carry = BytesEqual(w, '/') >> 56;
+    carry = slash >> 56;
     at += 8;
     w = Load8(reinterpret_cast<const char*>(at));
   }

@@ -73,11 +73,14 @@ TEST(WordScan, MeasuresAndSpotsDotNamesAtEveryAlignment) {
     const size_t at = rng() % 16;
     std::memset(buf, rng() % 2 ? '.' : '/', sizeof buf);  // what lies around must not count
     std::memcpy(buf + at, p.c_str(), p.size() + 1);
-    size_t len = ~size_t{0};
-    const bool got = WordStrlenNoDotName(buf + at, &len);
+    size_t len = ~size_t{0}, slash = ~size_t{0};
+    const bool got = WordStrlenNoDotName(buf + at, &len, &slash);
     ASSERT_EQ(got, !DotNameReference(p)) << "'" << p << "' at " << at;
     if (got) {
       ASSERT_EQ(len, p.size()) << "'" << p << "' at " << at;
+      if (p[0] == '/') {
+        ASSERT_EQ(slash, p.rfind('/')) << "'" << p << "' at " << at;
+      }
     }
     (got ? plain : dotted)++;
   }
@@ -98,8 +101,8 @@ TEST(WordScan, StopsAtTheNulBeforeAnInaccessiblePage) {
     const char* got = FindDotDot(s);
     EXPECT_EQ(got ? static_cast<size_t>(got - s) : std::string_view::npos, DotDotReference(p)) << p;
     EXPECT_EQ(WordStrlen(s), p.size()) << p;
-    size_t len = 0;
-    EXPECT_EQ(WordStrlenNoDotName(s, &len), !DotNameReference(p)) << p;
+    size_t len = 0, slash = 0;
+    EXPECT_EQ(WordStrlenNoDotName(s, &len, &slash), !DotNameReference(p)) << p;
   }
   ::munmap(mem, 2 * page);
 }
