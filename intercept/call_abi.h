@@ -47,10 +47,15 @@ struct PrefilterResult {
 using Prefilter = PrefilterResult (*)(long nr, const long args[6]) noexcept;
 using PrefilterAgain = PrefilterResult (*)(long nr, const long args[6], long done) noexcept;
 
-// The prefilter entry's tables (entry_prefilter.cc), filled by SetPrefilter (dispatch.h).
-extern Prefilter g_entry_prefilter;
-extern PrefilterAgain g_entry_prefilter_again;
-extern unsigned long g_entry_interest[kMaxSyscallNr / 64];
-extern bool g_entry_interest_all;
+// The prefilter entry's tables (entry_prefilter.cc), filled by SetPrefilter (dispatch.h),
+// in one aligned block: a call reads one cache line of them (the pointers share it with
+// the interest bits of numbers below 320, which most calls have).
+struct alignas(64) EntryTables {
+  Prefilter prefilter = nullptr;
+  PrefilterAgain prefilter_again = nullptr;
+  bool interest_all = false;
+  unsigned long interest[kMaxSyscallNr / 64] = {};
+};
+extern EntryTables g_entry;
 
 }  // namespace fanstore::intercept

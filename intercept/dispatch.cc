@@ -51,11 +51,11 @@ HookResult ExecWithPolicy(long nr, const long a[6]) noexcept {
 }  // namespace
 
 void SetPrefilter(Prefilter prefilter, PrefilterAgain again, const Interest& interest) {
-  g_entry_prefilter = prefilter;
-  g_entry_prefilter_again = again;
-  g_entry_interest_all = interest.all;
+  g_entry.prefilter = prefilter;
+  g_entry.prefilter_again = again;
+  g_entry.interest_all = interest.all;
   for (int i = 0; i < kMaxSyscallNr; ++i)
-    if (interest.nrs.test(i)) g_entry_interest[i / 64] |= 1ul << (i % 64);
+    if (interest.nrs.test(i)) g_entry.interest[i / 64] |= 1ul << (i % 64);
 }
 
 void SetHook(Hook hook) {

@@ -229,7 +229,8 @@ HookSpec PreloadHookSpec() {
           std::min<size_t>(spellings[k].size(), sizeof g_prefilter.spelling_text[k] - 1));
       std::memcpy(text, spellings[k].data(), to.len);
       to.path = text;
-      std::memcpy(to.head, text, std::min<size_t>(to.len, sizeof to.head));
+      g_prefilter.head_lens[k] = static_cast<uint8_t>(std::min<size_t>(to.len, 8));
+      std::memcpy(g_prefilter.heads[k], text, g_prefilter.head_lens[k]);
       AddMountNames(text, to.len);
       const size_t first_alias = spellings.first_alias;
       to.link = k >= first_alias && (s->alias_links >> (k - first_alias) & 1);

@@ -106,8 +106,8 @@ FANSTORE_HOT_TEXT bool NameBelowNativeDir(long dirfd, const char* p) {
 FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
   if (p[0] == '/') {
     if (g_prefilter.learned_count.load(std::memory_order_relaxed) != 0) return false;
-    for (const auto& spelling : g_prefilter.spellings)
-      if (spelling.len > 0 && HeadMatches(p, spelling)) return false;
+    for (int k = 0; k < kSpellings; ++k)
+      if (HeadMatches(p, k)) return false;
     if ((p[1] == 'p' && p[2] == 'r' && p[3] == 'o' && p[4] == 'c' && p[5] == '/') ||
         (p[1] == 'd' && p[2] == 'e' && p[3] == 'v' && p[4] == '/'))
       return false;

@@ -41,13 +41,13 @@ FANSTORE_HOT_TEXT bool MaybeFdLink(const char* s) {
          g_prefilter.fd_count->load(std::memory_order_relaxed) != 0;
 }
 
-// Whether s may start with spelling m, by m's first bytes kept beside it: a path elsewhere
-// is told apart without reading the spelling's text, pages away. Stops at s's NUL.
-FANSTORE_HOT_TEXT bool HeadMatches(const char* s, const PrefilterState::Spelling& m) {
-  const unsigned n = m.len < sizeof m.head ? m.len : sizeof m.head;
+// Whether s may start with spelling k (false when there is none), by its first bytes
+// (PrefilterState::heads). Stops at s's NUL.
+FANSTORE_HOT_TEXT bool HeadMatches(const char* s, int k) {
+  const unsigned n = g_prefilter.head_lens[k];
   for (unsigned i = 0; i < n; ++i)
-    if (s[i] != m.head[i]) return false;
-  return true;
+    if (s[i] != g_prefilter.heads[k][i]) return false;
+  return n > 0;
 }
 
 // `s` past its leading "./" components ("././/x" -> "x").
@@ -88,9 +88,9 @@ FANSTORE_HOT_TEXT bool MaybeOurs(long dirfd, long p) {
   const char* s = reinterpret_cast<const char*>(p);
   if (!s) return false;
   if (s[0] == '/') {
-    for (const auto& spelling : g_prefilter.spellings)
-      if (spelling.len > 0 && HeadMatches(s, spelling) &&
-          UnderPrefix(s, spelling.path, spelling.len))
+    for (int k = 0; k < kSpellings; ++k)
+      if (HeadMatches(s, k) &&
+          UnderPrefix(s, g_prefilter.spellings[k].path, g_prefilter.spellings[k].len))
         return true;
     return MaybeFdLink(s) || DotDotThenName(s) ||
            (IsProc(p) && g_prefilter.cwd_virtual.load(std::memory_order_relaxed) == 1);
@@ -181,9 +181,11 @@ FANSTORE_HOT_TEXT bool DotDotThenName(const char* s) {
 FANSTORE_HOT_TEXT bool FastEntry(const char* p, bool follow, uint32_t* out) {
   const size_t total = WordStrlen(p);
   unsigned n = 0;
-  for (const auto& spelling : g_prefilter.spellings) {  // (the first is always set)
-    if (spelling.len > 0 && total >= spelling.len && total <= spelling.len + 4096 &&
-        HeadMatches(p, spelling) && EqualBytes(p, spelling.path, spelling.len)) {
+  for (int k = 0; k < kSpellings; ++k) {  // (the first is always set)
+    if (!HeadMatches(p, k)) continue;
+    const auto& spelling = g_prefilter.spellings[k];
+    if (total >= spelling.len && total <= spelling.len + 4096 &&
+        EqualBytes(p, spelling.path, spelling.len)) {
       // an alias's symlink itself, not followed, is the kernel's (the hook sends it there);
       // below an alias of an inner directory the rest is not a key of the table
       if ((spelling.link && total == spelling.len && !follow) || spelling.inside) return false;

@@ -54,12 +54,12 @@ EntryOut CallEntry(long nr, long a1, unsigned long flags_in) {
 class Entry : public ::testing::Test {
  protected:
   void SetUp() override {
-    g_entry_prefilter = &TestPrefilter;
-    g_entry_interest_all = true;
+    g_entry.prefilter = &TestPrefilter;
+    g_entry.interest_all = true;
   }
   void TearDown() override {
-    g_entry_prefilter = nullptr;
-    g_entry_interest_all = false;
+    g_entry.prefilter = nullptr;
+    g_entry.interest_all = false;
   }
 };
 

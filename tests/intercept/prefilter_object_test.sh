@@ -17,7 +17,7 @@ for o in "$@"; do
   # is never called), and the unwinder's personality (data, used only if an exception
   # passed through).
   calls=$(nm -u "$o" | awk '{print $2}' |
-    grep -vE '^(_GLOBAL_OFFSET_TABLE_|__gxx_personality_v0)$|t_clone_child|g_entry_|g_prefilter' | head -5)
+    grep -vE '^(_GLOBAL_OFFSET_TABLE_|__gxx_personality_v0)$|t_clone_child|g_entry|g_prefilter' | head -5)
   if [ -n "$calls" ]; then echo "FAIL: $o refers to outside functions: $(echo $calls | c++filt)"; fail=1; fi
   # A weak definition (an inline function or template without `static`) is one the linker
   # may take from any other object, compiled there with vector code.
