@@ -87,6 +87,13 @@ FANSTORE_HOT_TEXT bool KnownNativeParent(const char* s) {
   return KnownNativeParentOfLength(s, WordStrlen(s));
 }
 
+// One name, none of the mount point's, below a directory fd known native and not virtual:
+// it cannot lead into the dataset, nor (not followed if a link) be a skeleton directory.
+FANSTORE_HOT_TEXT bool NameBelowNativeDir(long dirfd, const char* p) {
+  unsigned n;
+  return NativeDir(dirfd) && OneName(p, &n) && !IsMountName(p, n) && !VirtualFd(dirfd);
+}
+
 // Whether a stat-family call on (dirfd, p) goes to the kernel, decided with one scan of p
 // before anything else is asked: an absolute path that starts like no spelling of the mount
 // point, has no "." or ".." component, is not under /proc or /dev (fd links), while no
@@ -96,13 +103,6 @@ FANSTORE_HOT_TEXT bool KnownNativeParent(const char* s) {
 // For these Wants, UnderLearned, KernelsAlone and the known-parent rule below would give
 // the same answer, after three to four scans of p: PATH lookups, Python's imports, find's
 // and du's stat of every name and fstat of every directory.
-// One name, none of the mount point's, below a directory fd known native and not virtual:
-// it cannot lead into the dataset, nor (not followed if a link) be a skeleton directory.
-FANSTORE_HOT_TEXT bool NameBelowNativeDir(long dirfd, const char* p) {
-  unsigned n;
-  return NativeDir(dirfd) && OneName(p, &n) && !IsMountName(p, n) && !VirtualFd(dirfd);
-}
-
 FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
   if (p[0] == '/') {
     if (g_prefilter.learned_count.load(std::memory_order_relaxed) != 0) return false;
