@@ -13,9 +13,8 @@ for o in "$@"; do
   regs=$(objdump -d --no-show-raw-insn "$o" | grep -E '%[xyz]mm[0-9]|%k[0-7]\b|%mm[0-7]|%st\b|%st\(|\bf(ld|st|add|mul|div|sub)' | head -3)
   if [ -n "$regs" ]; then echo "FAIL: $o uses vector or x87 registers: $regs"; fail=1; fi
   # Undefined symbols: only the data it reads (the entry's tables, the runtime prefilter's
-  # state), the thread's clone mark (a weak TLS init function that does not exist, hence
-  # is never called), and the unwinder's personality (data, used only if an exception
-  # passed through).
+  # state), the thread's clone mark (initial-exec TLS, constinit: no init function), and
+  # the unwinder's personality (data, used only if an exception passed through).
   calls=$(nm -u "$o" | awk '{print $2}' |
     grep -vE '^(_GLOBAL_OFFSET_TABLE_|__gxx_personality_v0)$|t_clone_child|g_entry|g_prefilter' | head -5)
   if [ -n "$calls" ]; then echo "FAIL: $o refers to outside functions: $(echo $calls | c++filt)"; fail=1; fi
