@@ -108,9 +108,7 @@ FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
     if (g_prefilter.learned_count.load(std::memory_order_relaxed) != 0) return false;
     for (int k = 0; k < kSpellings; ++k)
       if (HeadMatches(p, k)) return false;
-    if ((p[1] == 'p' && p[2] == 'r' && p[3] == 'o' && p[4] == 'c' && p[5] == '/') ||
-        (p[1] == 'd' && p[2] == 'e' && p[3] == 'v' && p[4] == '/'))
-      return false;
+    if (UnderProcOrDev(p)) return false;
     size_t len, slash;
     if (!WordStrlenNoDotName(p, &len, &slash) || len >= 4096) return false;
     if (slash == len - 1) return KnownNativeParentOfLength(p, len);  // (a trailing '/')

@@ -29,16 +29,19 @@ FANSTORE_HOT_TEXT bool Reserved(long fd) {
   return g_prefilter.reserved_lo > 0 && static_cast<int>(fd) >= g_prefilter.reserved_lo;
 }
 
+// Whether absolute path s starts "/proc/" or "/dev/".
+FANSTORE_HOT_TEXT bool UnderProcOrDev(const char* s) {
+  return s[0] == '/' &&
+         ((s[1] == 'p' && s[2] == 'r' && s[3] == 'o' && s[4] == 'c' && s[5] == '/') ||
+          (s[1] == 'd' && s[2] == 'e' && s[3] == 'v' && s[4] == '/'));
+}
+
 // Could (dirfd, path) name something under the mount point?
 // "/proc/..." or "/dev/..." while a virtual fd is open: maybe a link to it (/proc/self/fd/N,
 // /dev/fd/N, /dev/stdin, ...; runtime/resolve.h FdLink), which the kernel would follow to
-// its placeholder.
-// (The count, in the fd table's pages, is read last.)
+// its placeholder. (The count, in the fd table's pages, is read last.)
 FANSTORE_HOT_TEXT bool MaybeFdLink(const char* s) {
-  if (s[0] != '/') return false;
-  return ((s[1] == 'p' && s[2] == 'r' && s[3] == 'o' && s[4] == 'c' && s[5] == '/') ||
-          (s[1] == 'd' && s[2] == 'e' && s[3] == 'v' && s[4] == '/')) &&
-         g_prefilter.fd_count->load(std::memory_order_relaxed) != 0;
+  return UnderProcOrDev(s) && g_prefilter.fd_count->load(std::memory_order_relaxed) != 0;
 }
 
 // Whether s may start with spelling k (false when there is none), by its first bytes
