@@ -122,7 +122,8 @@ FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
 
 // Whether directory fd k is surely none of the skeleton's: another device, or no mark (one
 // fstat, on the caller's stack). When it may be one, the second stage asks the kernel where
-// it is, with a path buffer this stage's frame has no room for.
+// it is (prefilter_again.cc UnderMountPoint), with a path buffer this stage's frame has no
+// room for; the device and mark are not asked again.
 FANSTORE_HOT_TEXT bool SurelyNotSkeleton(long k) {
   struct stat st;
   return base::RawSyscall6(SYS_fstat, k, reinterpret_cast<long>(&st)) == 0 &&

@@ -18,14 +18,10 @@
 namespace fanstore::runtime {
 namespace {
 
-// Whether directory fd is one of the mount point's skeleton (runtime/skeleton.h): on its
-// device, and physically under the mount point (two system calls; other directories on
-// other devices, one).
-bool InSkeleton(int fd) {
-  struct stat st;
-  if (base::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) != 0 ||
-      !IsSkeletonDir(st, g_prefilter.skeleton_dev, g_prefilter.skeleton_marked))
-    return false;
+// Whether directory fd, which the first stage found on the skeleton's device and with its
+// mark (prefilter.cc SurelyNotSkeleton), is physically under the mount point: then it is
+// one of the skeleton's directories (runtime/skeleton.h). One system call.
+bool UnderMountPoint(int fd) {
   char where[4096];
   const long n = FdName(fd, where, sizeof where);
   if (n < 0) return false;
@@ -82,7 +78,7 @@ intercept::PrefilterResult RuntimePrefilterAgain(long nr, const long a[6], long 
     return {k, ParentInSkeleton(dirfd, path) || (k == -EACCES && SelfInSkeleton(dirfd, path))
                    ? kToHook
                    : kAnswered};
-  if (InSkeleton(static_cast<int>(k))) {  // a directory opened (RuntimePrefilter)
+  if (UnderMountPoint(static_cast<int>(k))) {  // a directory opened (RuntimePrefilter)
     base::RawSyscall6(SYS_close, k);
     return {0, kToHook};
   }
