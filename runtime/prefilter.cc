@@ -74,52 +74,6 @@ FANSTORE_HOT_TEXT void FillStatxOf(uint32_t idx, void* buf) noexcept {
 }
 
 namespace {
-// Whether the parent of absolute path s is in PrefilterState::native_parents (the second
-// stage puts it there: prefilter_again.cc ParentInSkeleton).
-FANSTORE_HOT_TEXT bool KnownNativeParentOfLength(const char* s, size_t len) {
-  size_t n;
-  LastComponent c;
-  uint64_t key;
-  return ParentSpanOfLength(s, len, &n, &c) &&
-         NativeParentSlot(s, n, &key).load(std::memory_order_relaxed) == key;
-}
-FANSTORE_HOT_TEXT bool KnownNativeParent(const char* s) {
-  return KnownNativeParentOfLength(s, WordStrlen(s));
-}
-
-// One name, none of the mount point's, below a directory fd known native and not virtual:
-// it cannot lead into the dataset, nor (not followed if a link) be a skeleton directory.
-FANSTORE_HOT_TEXT bool NameBelowNativeDir(long dirfd, const char* p) {
-  unsigned n;
-  return NativeDir(dirfd) && OneName(p, &n) && !IsMountName(p, n) && !VirtualFd(dirfd);
-}
-
-// Whether a stat-family call on (dirfd, p) goes to the kernel, decided with one scan of p
-// before anything else is asked: an absolute path that starts like no spelling of the mount
-// point, has no "." or ".." component, is not under /proc or /dev (fd links), while no
-// spelling was learned, whose parent was found native before; one name, none of the mount
-// point's, below a directory fd known native; or the empty path of an fd that is not
-// virtual (fstat; dirfd AT_FDCWD for stat and lstat, where a relative path is the cwd's).
-// For these Wants, UnderLearned, KernelsAlone and the known-parent rule below would give
-// the same answer, after three to four scans of p: PATH lookups, Python's imports, find's
-// and du's stat of every name and fstat of every directory.
-FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
-  if (p[0] == '/') {
-    if (g_prefilter.learned_count.load(std::memory_order_relaxed) != 0) return false;
-    for (int k = 0; k < kSpellings; ++k)
-      if (HeadMatches(p, k)) return false;
-    if (UnderProcOrDev(p)) return false;
-    size_t len, slash;
-    if (!WordStrlenNoDotName(p, &len, &slash) || len >= 4096) return false;
-    if (slash == len - 1) return KnownNativeParentOfLength(p, len);  // (a trailing '/')
-    uint64_t key;  // the parent is p[0, slash), or "/" (ParentSpan's spelling, with no scan)
-    return NativeParentSlot(p, slash == 0 ? 1 : slash, &key).load(std::memory_order_relaxed) == key;
-  }
-  if (static_cast<int>(dirfd) == AT_FDCWD) return false;
-  if (p[0] == 0) return !VirtualFd(dirfd);
-  return NameBelowNativeDir(dirfd, p);
-}
-
 // Whether directory fd k is surely none of the skeleton's: another device, or no mark (one
 // fstat, on the caller's stack). When it may be one, the second stage asks the kernel where
 // it is (prefilter_again.cc UnderMountPoint), with a path buffer this stage's frame has no

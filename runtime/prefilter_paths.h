@@ -1,8 +1,8 @@
 // The prefilter's fd and path predicates: whether an fd is virtual or a native directory
 // known not to be a skeleton one, whether (dirfd, path) could name something under the
-// mount point, and the entry of a clean absolute path by one probe of the image. Part of
-// runtime/prefilter.cc's translation unit (it alone includes this), so they are inlined
-// there and compiled with its options.
+// mount point, whether a stat-family path is plainly native, and the entry of a clean
+// absolute path by one probe of the image. Part of runtime/prefilter.cc's translation unit
+// (it alone includes this), so they are inlined there and compiled with its options.
 #pragma once
 #ifndef FANSTORE_PREFILTER_TU
 #error "only runtime/prefilter.cc includes this (-mgeneral-regs-only, no calls out)"
@@ -14,6 +14,7 @@
 #include "runtime/fast_key.h"
 #include "runtime/fd_table.h"
 #include "runtime/prefilter_state.h"
+#include "runtime/skeleton.h"
 #include "runtime/word_scan.h"
 
 namespace fanstore::runtime {
@@ -207,6 +208,55 @@ FANSTORE_HOT_TEXT bool FastEntry(const char* p, bool follow, uint32_t* out) {
     ++i;
   }
   return FastKeyEntry(g_prefilter.image, p + i, total - i, follow, out);
+}
+
+// Whether absolute directory parent[0, n) is in PrefilterState::native_parents (the second
+// stage puts it there: prefilter_again.cc ParentInSkeleton).
+FANSTORE_HOT_TEXT bool KnownNativeDirSpelling(const char* parent, size_t n) {
+  uint64_t key;
+  return NativeParentSlot(parent, n, &key).load(std::memory_order_relaxed) == key;
+}
+// Whether the parent of absolute path s (of len bytes) is.
+FANSTORE_HOT_TEXT bool KnownNativeParentOfLength(const char* s, size_t len) {
+  size_t n;
+  LastComponent c;
+  return ParentSpanOfLength(s, len, &n, &c) && KnownNativeDirSpelling(s, n);
+}
+FANSTORE_HOT_TEXT bool KnownNativeParent(const char* s) {
+  return KnownNativeParentOfLength(s, WordStrlen(s));
+}
+
+// One name, none of the mount point's, below a directory fd known native and not virtual:
+// it cannot lead into the dataset, nor (not followed if a link) be a skeleton directory.
+FANSTORE_HOT_TEXT bool NameBelowNativeDir(long dirfd, const char* p) {
+  unsigned n;
+  return NativeDir(dirfd) && OneName(p, &n) && !IsMountName(p, n) && !VirtualFd(dirfd);
+}
+
+// Whether a stat-family call on (dirfd, p) goes to the kernel, decided with one scan of p
+// before anything else is asked: an absolute path that starts like no spelling of the mount
+// point, has no "." or ".." component, is not under /proc or /dev (fd links), while no
+// spelling was learned, whose parent was found native before; one name, none of the mount
+// point's, below a directory fd known native; or the empty path of an fd that is not
+// virtual (fstat; dirfd AT_FDCWD for stat and lstat, where a relative path is the cwd's).
+// For these Wants, UnderLearned, KernelsAlone and prefilter.cc's known-parent rule give
+// the same answer, after three to four scans of p: PATH lookups, Python's imports, find's
+// and du's stat of every name and fstat of every directory.
+FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {
+  if (p[0] == '/') {
+    if (g_prefilter.learned_count.load(std::memory_order_relaxed) != 0) return false;
+    for (int k = 0; k < kSpellings; ++k)
+      if (HeadMatches(p, k)) return false;
+    if (UnderProcOrDev(p)) return false;
+    size_t len, slash;
+    if (!WordStrlenNoDotName(p, &len, &slash) || len >= 4096) return false;
+    if (slash == len - 1) return KnownNativeParentOfLength(p, len);  // (a trailing '/')
+    // The parent is p[0, slash), or "/": ParentSpan's spelling, without its scan back.
+    return KnownNativeDirSpelling(p, slash == 0 ? 1 : slash);
+  }
+  if (static_cast<int>(dirfd) == AT_FDCWD) return false;
+  if (p[0] == 0) return !VirtualFd(dirfd);
+  return NameBelowNativeDir(dirfd, p);
 }
 
 // The entry of virtual fd `fd`, if it is one.
