@@ -5,11 +5,15 @@
 # bound at /src inside the root, and /proc, /sys, /dev, /dev/pts and /dev/shm are bound
 # for the command's time. With no command, only makes the root.
 # Usage: ci/debian-root.sh SUITE[:FLAVOUR] [CMD [ARGS...]]      (as root)
+#        ci/debian-root.sh --mirror   prints the mirror the roots are made from (the
+#                                     first of /etc/apt's sources, or $FANSTORE_APT_DIR's)
 #   e.g. ci/debian-root.sh trixie bash -c 'cd /src && ci/install-deps.sh --no-python'
 #   A FLAVOUR names a separate root of the same release (bookworm:openmpi, whose packages
 #   must not meet the host's or another root's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. ci/lib.sh  # apt_mirror
+[ "${1:-}" != --mirror ] || { apt_mirror; exit; }
 spec=${1:?usage: ci/debian-root.sh SUITE[:FLAVOUR] [CMD...]}
 shift
 suite=${spec%%:*}
@@ -27,9 +31,7 @@ if [ ! -x "$root/usr/bin/apt-get" ] || [ ! -e "$root/.fanstore-complete" ]; then
     apt-get update -qq && apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
   }
   # The mirror this machine's apt uses (deb822 sources first, then the one-line format).
-  mirror=$(sed -n 's/^URIs: *\([^ ]*\).*/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | grep -v security | head -1)
-  [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" {print $2; exit}' /etc/apt/sources.list 2>/dev/null)
-  [ -n "$mirror" ] || { echo "debian-root: no Debian mirror in /etc/apt" >&2; exit 1; }
+  mirror=$(apt_mirror) || { echo "debian-root: cannot make $root without a mirror" >&2; exit 1; }
   echo "debian-root: making $root ($suite from $mirror; a few minutes, once)"
   rm -rf "$root" && mkdir -p "$roots"
   debootstrap --variant=minbase --include=ca-certificates,python3 "$suite" "$root" "$mirror" >"$roots/$name.log" 2>&1 ||

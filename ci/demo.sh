@@ -10,28 +10,7 @@ cd "$(dirname "$0")/.."
 start=$(date +%s)
 step() { echo "== [$(( ($(date +%s) - start) / 60 )) min] $*"; }
 
-# run_with_progress LOG CMD...: runs CMD with its output in LOG (on a terminal, shown as it
-# comes), and every 30 s says it is still running, with the build's last percentage.
-run_with_progress() {
-  local log=$1
-  shift
-  if [ -t 1 ]; then
-    "$@" 2>&1 | tee "$log"
-    return "${PIPESTATUS[0]}"
-  fi
-  "$@" >"$log" 2>&1 &
-  local pid=$! waited=0
-  while kill -0 $pid 2>/dev/null; do
-    sleep 1
-    waited=$((waited + 1))
-    if [ $((waited % 30)) -eq 0 ]; then
-      local pct
-      pct=$(grep -o '^\[ *[0-9]*%\]' "$log" | tail -1 | tr -d '[] ')
-      echo "   ... still running after ${waited} s${pct:+ (build $pct)}"
-    fi
-  done
-  wait $pid || { echo "failed; the last lines of $log:"; tail -20 "$log"; return 1; }
-}
+. ci/lib.sh  # run_with_progress
 
 mkdir -p build
 step "installing the dependencies from Debian's packages (the first time: about 10 minutes)"

@@ -23,47 +23,26 @@ if [ "${1:-}" = --quick ]; then
   exit
 fi
 ci/install-deps.sh
-status=0
-log=$(mktemp /tmp/fanstore-ci-XXXXXX.log)
-trap 'rm -f "$log"' EXIT
-# run_ctest ENV... -- ARGS...: CTest with its output kept for the closing count.
-run_ctest() {
-  local envs=()
-  while [ "$1" != -- ]; do envs+=("$1"); shift; done
-  shift
-  env "${envs[@]}" ctest "$@" 2>&1 | tee -a "$log"
-  return "${PIPESTATUS[0]}"
-}
+. ci/lib.sh
+CI_LOG=$(mktemp /tmp/fanstore-ci-XXXXXX.log)
+trap 'rm -f "$CI_LOG" "$CI_LOG.stage"' EXIT
 echo "== Debian roots (made once, then cached)"
-for r in bullseye trixie sid; do ci/debian-root.sh "$r" || status=1; done
-# run_logged CMD...: CMD with its output kept for the closing count.
-run_logged() {
-  "$@" 2>&1 | tee -a "$log"
-  return "${PIPESTATUS[0]}"
-}
+for r in bullseye trixie sid; do ci_stage "root-$r" ci/debian-root.sh "$r"; done
 echo "== dev build: all tests"
-ci/build.sh dev
-run_ctest -- --preset dev -j"$(nproc)" || status=1
+ci_stage dev-build ci/build.sh dev
+ci_stage dev-tests ctest --preset dev -j"$(nproc)"
 echo "== asan build (AddressSanitizer + UBSan)"
-ci/build.sh asan
-run_ctest ASAN_OPTIONS=detect_leaks=1 -- --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun' || status=1
+ci_stage asan-build ci/build.sh asan
+ci_stage asan-tests env ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun'
 echo "== tsan build (ThreadSanitizer)"
-ci/build.sh tsan
+ci_stage tsan-build ci/build.sh tsan
 # (UCX_MEM_EVENTS=no: MPICH's UCX memory hooks crash inside ThreadSanitizer's interceptors
 # when any thread of fanrun exits, e.g. the copier of a one-node staging; third-party code)
-run_ctest TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no -- --preset tsan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun' || status=1
+ci_stage tsan-tests env TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no ctest --preset tsan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun'
 echo "== Debian 13 root: build and suite"
-run_logged ci/debian-root.sh trixie /src/ci/root-suite.sh || status=1
+ci_stage debian13-suite ci/debian-root.sh trixie /src/ci/root-suite.sh
 echo "== Debian 12 root with Open MPI: the MPI suites"
-run_logged ci/debian-root.sh bookworm:openmpi /src/ci/openmpi-suite.sh || status=1
+ci_stage openmpi-suite ci/debian-root.sh bookworm:openmpi /src/ci/openmpi-suite.sh
 echo "== fuzz build (clang, libFuzzer): each decoder briefly"
-ci/fuzz.sh 20 2>&1 | tee -a "$log" || status=1
-# One closing line for the whole run: CTest's tests of the five builds and the fuzz targets.
-total=$(sed -n 's/.*tests passed, \([0-9]*\) tests failed out of \([0-9]*\).*/\1 \2/p' "$log" |
-  awk '{f += $1; n += $2} END {print n - f, f}')
-read -r passed failed <<<"${total:-0 0}"
-fuzz_ok=$(grep -c '^fuzz: .*, 0 crashes$' "$log" || true)
-fuzz_bad=$(grep -c '^fuzz: .* failed' "$log" || true)
-skipped=$(grep -c 'Test *#[0-9]*: .*\*\*\*Skipped' "$log" || true)
-echo "ci: $((passed - skipped + fuzz_ok)) passed, $((failed + fuzz_bad)) failed, $skipped skipped"
-exit $status
+ci_stage fuzz ci/fuzz.sh 20
+ci_closing_line "$CI_LOG" "${CI_FAILED_STAGES[@]}"
