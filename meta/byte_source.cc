@@ -3,9 +3,11 @@
 #include <fcntl.h>
 #include <isa-l/igzip_lib.h>
 #include <lzma.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -17,7 +19,10 @@ constexpr size_t kInBuf = 256 << 10;
 
 class FileSource final : public ByteSource {
  public:
-  FileSource(int fd, std::string name) : fd_(fd), name_(std::move(name)) {}
+  FileSource(int fd, std::string name) : fd_(fd), name_(std::move(name)) {
+    struct stat st;
+    if (::fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<uint64_t>(st.st_size);
+  }
   ~FileSource() override { ::close(fd_); }
   Result<size_t> Read(uint8_t* p, size_t n) override {
     for (;;) {
@@ -31,11 +36,15 @@ class FileSource final : public ByteSource {
   }
   uint64_t file_offset() const override { return offset_; }
   const std::string& name() const override { return name_; }
+  uint64_t bytes_left() const override {
+    return size_ == UINT64_MAX ? size_ : size_ - std::min(offset_, size_);
+  }
 
  private:
   int fd_;
   std::string name_;
   uint64_t offset_ = 0;
+  uint64_t size_ = UINT64_MAX;  // a regular file's size, as opened
 };
 
 // Replays bytes peeked from `in` before reading on.
@@ -54,6 +63,10 @@ class ReplaySource final : public ByteSource {
   }
   uint64_t file_offset() const override { return in_->file_offset(); }
   const std::string& name() const override { return in_->name(); }
+  uint64_t bytes_left() const override {
+    const uint64_t rest = in_->bytes_left(), head = head_.size() - at_;
+    return rest > UINT64_MAX - head ? UINT64_MAX : rest + head;
+  }
 
  private:
   std::unique_ptr<ByteSource> in_;
@@ -115,6 +128,7 @@ class GzipSource final : public DecoderBase {
       s_.avail_in = static_cast<uint32_t>(len_ - pos_);
       s_.next_out = p;
       s_.avail_out = static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX));
+      const size_t before = pos_;
       const int rc = isal_inflate(&s_);
       pos_ = len_ - s_.avail_in;
       const size_t got = static_cast<size_t>(s_.next_out - p);
@@ -123,6 +137,10 @@ class GzipSource final : public DecoderBase {
       if (s_.block_state == ISAL_BLOCK_FINISH) done_ = true;
       if (got > 0) return got;
       if (!*more && !done_) return Truncated("gzip");
+      // Input left, room for output, and the decoder took nothing and gave nothing: the
+      // same call would do the same forever.
+      if (pos_ == before && pos_ < len_ && !done_)
+        return Damaged("gzip", "the decoder makes no progress");
     }
   }
 
@@ -154,11 +172,14 @@ class ZstdSource final : public DecoderBase {
       }
       ZSTD_inBuffer ib{buf_.data(), len_, pos_};
       ZSTD_outBuffer ob{p, n, 0};
+      const size_t before = pos_;
       const size_t rc = ZSTD_decompressStream(d_, &ob, &ib);
       pos_ = ib.pos;
       if (ZSTD_isError(rc)) return Damaged("zstd", ZSTD_getErrorName(rc));
       frame_open_ = rc != 0;
       if (ob.pos > 0) return ob.pos;
+      if (pos_ == before && pos_ < len_)  // (as for gzip: no step forward, ever)
+        return Damaged("zstd", "the decoder makes no progress");
     }
   }
 

@@ -23,6 +23,10 @@ class ByteSource {
   virtual uint64_t file_offset() const = 0;
   // The archive's name as errors show it.
   virtual const std::string& name() const = 0;
+  // Bytes the stream can still give when that is known (a plain file: its size less what
+  // was read), else UINT64_MAX (a decoder's output, a pipe). Lets a reader refuse a
+  // declared size the input cannot hold before anything of it is written.
+  virtual uint64_t bytes_left() const { return UINT64_MAX; }
 
   // Reads exactly n bytes; `what` names the thing read for the "ends early" error.
   Status ReadFull(uint8_t* p, size_t n, const char* what);

@@ -1,6 +1,7 @@
 #include "meta/pack_parts.h"
 
 #include <fcntl.h>
+#include <stdio.h>  // renameat2
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -106,6 +107,11 @@ Status StreamLarge(LargeInput& in, const Member& m, const Policy& policy, compre
   static_assert(kStreamThreshold % kDeflateBlockBytes == 0, "chunks hold whole blocks");
   // A chunk holds at least a block per thread, so that all of them deflate at once.
   const size_t chunk_bytes = kStreamThreshold * ((threads + 7) / 8);
+  // (a declared size beyond the room left is refused before a byte is written: a sparse
+  // file or an archive member that says petabytes must not fill the disk first)
+  if (const uint64_t room = w.FreeBytes(); m.size > room)
+    return Status::Error(in.Show() + ": " + std::to_string(m.size) + " bytes, more than the " +
+                         std::to_string(room) + " bytes free where OUT is written");
   std::vector<uint8_t> chunk(chunk_bytes), packed;
   std::vector<std::vector<uint8_t>> blocks;
   std::vector<std::unique_ptr<compress::Deflater>> helpers;
@@ -234,10 +240,17 @@ Status Publish(const std::string& tmp, const std::string& out, const Manifest& m
   std::error_code ec;
   Status st = WriteFileAtomically(tmp + "/" + kManifestName, manifest.Encode());
   if (st.ok() && private_output) st = MakeOwnerOnly(tmp);
-  if (st.ok()) {
+  // A dataset being replaced is swapped out whole, in one step where the file system can
+  // (RENAME_EXCHANGE), and its files are unlinked, never rewritten: a job still running on
+  // it keeps reading the old blobs through the descriptors fanrun holds, and a job that
+  // starts now finds either dataset whole.
+  const bool replace = st.ok() && fs::exists(out, ec);
+  if (replace && ::renameat2(AT_FDCWD, tmp.c_str(), AT_FDCWD, out.c_str(), RENAME_EXCHANGE) == 0) {
+    fs::remove_all(tmp, ec);  // (the old dataset, now at tmp's name)
+    return Status::Ok();
+  }
+  if (st.ok()) {  // (no exchange on this file system: out moves aside, then tmp takes its name)
     const std::string old = out + ".fanstore-old-" + std::to_string(::getpid());
-    const bool replace = fs::exists(out, ec);
-    if (replace && ::rename(out.c_str(), old.c_str()) != 0) st = Status::FromErrno(out, errno);
     if (st.ok() && ::rename(tmp.c_str(), out.c_str()) != 0) {
       st = Status::FromErrno(out, errno);
       if (replace) ::rename(old.c_str(), out.c_str());

@@ -1,6 +1,7 @@
 #include "meta/partition_writer.h"
 
 #include <fcntl.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -73,6 +74,12 @@ Result<uint64_t> PartitionWriter::BeginData(Codec codec, uint64_t stored_size) {
     }
   }
   return offset_;
+}
+
+uint64_t PartitionWriter::FreeBytes() const {
+  struct statvfs vfs;
+  if (fd_ < 0 || ::fstatvfs(fd_, &vfs) != 0) return UINT64_MAX;
+  return static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
 }
 
 Status PartitionWriter::Rewind(uint64_t offset) {

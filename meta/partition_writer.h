@@ -55,6 +55,9 @@ class PartitionWriter {
 
   Result<PartitionSummary> Finish();
   uint64_t offset() const { return offset_; }
+  // Bytes free for this user on the file system the partition is written to (UINT64_MAX
+  // when that cannot be asked): a member larger than this is refused before it is written.
+  uint64_t FreeBytes() const;
 
  private:
   Status Flush();

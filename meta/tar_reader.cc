@@ -207,6 +207,12 @@ class TarReader final : public EntryReader {
         return Bad(at, "has a bad PAX mtime (not a number, or beyond the years 1678-2262)");
 
       stored_ = stored_total_ = x.size;  // bytes of data that follow the header(s)
+      // (a plain tar file cannot hold more than its own length: refused before anything of
+      // the member is written, not once it has filled the output's disk)
+      if (x.size > in_->bytes_left())
+        return Bad(at, "declares " + std::to_string(x.size) + " bytes of data for '" + x.path +
+                           "', more than the " + std::to_string(in_->bytes_left()) +
+                           " bytes left in the archive");
       in_entry_ = true;
       extents_.clear();
       sparse_ = false;

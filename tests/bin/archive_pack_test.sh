@@ -264,4 +264,36 @@ echo "just text" >"$C/notes.txt"
 expect_rc 1 "a file that is no archive" -- "$FANSTORE" pack -q "$C/notes.txt" "$C/d-notes"
 expect_err_line "notes.txt: is not a tar or zip archive" "a file that is no archive is named"
 grep -q "damaged header" <("$FANSTORE" pack -q "$C/damaged.tar" "$C/d-x" 2>&1) && ok || bad "damaged.tar: says a damaged header"
+
+# A declared size the archive cannot hold is refused from the header, before any byte is
+# written: a plain tar whose member says 8 GiB (its size field rewritten, checksum fixed).
+python3 - "$C/huge.tar" <<'PY'
+import io, sys, tarfile
+buf = io.BytesIO()
+with tarfile.open(fileobj=buf, mode="w", format=tarfile.GNU_FORMAT) as t:
+    info = tarfile.TarInfo("a/huge.bin"); info.size = 4
+    t.addfile(info, io.BytesIO(b"abcd"))
+b = bytearray(buf.getvalue())
+b[124:136] = b"77777777777\0"
+b[148:156] = b" " * 8
+b[148:156] = b"%06o\0 " % sum(b[0:512])
+open(sys.argv[1], "wb").write(bytes(b))
+PY
+expect_rc 1 "a member larger than its archive" -- "$FANSTORE" pack -q "$C/huge.tar" "$C/d-huge"
+expect_err_line "declares 8589934591 bytes of data for 'a/huge.bin', more than the" "a member larger than its plain tar is refused from its header"
+[ ! -e "$C/d-huge" ] && ok || bad "huge.tar: output left behind"
+# A member larger than the room where OUT is written (a sparse 64 MiB file in a gzipped
+# tar, packed onto a 16 MiB tmpfs) is refused before it is written, naming its size.
+if [ "$(id -u)" = 0 ] && mkdir -p "$S/small" && mount -t tmpfs -o size=16m tmpfs "$S/small" 2>/dev/null; then
+  mkdir -p "$S/sparse/d" && truncate -s 64M "$S/sparse/d/holes.bin"
+  tar -C "$S/sparse" --sparse -czf "$C/sparse.tgz" d
+  expect_rc 1 "a member larger than OUT's free space" -- "$FANSTORE" pack -q "$C/sparse.tgz" "$S/small/out"
+  expect_err_line "d/holes.bin" "the member too large for OUT is named"
+  grep -q "67108864 bytes, more than the [0-9]* bytes free where OUT is written" "$S/err" && ok ||
+    bad "the refusal says the size and the room: $(cat "$S/err")"
+  [ "$(df --output=used -B1 "$S/small" | tail -1)" -lt $((1 << 20)) ] && ok || bad "the refused member filled the disk: $(df "$S/small" | tail -1)"
+  umount "$S/small"
+else
+  skip "a member larger than OUT's free space: needs root to mount a small tmpfs"
+fi
 finish
