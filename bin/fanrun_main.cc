@@ -193,6 +193,7 @@ int main(int argc, char** argv) {
       !s.ok())
     return Fail(s.message());
   SetStagingFrom(node.staging_from());
+  ::setenv(env::kData, node.data_dir().c_str(), 1);
   ChooseMappedReads(node.some_blob());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.
   ::setenv(env::kAgentTimeout, std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(), 1);

@@ -15,6 +15,7 @@
 #include "bin/mount_choice.h"
 #include "meta/exchange.h"
 #include "meta/namespace_image.h"
+#include "runtime/verified.h"
 
 namespace fanstore::fanrun {
 namespace {
@@ -66,6 +67,7 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   const auto t_build = Clock::now();
   image_path_ = rank_dir_ + "/namespace.img";
   if (st.ok()) st = PublishImage(*all, s->local_paths, s->manifest.dataset_id);
+  if (st.ok()) st = MakeVerifiedMarks();
   std::string().swap(*all);
   std::string mount = opt.mount.empty() ? s->manifest.source : opt.mount;
   while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
@@ -91,6 +93,20 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   if (agent_) st = agent_->Open(*view);
   if (st.ok()) skeleton_ = MakeSkeleton(*view, mount_);
   return Status::Ok();
+}
+
+// The node's marks of raw members checked against their CRC32C (runtime/verified.h): a
+// sparse file of zeros beside the image, which every served process of the node maps.
+Status Node::MakeVerifiedMarks() {
+  const std::string path = runtime::VerifiedPathBeside(image_path_);
+  auto view = meta::NamespaceView::AttachLayout({image_, image_size_});
+  if (!view.ok()) return Status::Error(image_path_ + ": " + view.status().message());
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  const int rc = ::ftruncate(fd, static_cast<off_t>(runtime::VerifiedBytes(view->size())));
+  const int err = errno;
+  ::close(fd);
+  return rc == 0 ? Status::Ok() : Status::FromErrno(path, err);
 }
 
 // Decodes the exchanged members and builds the image straight into a shared mapping of

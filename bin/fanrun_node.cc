@@ -256,6 +256,8 @@ void Node::Teardown() {
   agent_.reset();
   if (image_) ::munmap(image_, image_size_);
   image_ = nullptr;
+  for (const int fd : held_blobs_) ::close(fd);
+  held_blobs_.clear();
   if (mpi_ && !agent_met_the_others) {  // start-up failed: meet the other ranks here
     MPI_Request barrier;
     MPI_Ibarrier(MPI_COMM_WORLD, &barrier);  // (the agents' end-of-job barrier is an Ibarrier)

@@ -66,6 +66,7 @@ class Node {
   bool staged() const { return staged_; }  // the local blobs are this job's own copies
   // DATA while its copies are still being made (one node stages while CMD runs), else "".
   const std::string& staging_from() const { return staging_from_; }
+  const std::string& data_dir() const { return abs_data_; }  // DATA, absolute
   // One of this node's blobs as CMD will first read it (a copy, or DATA's while the copy is
   // made), for measuring read costs (bin/read_calibration.h); "" when it holds none.
   const std::string& some_blob() const { return some_blob_; }
@@ -85,6 +86,8 @@ class Node {
 
   void Teardown();
   void FinalizeBounded();
+  Status MakeVerifiedMarks();
+  Result<std::string> HoldBlob(const std::string& path);
   Status PublishImage(std::string_view exchanged, const std::vector<std::string>& local_paths,
                       uint64_t dataset_id);
 
@@ -105,6 +108,8 @@ class Node {
   std::vector<Copy> copies_;
   meta::Manifest copies_manifest_;
   std::string staging_from_;
+  std::vector<int> held_blobs_;
+  std::string abs_data_;  // DATA, absolute  // DATA's blobs, open for the job's life (HoldBlob)
   std::string some_blob_;
   std::thread copier_;
   std::atomic<bool> cancel_copy_{false};

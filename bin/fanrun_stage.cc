@@ -1,7 +1,9 @@
 // Whether this node's partitions are staged (bin/stage_decision.h), the copies made before
 // the namespace exchange (several nodes), and the copier that makes them while CMD runs
 // (one node).
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -58,13 +60,21 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (mpi_) decision.overlap = false;
   s->stage = decision.stage;
   const bool overlap = decision.stage && decision.overlap;
+  abs_data_ = s->abs_data;
   s->local_paths.assign(parts, "");
   s->broadcast.assign(parts, 0);
   s->readers = std::vector<meta::PartitionReader>(parts);
   for (uint32_t p = 0; p < parts && st.ok(); ++p) {
     s->broadcast[p] = (manifest.partitions[p].flags & meta::kFlagBroadcast) != 0;
     if (!s->placement.Holds(static_cast<uint32_t>(rank_), p, s->broadcast[p])) continue;
-    const std::string src = s->abs_data + "/" + meta::PartitionFileName(p);
+    // DATA's blob through fanrun's own descriptor: the job reads the dataset it started
+    // with even if DATA is repacked, moved or deleted while it runs (HoldBlob).
+    auto held = HoldBlob(s->abs_data + "/" + meta::PartitionFileName(p));
+    if (!held.ok()) {
+      st = held.status();
+      break;
+    }
+    const std::string src = *held;
     std::string path = src;
     if (overlap) {  // read in place now, copied while CMD runs (StartCopier)
       copies_.push_back({p, src, local_dir_ + "/" + meta::PartitionFileName(p)});
@@ -85,7 +95,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     s->local_paths[p] = overlap ? copies_.back().dst : path;
     if (some_blob_.empty()) some_blob_ = path;
   }
-  if (overlap && st.ok()) staging_from_ = s->abs_data;
+  if (overlap && st.ok()) staging_from_ = rank_dir_ + "/data";
   // Said once per node, as the job starts: what happens to DATA's bytes, and why.
   if (st.ok() && !std::getenv("FANSTORE_QUIET") && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type)))
@@ -132,6 +142,25 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   agent_ = std::make_unique<io::Agent>(std::move(cfg));
   st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(keys, UINT32_MAX - 1)),
                            fetchable);
+}
+
+// Opens DATA's blob `path` and keeps it open for the job's life; returns a name that
+// reaches that descriptor for every process of the job (this rank's `data/` directory holds
+// a symlink to /proc/<fanrun>/fd/<fd>), which everything reads the blob through from here
+// on: the checks against the manifest, the copies, the agent and the served processes.
+// `fanstore pack --force` swaps a new dataset in with renames, so the old files live on
+// while a job holds them; a path opened later would be the new dataset's.
+Result<std::string> Node::HoldBlob(const std::string& path) {
+  const std::string dir = rank_dir_ + "/data";
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno(dir, errno);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(path, errno);
+  held_blobs_.push_back(fd);
+  const std::string link = dir + path.substr(path.rfind('/'));
+  const std::string target = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd);
+  ::unlink(link.c_str());
+  if (::symlink(target.c_str(), link.c_str()) != 0) return Status::FromErrno(link, errno);
+  return link;
 }
 
 // The copies one node makes while CMD runs, one partition after another. Each appears

@@ -24,7 +24,9 @@ Env ReadEnv() {
   e.mount = Get(kMount);
   e.mount_real = Absolute(kMountReal);
   e.mount_aliases = Get(kMountAliases);
+  e.data = Absolute(kData);
   e.verify_all = Get(kVerify) == "all";
+  e.verify_none = Get(kVerify) == "none";
   e.stats = Get(kStats);
   if (const char* ra = std::getenv(kReadahead); ra && std::strcmp(ra, "auto") != 0)
     e.readahead = static_cast<int64_t>(std::strtoull(ra, nullptr, 10));

@@ -24,7 +24,9 @@ inline constexpr char kMountReal[] = "FANSTORE_MOUNT_REAL";
 // directory inside the dataset as "LINK<tab>DIR" (fanrun finds them in its working
 // directory and CMD's arguments).
 inline constexpr char kMountAliases[] = "FANSTORE_MOUNT_ALIASES";
-// all: check the CRC32C of raw members on every read too (default: compressed ones only).
+// How raw members are checked against their CRC32C (compressed ones always are, on every
+// inflate): once per member per node (unset, the default: runtime/verified.h), `all` on
+// every read of a member up to 8 MiB, `none` never (trusting the blobs).
 inline constexpr char kVerify[] = "FANSTORE_VERIFY";
 // 1 (stderr) or a path: one JSON line of statistics per process at exit.
 inline constexpr char kStats[] = "FANSTORE_STATS";
@@ -34,6 +36,9 @@ inline constexpr char kReadahead[] = "FANSTORE_READAHEAD";
 // 0: page-cached members are always read with pread; 1: copied from a mapping of the blob
 // when that is known to pay (fanrun measures which at start: bin/read_calibration.h).
 inline constexpr char kMappedReads[] = "FANSTORE_MAPPED_READS";
+// DATA as fanrun was given it (absolute): what errors name for a blob read in place, which
+// the runtime itself opens through fanrun's descriptor (bin/fanrun_stage.cc, HoldBlob).
+inline constexpr char kData[] = "FANSTORE_DATA";
 // The node agent's socket (several nodes: members other nodes hold come through it).
 inline constexpr char kAgent[] = "FANSTORE_AGENT";
 // The agent's node cache directory (members fetched before, shared by the node's processes).
@@ -57,11 +62,13 @@ inline constexpr char kLocalRank[] = "FANSTORE_LOCAL_RANK";
 
 // The values the runtime starts with (the inherited kFds and kCwd are read by inherit.cc).
 struct Env {
-  std::string image;          // "" = not under fanrun
-  std::string mount;          // as given (checked by State's Init)
-  std::string mount_real;     // "" unless absolute
-  std::string mount_aliases;  // the raw list
-  bool verify_all = false;
+  std::string image;                 // "" = not under fanrun
+  std::string mount;                 // as given (checked by State's Init)
+  std::string mount_real;            // "" unless absolute
+  std::string mount_aliases;         // the raw list
+  std::string data;                  // "" unless absolute
+  bool verify_all = false;           // FANSTORE_VERIFY=all
+  bool verify_none = false;          // FANSTORE_VERIFY=none
   std::string stats;                 // "" | "1" | path
   std::optional<int64_t> readahead;  // unset: auto
   std::optional<bool> mapped_reads;  // unset: the runtime's default

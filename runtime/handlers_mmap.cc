@@ -118,6 +118,8 @@ HookResult OnMmap(const long a[6]) {
   // a large member held elsewhere, made from its pieces rather than fetched whole)
   if (e.codec == static_cast<uint8_t>(meta::Codec::kRaw) && meta::AlignedRaw(e.size) &&
       e.data_offset % meta::kBlockAlign == 0 && (a[5] & 4095) == 0 && !FetchedByPiece(f->entry)) {
+    // (the mapping's pages come straight from the blob: the member is checked first)
+    if (const long rc = CheckRawMember(f->entry); rc < 0) return Handled(rc);
     MemberSource src;
     if (const long rc = OpenSource(f->entry, &src, /*want_fd=*/true); rc < 0) return Handled(rc);
     // Map the blob (or the agent's private copy) at the member's 4 KiB-aligned data; private

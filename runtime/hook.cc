@@ -26,6 +26,7 @@
 #include "runtime/skeleton.h"
 #include "runtime/state.h"
 #include "runtime/unserved_calls.h"
+#include "runtime/verified.h"
 
 namespace fanstore::runtime {
 intercept::HookResult RuntimeHook(long nr, const long a[6]) noexcept;
@@ -181,7 +182,8 @@ void WriteStats() {
       "{\"pid\": %d, \"calls\": %llu, \"opens\": %llu, \"stats\": %llu, \"reads\": %llu, "
       "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
       "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu, "
-      "\"mapped_reads\": %llu, \"trusted_reads\": %llu, \"node_cache_hits\": %llu}\n",
+      "\"mapped_reads\": %llu, \"trusted_reads\": %llu, \"node_cache_hits\": %llu, "
+      "\"raw_checks\": %llu, \"checks_shared\": %s}\n",
       static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.Load()),
       static_cast<unsigned long long>(s_opens.Load()),
       static_cast<unsigned long long>(s_stats.Load() + g_prefilter.answered_stats.Load()),
@@ -192,7 +194,8 @@ void WriteStats() {
       static_cast<unsigned long long>(io.device_reads),
       static_cast<unsigned long long>(io.mapped_reads),
       static_cast<unsigned long long>(io.trusted_reads),
-      static_cast<unsigned long long>(io.node_cache_hits));
+      static_cast<unsigned long long>(io.node_cache_hits),
+      static_cast<unsigned long long>(io.raw_checks), VerifiedShared() ? "true" : "false");
   if (s->stats_target == "1") {
     const int fd = s->stats_fd >= 0 ? s->stats_fd : 2;
     base::RawSyscall6(SYS_write, fd, reinterpret_cast<long>(line),

@@ -20,6 +20,7 @@
 #include "runtime/member_io_parts.h"
 #include "runtime/remote.h"
 #include "runtime/state.h"
+#include "runtime/verified.h"
 
 namespace fanstore::runtime {
 
@@ -47,7 +48,7 @@ bool SourceStill(const MemberSource& src) {
 
 long Damaged(const State& s, const ImageEntry& e, const char* why, uint64_t block) {
   g_io.errors.Add(1);
-  const std::string& where = s.parts[e.partition];
+  const std::string where = s.ShownPartition(e.partition);
   const char* from = where.empty() ? "fetched from another node" : where.c_str();
   if (block == kNoBlock)
     intercept::Logger().error("{}: member '{}': {}", from, s.ns.path(e), why);
@@ -126,8 +127,12 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
     }
     if (n < 0) return n;
     if (!SourceStill(src)) return kStale;
-    if (s.verify_raw && compress::Crc32c(0, out, e.size) != e.crc32c)
-      return Damaged(s, e, "checksum mismatch (damaged data)");
+    if (!s.trust_raw && (s.verify_every_read || !IsVerified(entry))) {
+      g_io.raw_checks.Add(1);
+      if (compress::Crc32c(0, out, e.size) != e.crc32c)
+        return Damaged(s, e, "checksum mismatch (damaged data)");
+      MarkVerified(entry);
+    }
     return n;
   }
   // Compressed: inflated straight from the mapping when cached, else from a read copy.
@@ -237,9 +242,13 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
     if (r > 0) g_io.bytes.Add(static_cast<uint64_t>(r));
     return r;
   }
-  // (FANSTORE_VERIFY=all checks a raw member whole: a cached load does)
+  // A raw member not checked yet on this node (or under FANSTORE_VERIFY=all, up to 8 MiB)
+  // is loaded whole, which checks it; a larger one is read once to check it first.
+  const bool checked = !raw || s.trust_raw || (IsVerified(entry) && !s.verify_every_read);
+  if (raw && !checked && e.size > kCacheMax)
+    if (const long rc = CheckRawMember(entry); rc < 0) return rc;
   const bool direct = n >= kDirectRead || off + n == e.size;  // long, or the member's tail
-  if ((raw && (e.size > kCacheMax || (direct && !s.verify_raw))) ||
+  if ((raw && (e.size > kCacheMax || (direct && checked))) ||
       e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
     // a raw member's long range, or a large one's: read directly; a block-deflated
     // member: its blocks
@@ -262,6 +271,29 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   return static_cast<ssize_t>(n);
 }
 
+long CheckRawMember(uint32_t entry) {
+  State& s = *Get();
+  const ImageEntry& e = s.ns.entry(entry);
+  if (e.codec != static_cast<uint8_t>(Codec::kRaw) || s.trust_raw || IsVerified(entry)) return 0;
+  // (in slices, so that a member of gigabytes needs no buffer of its size)
+  constexpr size_t kSlice = 8u << 20;
+  auto buf = NewBuffer(std::min<uint64_t>(e.size, kSlice));
+  if (!buf) return -ENOMEM;
+  g_io.raw_checks.Add(1);
+  uint32_t crc = 0;
+  for (uint64_t off = 0; off < e.size;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(e.size - off, kSlice));
+    const long r = ReadRange(s, entry, off, buf->data(), n);
+    if (r < 0) return r;
+    if (static_cast<size_t>(r) != n) return Damaged(s, e, "member shorter than packed");
+    crc = compress::Crc32c(crc, buf->data(), n);
+    off += n;
+  }
+  if (crc != e.crc32c) return Damaged(s, e, "checksum mismatch (damaged data)");
+  MarkVerified(entry);
+  return 0;
+}
+
 void MemberIoAfterFork() {
   ForgetReadsAfterFork();
 }
@@ -274,6 +306,7 @@ IoStats SnapshotIoStats() {
   st.mapped_reads = g_io.mapped.Load();
   st.trusted_reads = g_io.trusted.Load();
   st.node_cache_hits = g_io.arena.Load();
+  st.raw_checks = g_io.raw_checks.Load();
   return st;
 }
 

@@ -3,15 +3,15 @@
 // second read in a process for others; else a copy by the kernel, io_uring for pages not
 // cached, one ring per thread, re-created after fork; pread where io_uring is
 // unavailable), compressed members
-// inflated whole with ISA-L and checked against their CRC32C (raw ones too with
-// FANSTORE_VERIFY=all). A read that does not take a small member whole at once loads the
-// member into a small per-process cache, so Python's and PIL's many short reads are
-// served from memory. A damaged member is EIO for that file and one log line naming the
-// partition and member.
-// The parts: blob_read.cc (the kernel's copy, io_uring, readahead), residency.cc (when to
-// copy from a mapping instead), member_cache.cc, shared_copies.cc (SharedCopyOf), and here
-// where a member's bytes come from and how they are loaded (runtime/member_io_parts.h).
-// Thread-safety: safe from any thread (the cache has a lock); never from a vfork child.
+// inflated whole with ISA-L and checked against their CRC32C, raw members checked once per
+// node (runtime/verified.h; on every read with FANSTORE_VERIFY=all). A read that does not take a
+// small member whole at once loads the member into a small per-process cache, so Python's and PIL's
+// many short reads are served from memory. A damaged member is EIO for that file and one log line
+// naming the partition and member. The parts: blob_read.cc (the kernel's copy, io_uring,
+// readahead), residency.cc (when to copy from a mapping instead), member_cache.cc, shared_copies.cc
+// (SharedCopyOf), and here where a member's bytes come from and how they are loaded
+// (runtime/member_io_parts.h). Thread-safety: safe from any thread (the cache has a lock); never
+// from a vfork child.
 #pragma once
 
 #include <sys/types.h>
@@ -50,6 +50,11 @@ bool FetchedByPiece(uint32_t entry);
 long SharedCopyOf(uint32_t entry);
 void CloseSource(const MemberSource& src);
 
+// Checks raw member `entry` against its CRC32C, reading it whole, unless this node did so
+// before (runtime/verified.h): 0, or -EIO (logged and counted) when it is damaged, or
+// another negative errno. For the paths that do not read through ReadMember (a mapping).
+long CheckRawMember(uint32_t entry);
+
 // In a fork child (the atfork handler): forgets which members the parent had read, whose
 // pages the child has not mapped.
 void MemberIoAfterFork();
@@ -61,6 +66,7 @@ struct IoStats {
   uint64_t device_reads = 0;     // blob reads not in the page cache (through io_uring)
   uint64_t mapped_reads = 0;     // members copied from a mapping of their page-cached blob
   uint64_t trusted_reads = 0;    // of those, re-reads copied without a page check (ReuseTrust)
+  uint64_t raw_checks = 0;       // raw members checked against their CRC32C by this process
 };
 IoStats SnapshotIoStats();
 

@@ -24,7 +24,7 @@ namespace fanstore::runtime {
 
 struct IoCounters {
   ShardedCounter reads, bytes, inflates, inflate_ns, hits, errors, remote, device, mapped, trusted,
-      arena;
+      arena, raw_checks;
 };
 extern IoCounters g_io;
 

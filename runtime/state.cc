@@ -20,6 +20,7 @@
 #include "runtime/env.h"
 #include "runtime/fd_table.h"
 #include "runtime/member_io.h"
+#include "runtime/verified.h"
 
 namespace fanstore::runtime {
 namespace {
@@ -78,6 +79,13 @@ int64_t MonotonicNs() {
 }
 
 }  // namespace
+
+std::string State::ShownPartition(uint32_t p) const {
+  const std::string& path = parts[p];
+  const size_t slash = path.rfind('/');
+  if (data.empty() || slash < 5 || path.compare(slash - 5, 5, "/data") != 0) return path;
+  return data + path.substr(slash);
+}
 
 int State::BlobFd(uint32_t p) {
   if (p >= parts.size() || parts[p].empty()) return -EIO;
@@ -231,11 +239,14 @@ Status Init() {
     s->blob_sizes[p].store(0);
     s->blob_resident[p].store(false);
   }
-  s->verify_raw = e.verify_all;
+  s->verify_every_read = e.verify_all;
+  s->trust_raw = e.verify_none;
+  AttachVerified(VerifiedPathBeside(e.image), s->ns.size());
   s->stats_target = e.stats;
   if (e.mapped_reads) s->mapped_reads = *e.mapped_reads;
   if (e.readahead) s->readahead = *e.readahead;
   s->agent = e.agent;
+  s->data = e.data;
   s->node_cache = e.node_cache;
   s->staged = e.staged;
   s->staging_from = e.staging_from;

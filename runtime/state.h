@@ -59,11 +59,13 @@ struct State {
     return l;
   }
   std::vector<std::string> parts;  // partition blob paths; "" = held by other nodes only
+  std::string data;                // FANSTORE_DATA: DATA, for messages ("" = unknown)
   std::string agent;               // the node agent's socket ("" = none)
   std::string node_cache;          // the agent's cache directory (FANSTORE_NODE_CACHE)
   int agent_timeout_ms = 60000;
-  bool verify_raw = false;
-  int64_t readahead = -1;     // FANSTORE_READAHEAD: bytes around a cold member (-1: auto)
+  bool verify_every_read = false;  // FANSTORE_VERIFY=all: raw members on every read
+  bool trust_raw = false;          // FANSTORE_VERIFY=none: raw members never checked
+  int64_t readahead = -1;          // FANSTORE_READAHEAD: bytes around a cold member (-1: auto)
   bool mapped_reads = true;   // FANSTORE_MAPPED_READS=0: always read, never copy from a mapping
   std::string stats_target;   // "" | "1" | path
   int stats_fd = -1;          // stats_target "1": a copy of stderr taken at start, in the
@@ -85,6 +87,9 @@ struct State {
   std::unique_ptr<std::atomic<int64_t>[]> recheck_at_ns;
   static constexpr int64_t kRecheckNs = 200'000'000;
 
+  // Partition p's blob as a message names it: DATA's file for a blob read in place (whose
+  // path here is a link to fanrun's descriptor), else the path read.
+  std::string ShownPartition(uint32_t p) const;
   // The blob fd of partition p, opened on first use; a negative errno on failure. While
   // fanrun stages, the in-place blob's until the copy is there.
   int BlobFd(uint32_t p);

@@ -201,7 +201,10 @@ timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" -
   >"$S/run.out" 2>"$S/run.err" && ok || bad "large members, tar: exit $?: $(tail -3 "$S/run.err")"
 [ "$(wc -l <"$S/tar.native")" -gt 80 ] && ok || bad "large members, tar: the native listing is short (test setup)"
 for r in 0 1; do expect_same "$S/tar.native" "$S/tar.$r" "large members, tar on rank $r"; done
-# Three sparse reads of big.bin by the rank that does not hold it: three pieces fetched.
+# Three sparse reads of big.bin by the rank that does not hold it. A raw member is checked
+# against its CRC32C before its first bytes are served on a node, and the format has one
+# CRC for the whole raw member: so the first read fetches all its pieces once (the blocks'
+# own checksums that would let a range be checked alone: issue #51, open).
 other=$(( 1 - $(part_of big.bin) % 2 ))
 rm -f "$S"/out.*
 timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/large" --log-level debug \
@@ -210,7 +213,8 @@ timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" -
 grep -q '^ok big.bin' "$S/out.$other" && ok || bad "large members, sparse: $(cat "$S/out.$other")"
 fetched=$(sed -n "s/.*rank $other.*agent: \([0-9]*\) fetches (\([0-9]*\) bytes.*/\1 \2/p" "$S/run.err")
 size=$(stat -c %s "$S/lsrc/big.bin")
-expect="3 $(( (2 << 20) + size % (1 << 20) ))"  # pieces 0 and 10, and the short last one
+pieces=$(( (size + (1 << 20) - 1) >> 20 ))
+expect="$pieces $size"  # every piece, once
 [ "$fetched" = "$expect" ] && ok ||
   bad "large members, sparse: rank $other fetched '$fetched' (fetches, bytes), '$expect' expected: $(grep agent: "$S/run.err")"
 # Read in order (cat), the next piece comes with the one asked for ("fetched ahead"). Two
@@ -441,9 +445,9 @@ done
 grep -q "damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "damaged transfer: no retry logged"
 # A member damaged in its holder's blob (the index and footer intact). Staged, the stage-in
 # checks every raw member's CRC32C and stops the job before CMD, naming the member. Served
-# in place (--no-stage), a raw member is checked against its CRC32C in the namespace when it
-# is fetched, so the other ranks get EIO for that file after one retry, and the right bytes
-# for every other.
+# in place (--no-stage), every rank gets EIO for that file and the right bytes for every
+# other: the holder checks the member before its first read serves it (runtime/verified.h),
+# the others fetch it and check it when it comes (after one retry).
 rel=$(cd "$S/src" && find train -name 'b*.bin' -size +20k | sort | head -1)
 info=$($FANSTORE stat "$S/raw" "$rel")
 part=$(echo "$info" | sed -n 's/.*Partition: \(part-[0-9]*\.fsb\)/\1/p')
@@ -462,13 +466,14 @@ grep -q "rank $holder (.*$part: member '$rel': checksum mismatch (damaged data" 
 rm -f "$S"/out.*
 timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/rot" --no-stage \
   -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
-rc=$?  # 1: the reader saw a failed file, as it should
-[ $rc -eq 1 ] && ok || bad "damaged member in its holder's blob: exit $rc"
+rc=$?  # 0: no rank read a wrong byte (read_all.py exits 1 for wrong bytes, not for EIO)
+[ $rc -eq 0 ] && ok || bad "damaged member in its holder's blob: exit $rc (wrong bytes read?)"
 for r in $(seq 0 $((NP - 1))); do
-  [ "$r" = "$holder" ] && continue  # its own local raw reads are not checked by default (FANSTORE_VERIFY)
   if grep -q "^$rel EIO " "$S/out.$r" && [ "$(grep -c ' ok ' "$S/out.$r")" = $((NFILES - 1)) ]; then ok; else
     bad "damaged member in its holder's blob: rank $r: $(grep "^$rel " "$S/out.$r") / $(grep -c ' ok ' "$S/out.$r") ok"; fi
 done
+grep -q "$part: member '$rel': checksum mismatch (damaged data)" "$S/run.err" && ok ||
+  bad "damaged member in its holder's blob: the holder's reader does not name it"
 grep -q "$rel.*damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "damaged member in its holder's blob: no retry logged"
 
 rm -f "$S"/out.*
