@@ -251,6 +251,7 @@ Status Publish(const std::string& tmp, const std::string& out, const Manifest& m
   }
   if (st.ok()) {  // (no exchange on this file system: out moves aside, then tmp takes its name)
     const std::string old = out + ".fanstore-old-" + std::to_string(::getpid());
+    if (replace && ::rename(out.c_str(), old.c_str()) != 0) st = Status::FromErrno(out, errno);
     if (st.ok() && ::rename(tmp.c_str(), out.c_str()) != 0) {
       st = Status::FromErrno(out, errno);
       if (replace) ::rename(old.c_str(), out.c_str());

@@ -106,8 +106,12 @@ mkdir -p "$B/txt"
 for i in $(seq 1 150); do echo "new version $i" >"$B/txt/f$i.txt"; done
 (cd "$B" && find . -type f | LC_ALL=C sort | xargs md5sum) >"$S/new.sum"
 cp -r "$S/ds" "$S/live"
-"$FANRUN" --data "$S/live" --mount "$MNT" -- sh -c   "'$FANSTORE' pack -q --force --compress none '$B' '$S/live' && sh '$S/read_all.sh' >'$S/during.sum' &&
-   rm -rf '$S/live' && sh '$S/read_all.sh' >'$S/deleted.sum'" 2>"$S/live.err"
+# (an ASan build of the inner fanstore starts with libfanstore.so ahead of ASan's runtime:
+# told not to mind; the option is ignored elsewhere)
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+  "$FANRUN" --data "$S/live" --mount "$MNT" -- sh -c "'$FANSTORE' pack -q --force --compress none '$B' '$S/live' &&
+   sh '$S/read_all.sh' >'$S/during.sum' && rm -rf '$S/live' && sh '$S/read_all.sh' >'$S/deleted.sum'" \
+  2>"$S/live.err" || bad "the job that repacks and deletes its DATA: $(head -3 "$S/live.err")"
 expect_same "$S/native.sum" "$S/during.sum" "a job whose DATA is repacked under it reads the version it started with"
 expect_same "$S/native.sum" "$S/deleted.sum" "a job whose DATA is deleted under it reads on"
 "$FANSTORE" pack -q --compress none "$T" "$S/live" && "$FANSTORE" pack -q --force --compress none "$B" "$S/live" ||
