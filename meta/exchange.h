@@ -16,7 +16,7 @@
 //   u32           crc32c
 //   bytes         a symlink's target (size bytes)
 // Measured: 19-25 bytes per member (ImageNet-like paths), against 98 for the partition
-// index's fixed 64-byte records plus whole paths (docs/design.md, "Exchange").
+// index's fixed 64-byte records plus whole paths (docs/design.md, "Formats": the exchange).
 // Decoding checks every length, varint, kind and count: a short or damaged block is an
 // error naming the block and the byte, not a crash.
 // Thread-safety: pure functions over caller-owned buffers.

@@ -29,7 +29,8 @@ inline constexpr int kNativeParents = 256;
 
 // The fields every intercepted call may read come first, in a few cache lines of one page,
 // and the bulky arrays after them: each page the prefilter touches costs a TLB miss after
-// every system call on some virtual machines (docs/design.md, "What a native call pays").
+// every system call on some virtual machines (docs/design.md, "Interception": a prefilter before
+// the vector save).
 struct PrefilterState {
   bool active = false;
   // The process may read fanrun's skeleton directories (mode 0111: root, or a holder of
