@@ -9,6 +9,7 @@
 #include <string>
 
 #include "meta/archive_reader.h"
+#include "meta/tar_fields.h"
 
 namespace fanstore::meta {
 namespace {
@@ -144,3 +145,46 @@ TEST(TarReader, MtimeBeyondTheClockIsRefused) {
 
 }  // namespace
 }  // namespace fanstore::meta
+
+namespace fanstore::meta::tar_fields {
+namespace {
+
+TEST(TarFields, NumbersInOctalAndBase256) {
+  uint64_t v = 1;
+  const uint8_t octal[8] = {' ', '0', '0', '0', '7', '5', '5', 0};
+  ASSERT_TRUE(ParseNumber(octal, sizeof octal, &v));
+  EXPECT_EQ(v, 0755u);
+  const uint8_t base256[12] = {0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x00};
+  ASSERT_TRUE(ParseNumber(base256, sizeof base256, &v));
+  EXPECT_EQ(v, 256u);
+  const uint8_t negative[8] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xfe};
+  EXPECT_FALSE(ParseNumber(negative, sizeof negative, &v));  // not asked for a sign
+  bool neg = false;
+  ASSERT_TRUE(ParseNumber(negative, sizeof negative, &v, &neg));
+  EXPECT_TRUE(neg);
+  EXPECT_EQ(v, 2u);
+  const uint8_t junk[4] = {'1', 'x', '2', 0};
+  EXPECT_FALSE(ParseNumber(junk, sizeof junk, &v));
+  const uint8_t huge[12] = {0x80, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};  // 2^80
+  EXPECT_FALSE(ParseNumber(huge, sizeof huge, &v));
+}
+
+TEST(TarFields, PaxTimesAndDecimals) {
+  int64_t ns = 0;
+  ASSERT_TRUE(ParsePaxTime("1700000000.5", &ns));
+  EXPECT_EQ(ns, 1'700'000'000'500'000'000);
+  ASSERT_TRUE(ParsePaxTime("-1.25", &ns));
+  EXPECT_EQ(ns, -1'250'000'000);
+  EXPECT_FALSE(ParsePaxTime("99999999999", &ns));  // after 2262
+  EXPECT_FALSE(ParsePaxTime("12x", &ns));
+  uint64_t v = 0;
+  ASSERT_TRUE(ParseDecimal("18446744073709551615", &v));
+  EXPECT_EQ(v, UINT64_MAX);
+  EXPECT_FALSE(ParseDecimal("18446744073709551616", &v));
+  EXPECT_FALSE(ParseDecimal("", &v));
+  const uint8_t name[6] = {'a', 'b', 0, 'c', 0, 0};
+  EXPECT_EQ(Field(name, sizeof name), "ab");
+}
+
+}  // namespace
+}  // namespace fanstore::meta::tar_fields
