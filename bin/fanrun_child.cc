@@ -14,16 +14,16 @@
 #include <cstring>
 #include <string_view>
 
+#include "base/env_names.h"
 #include "bin/cli_util.h"
 #include "bin/launcher.h"
 #include "bin/read_calibration.h"
-#include "runtime/env.h"
 #include "runtime/mount_ways.h"
 
 extern char** environ;
 
 namespace fanstore::fanrun {
-namespace env = runtime::env;
+namespace env = fanstore::env;
 namespace {
 
 volatile sig_atomic_t g_child = 0;
@@ -158,7 +158,7 @@ Status CheckNotNested(const std::string& image) {
 }
 
 std::string FindPreload() {
-  if (const char* p = std::getenv("FANSTORE_PRELOAD"); p && *p) return p;
+  if (const char* p = std::getenv(fanstore::env::kPreload); p && *p) return p;
   return cli::FindBesideExecutable({"../lib/libfanstore.so",
                                     "../lib/x86_64-linux-gnu/libfanstore.so",
                                     "../runtime/libfanstore.so"});

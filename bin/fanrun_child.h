@@ -1,5 +1,5 @@
 // CMD's side of fanrun: the environment it gets (the preload library and the variables the
-// runtime reads, runtime/env.h; which node it runs on), and its life (fork, exec, signals
+// runtime reads, base/env_names.h; which node it runs on), and its life (fork, exec, signals
 // forwarded, the exit status it ends with).
 // Thread-safety: fanrun's main thread only; RunCommand installs signal handlers.
 #pragma once

@@ -16,19 +16,18 @@
 #include <tuple>
 #include <vector>
 
+#include "base/env_names.h"
 #include "bin/cli_util.h"
 #include "bin/fanrun_child.h"
 #include "bin/fanrun_doctor.h"
 #include "bin/fanrun_node.h"
 #include "bin/fanrun_serve.h"
 #include "bin/launcher.h"
-#include "runtime/env.h"
 
 namespace {
 
 using namespace fanstore;
 using namespace fanstore::fanrun;
-namespace env = fanstore::runtime::env;
 
 // Options given as sizes ("1G"), parsed after CLI11 by FinishOptions.
 struct SizeOptions {
@@ -151,7 +150,7 @@ int main(int argc, char** argv) {
     cli::Error("fanrun", std::string(e.what()) + " (see fanrun --help)");
     return cli::kExitUsage;
   }
-  if (!log_level.empty()) ::setenv("FANSTORE_LOG_LEVEL", log_level.c_str(), 1);
+  if (!log_level.empty()) ::setenv(fanstore::env::kLogLevel, log_level.c_str(), 1);
   // A statistics file named relative to here: every process writes to it from wherever its
   // own working directory is by then (often the read-only mount), so it is made absolute.
   if (stats.empty() && stats_opt->count() > 0) stats = "1";  // --stats with no FILE

@@ -21,6 +21,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/env_names.h"
 #include "bin/cli_util.h"
 #include "bin/fanrun_node_parts.h"
 #include "bin/mount_choice.h"
@@ -162,7 +163,7 @@ Status Node::Join(const NodeOptions& opt, bool mpi, StartUp* s) {
   auto logger = spdlog::stderr_logger_mt("fanrun");
   logger->set_pattern("fanrun: " + s->where + "%v");
   spdlog::set_default_logger(logger);
-  if (const char* level = std::getenv("FANSTORE_LOG_LEVEL"))  // fanrun --log-level
+  if (const char* level = std::getenv(fanstore::env::kLogLevel))  // fanrun --log-level
     spdlog::set_level(spdlog::level::from_str(level));
 
   // The job id: given, or rank 0's host and pid, the same on every rank.
@@ -192,7 +193,7 @@ void Node::Announce(const StartUp& s, double ready_s, double stage_to_ready_s) {
   }
   if (agent_) agent_->Start();
   // Alone, fanrun stays silent: the summary is for jobs with a start-up worth reporting.
-  if (!mpi_ || rank_ != 0 || std::getenv("FANSTORE_QUIET")) return;
+  if (!mpi_ || rank_ != 0 || std::getenv(fanstore::env::kQuiet)) return;
   auto view = meta::NamespaceView::AttachLayout({image_, image_size_});  // (checked at start-up)
   if (!view.ok()) return;
   uint64_t path_bytes = 0;  // names (and symlink targets) in the image's string table

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "base/env_names.h"
 #include "bin/cli_util.h"
 #include "bin/fanrun_node_parts.h"
 #include "bin/stage_decision.h"
@@ -97,7 +98,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   }
   if (overlap && st.ok()) staging_from_ = rank_dir_ + "/data";
   // Said once per node, as the job starts: what happens to DATA's bytes, and why.
-  if (st.ok() && !std::getenv("FANSTORE_QUIET") && (in.nodes == 1 || rank_ == 0) &&
+  if (st.ok() && !std::getenv(fanstore::env::kQuiet) && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type)))
     std::fprintf(
         stderr, "fanrun: %s (%s)\n",
@@ -124,10 +125,10 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   cfg.cache_bytes = opt.cache_bytes;
   cfg.fetch_ahead = opt.fetch_ahead;
   cfg.timeout_s = opt.timeout_s;
-  if (const char* c = std::getenv("FANSTORE_TEST_CORRUPT_REPLIES"))
+  if (const char* c = std::getenv(fanstore::env::kTestCorruptReplies))
     cfg.corrupt_replies = std::strtoull(c, nullptr, 10);
   // (a rank whose replies never come, though it is alive and passes the job's barriers)
-  if (const char* r = std::getenv("FANSTORE_TEST_SILENT_RANK"))
+  if (const char* r = std::getenv(fanstore::env::kTestSilentRank))
     cfg.silent = std::strtol(r, nullptr, 10) == rank_;
   uint64_t fetchable = 0;
   for (uint32_t p = 0; p < parts; ++p)
@@ -170,7 +171,7 @@ Result<std::string> Node::HoldBlob(const std::string& path) {
 void Node::StartCopier(const meta::Manifest& manifest) {
   if (copies_.empty()) return;
   // (tests: hold the copy back, so that reads are seen going to DATA first)
-  const char* delay = std::getenv("FANSTORE_TEST_COPY_DELAY_MS");
+  const char* delay = std::getenv(fanstore::env::kTestCopyDelayMs);
   const long delay_ms = delay ? std::strtol(delay, nullptr, 10) : 0;
   copier_ = std::thread([this, manifest, delay_ms] {
     for (long waited = 0; waited < delay_ms && !cancel_copy_.load(); waited += 10)
@@ -190,7 +191,7 @@ void Node::StartCopier(const meta::Manifest& manifest) {
     // (its absence tells `fanrun attach` and anyone watching the job that the copy is done)
     ::unlink((rank_dir_ + "/staging-from").c_str());
     const double secs = Since(t0);
-    if (!std::getenv("FANSTORE_QUIET"))
+    if (!std::getenv(fanstore::env::kQuiet))
       std::fprintf(stderr, "fanrun: staged %s in %.2f s (%.0f MB/s); reads now go to %s\n",
                    cli::HumanBytes(static_cast<double>(bytes)).c_str(), secs,
                    secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0, local_dir_.c_str());

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/env_names.h"
 #include "intercept/cpu_state.h"
 #include "intercept/exec_env.h"
 #include "intercept/patcher.h"
@@ -26,14 +27,14 @@ namespace {
 using namespace fanstore::intercept;
 
 __attribute__((constructor)) void FanstorePreloadInit() {
-  const char* on = std::getenv("FANSTORE_INTERCEPT");
+  const char* on = std::getenv(fanstore::env::kIntercept);
   if (on && std::strcmp(on, "0") == 0) return;
   InitPreloadLog();
   Dl_info info;
   if (dladdr(reinterpret_cast<void*>(&FanstorePreloadInit), &info) && info.dli_fname)
     CaptureExecEnv(info.dli_fname, environ);
   HookSpec spec = PreloadHookSpec();
-  const char* xs = std::getenv("FANSTORE_XSAVE");
+  const char* xs = std::getenv(fanstore::env::kXsave);
   spec.full_xsave = xs && std::strcmp(xs, "1") == 0;
   auto stats = Install(spec);
   if (!stats.ok()) {

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "base/env_names.h"
+
 namespace fanstore::intercept {
 namespace {
 
@@ -10,7 +12,7 @@ constexpr size_t kMaxVars = 64;
 char g_arena[kArena];
 size_t g_used = 0;
 const char* g_lib = nullptr;   // the preload library's path
-const char* g_vars[kMaxVars];  // "FANSTORE_X=value"
+const char* g_vars[kMaxVars];  // NAME=value, each a FANSTORE_ variable
 size_t g_nvars = 0;
 bool g_ok = false;
 
@@ -48,8 +50,8 @@ bool CaptureExecEnv(const char* lib_path, char* const* environ) {
   g_ok = false;
   if (!lib_path || !(g_lib = Keep(lib_path))) return false;
   for (char* const* e = environ; e && *e; ++e) {
-    if (std::strncmp(*e, "FANSTORE_", 9) != 0) continue;
-    if (std::strncmp(*e, "FANSTORE_FDS=", 13) == 0) continue;  // one exec's own (inherit.h)
+    if (std::strncmp(*e, env::kPrefix, sizeof env::kPrefix - 1) != 0) continue;
+    if (env::Assigns(*e, env::kFds)) continue;  // one exec's own (runtime/inherit.h)
     if (g_nvars == kMaxVars || !(g_vars[g_nvars] = Keep(*e))) return false;
     ++g_nvars;
   }
@@ -65,7 +67,8 @@ char* const* FixExecEnv(char* const* envp, char** out, size_t out_cap, char* scr
   bool present[kMaxVars] = {};
   for (; envp[n]; ++n) {
     const char* e = envp[n];
-    if (std::strcmp(e, "FANSTORE_INTERCEPT=0") == 0) return envp;
+    if (env::Assigns(e, env::kIntercept) && std::strcmp(e + sizeof env::kIntercept, "0") == 0)
+      return envp;
     if (std::strncmp(e, "LD_PRELOAD=", 11) == 0) preload = e + 11;
     for (size_t v = 0; v < g_nvars; ++v) {
       const size_t len = NameLen(g_vars[v]);

@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "base/env_names.h"
+
 namespace fanstore::intercept {
 namespace {
 
@@ -43,7 +45,7 @@ bool ValidFixups(const Record& r) {
 }
 
 std::string CacheDir() {
-  if (const char* d = std::getenv("FANSTORE_CACHE_DIR"); d && *d) return d;
+  if (const char* d = std::getenv(env::kCacheDir); d && *d) return d;
   const std::string dir = "/dev/shm/fanstore-" + std::to_string(::getuid());
   ::mkdir(dir.c_str(), 0700);
   struct stat st;

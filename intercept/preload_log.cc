@@ -6,6 +6,8 @@
 
 #include <cstdlib>
 
+#include "base/env_names.h"
+
 namespace fanstore::intercept {
 namespace {
 std::shared_ptr<spdlog::logger> g_log;
@@ -13,7 +15,7 @@ spdlog::level::level_enum g_level = spdlog::level::warn;
 }  // namespace
 
 void InitPreloadLog() {
-  const char* level = std::getenv("FANSTORE_LOG_LEVEL");
+  const char* level = std::getenv(env::kLogLevel);
   if (level) g_level = spdlog::level::from_str(level);
 }
 
@@ -23,7 +25,7 @@ bool LogEnabled(spdlog::level::level_enum level) {
 
 namespace {
 void CreateLogger() {
-  const char* file = std::getenv("FANSTORE_LOG_FILE");
+  const char* file = std::getenv(env::kLogFile);
   spdlog::sink_ptr sink;
   if (file && *file) {
     sink = std::make_shared<spdlog::sinks::basic_file_sink_mt>(file);

@@ -5,6 +5,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -21,17 +22,21 @@ namespace {
 
 using base::RawSyscall6;
 
-constexpr char kVar[] = "FANSTORE_FDS=";
-constexpr size_t kVarLen = sizeof kVar - 1;
-constexpr char kCwdVar[] = "FANSTORE_CWD=";
-constexpr size_t kCwdVarLen = sizeof kCwdVar - 1;
-// Whether `s` is "<name>=".
-constexpr bool Assigns(const char* s, const char* name) {
-  while (*name)
-    if (*s++ != *name++) return false;
-  return s[0] == '=' && s[1] == 0;
+// "NAME=" of a variable, for writing and matching environment entries.
+template <size_t N>
+constexpr std::array<char, N + 1> Assignment(const char (&name)[N]) {
+  std::array<char, N + 1> a{};
+  for (size_t i = 0; i + 1 < N; ++i) a[i] = name[i];
+  a[N - 1] = '=';
+  return a;
 }
-static_assert(Assigns(kVar, env::kFds) && Assigns(kCwdVar, env::kCwd));
+constexpr auto kFdsAssign = Assignment(env::kFds);
+constexpr auto kCwdAssign = Assignment(env::kCwd);
+constexpr const char* kVar = kFdsAssign.data();
+constexpr size_t kVarLen = kFdsAssign.size() - 1;
+constexpr const char* kCwdVar = kCwdAssign.data();
+constexpr size_t kCwdVarLen = kCwdAssign.size() - 1;
+static_assert(env::Assigns(kFdsAssign.data(), env::kFds) && kFdsAssign[kVarLen] == 0);
 
 // Appends text and numbers to a fixed buffer; remembers running out of room.
 struct Writer {

@@ -41,5 +41,12 @@ for layer in base compress meta io intercept runtime bin; do
   done < <(grep -rnE '^\s*#\s*include "' "$layer" --include='*.cc' --include='*.h' --include='*.S' --include='*.c')
 done
 [ $n -gt 100 ] || { echo "FAIL: only $n includes found under $1"; exit 1; }
+# Every FANSTORE_* variable is named in base/env_names.h and used by its constant there,
+# so no layer reads or sets one the header does not list (comments may name them).
+while IFS= read -r hit; do
+  echo "FAIL: ${hit%%:*}:$(cut -d: -f2 <<<"$hit"): a FANSTORE_ variable named by its text; use base/env_names.h"
+  fail=1
+done < <(grep -rnE '"FANSTORE_' base compress meta io intercept runtime bin --include='*.cc' --include='*.h' |
+  grep -v '^base/env_names.h:' | grep -vE '^[^:]+:[0-9]+:\s*//' || true)
 [ $fail = 0 ] && [ "$quiet" != --quiet ] && echo "layers: $n includes checked, none goes up or across"
 exit $fail

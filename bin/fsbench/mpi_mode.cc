@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "base/env_names.h"
 #include "bin/cli_util.h"
 #include "bin/fsbench/mpi_plugin.h"
 #include "bin/launcher.h"
@@ -18,7 +19,7 @@ MpiPlugin* g_mpi = nullptr;
 // the installed library directories.
 void* OpenPlugin(std::string* why) {
   std::string path;
-  if (const char* p = std::getenv("FANSTORE_FSBENCH_MPI"); p && *p) path = p;
+  if (const char* p = std::getenv(fanstore::env::kFsbenchMpi); p && *p) path = p;
   if (path.empty())
     path = cli::FindBesideExecutable({"libfsbench_mpi.so", "../lib/libfsbench_mpi.so",
                                       "../lib/x86_64-linux-gnu/libfsbench_mpi.so",
