@@ -72,7 +72,7 @@ expect_rc 1 "missing file in the list" -- "$FSBENCH" "$S/data" --files-from "$S/
 
 # MPI mode: each rank reads its share; rank 0 reports per-rank and aggregate figures.
 if [ -n "${FANSTORE_TEST_SKIP_MPI:-}" ]; then
-  echo "SKIP: MPI mode: $FANSTORE_TEST_SKIP_MPI"
+  skip "MPI mode: $FANSTORE_TEST_SKIP_MPI"
 elif command -v mpiexec >/dev/null; then
   "$FSBENCH" "$S/data" --epochs 2 --json >"$S/base.json" 2>/dev/null
   expect_rc 0 "mpiexec -n 2, split" -- mpiexec -n 2 "$FSBENCH" "$S/data" --epochs 2 --json --baseline "$S/base.json"
@@ -92,6 +92,6 @@ PY
   check_json "$S/out" $((files * 2)) $((bytes * 2)) "MPI no-split: every rank reads everything"
   expect_rc 1 "mpiexec with a missing path" -- mpiexec -n 2 "$FSBENCH" "$S/nope"
 else
-  echo "SKIP: MPI mode (no mpiexec on PATH; ci/install-deps.sh installs mpich)"
+  skip "MPI mode (no mpiexec on PATH; ci/install-deps.sh installs mpich)"
 fi
 finish

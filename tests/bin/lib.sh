@@ -29,9 +29,15 @@ expect_err_line() {
 expect_same() {  # expect_same FILE_A FILE_B DESCRIPTION
   if cmp -s "$1" "$2"; then ok; else bad "$3: $1 and $2 differ"; fi
 }
+# finish: the closing line, and the test's status: 1 if a check failed or none ran at all
+# (a test that asserts nothing), 77 (CTest: skipped) if every check was skipped, else 0.
 finish() {
   echo "$PASS passed, $FAIL failed$([ "$SKIPPED" -eq 0 ] || echo ", $SKIPPED skipped (above: why)")"
-  [ "$FAIL" -eq 0 ]
+  [ "$FAIL" -eq 0 ] || return 1
+  [ "$PASS" -gt 0 ] && return 0
+  [ "$SKIPPED" -gt 0 ] && return 77
+  echo "FAIL: no check ran" >&2
+  return 1
 }
 # skip_without_mpi WHAT: where the build cannot run MPI ranks (FANSTORE_TEST_SKIP_MPI holds
 # the reason), ends the test here with a SKIP line naming WHAT and the reason: with exit

@@ -27,7 +27,7 @@ mkdir -p "$RO"
 cleanup_ro() { umount "$RO" 2>/dev/null; }
 if ! { mount --bind "$T" "$RO" && mount -o remount,ro,bind "$RO"; } 2>"$S/mount.err"; then
   cleanup_ro
-  echo "SKIP: a read-only bind mount is needed for the native side ($(head -1 "$S/mount.err"))"
+  skip "a read-only bind mount is needed for the native side ($(head -1 "$S/mount.err"))"
   finish
   exit $?
 fi

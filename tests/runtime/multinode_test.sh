@@ -138,7 +138,7 @@ if mount -t tmpfs -o size=$((staged_kb + 1024))k tmpfs "$S/room" 2>/dev/null; th
     bad "full disk for the node cache: admissions did not fail (test setup?): $(head -c 600 "$S/run.err")"
   umount "$S/room"
 else
-  echo "SKIP: node cache on a full local disk: cannot mount a small tmpfs here (needs root)"
+  skip "node cache on a full local disk: cannot mount a small tmpfs here (needs root)"
 fi
 # MPICH's TCP path (UCX over loopback). MPICH 4.0.2 + UCX on this machine sometimes hangs in
 # MPI_Init/MPI_Finalize over TCP even for a program that only calls a barrier, so a run that
@@ -152,7 +152,7 @@ for attempt in 1 2 3; do
   fi
   echo "note: TCP attempt $attempt hung in MPI (third-party), retrying" >&2
 done
-[ $tcp_done -eq 1 ] || echo "SKIP: the TCP path hung in MPI start-up/finalize 3 times (MPICH/UCX over loopback)" >&2
+[ $tcp_done -eq 1 ] || skip "the TCP path hung in MPI start-up/finalize 3 times (MPICH/UCX over loopback: docs/guide.md, known problems)"
 
 # Large members (over 8 MiB stored) held by another node are fetched by the 1 MiB piece
 # (io/pieces.h): a raw one, and a block-deflated one whose stored bytes are still over 8 MiB.
@@ -339,7 +339,7 @@ if mount -t tmpfs -o size=64k tmpfs "$S/tiny" 2>/dev/null; then
   [ -z "$(ls -A "$S/tiny")" ] && ok || bad "full local disk: left files behind: $(ls -A "$S/tiny")"
   umount "$S/tiny"
 else
-  echo "SKIP: full local disk: cannot mount a small tmpfs here (needs root)"
+  skip "full local disk: cannot mount a small tmpfs here (needs root)"
 fi
 
 # Ranks killed outright (SIGKILL: no clean-up runs) leave their directories; the next job

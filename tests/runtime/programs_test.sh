@@ -247,7 +247,7 @@ if command -v strace >/dev/null; then
   cmp -s "$S/native.out" "$S/fan.out" && [ "${calls:-0}" -lt "$nfiles" ] && ok ||
     bad "getpid per file read: ${calls:-?} calls for $nfiles files ($(diff "$S/native.out" "$S/fan.out" | head -3))"
 else
-  echo "SKIP: getpid count: strace is not installed"
+  skip "getpid count: strace is not installed"
 fi
 
 # Writes are refused with EROFS and nothing changes.
@@ -381,7 +381,7 @@ for packed in raw z; do
     [ "$device" -gt 0 ] && ok ||
       bad "cold reads ($packed) went through io_uring ($tries tries): $(cat "$S/stats.cold")"
   else
-    echo "SKIP: cold reads ($packed) through io_uring: $(cat "$S/dropped")"
+    skip "cold reads ($packed) through io_uring: $(cat "$S/dropped")"
   fi
   read_all $packed "$S/md5.warm" "$S/stats.warm"
   cmp -s "$S/md5.native" "$S/md5.warm" && ok || bad "warm reads ($packed): $(diff "$S/md5.native" "$S/md5.warm" | head -4)"
@@ -454,7 +454,7 @@ if [ "${faults:-0}" -gt 0 ]; then
   [ "$mapped" = $((2 * nfiles)) ] && [ "$trusted" -le "$nfiles" ] && ok ||
     bad "re-reads after major faults are checked again ($nfiles files, $faults faults): $(cat "$S/stats.evict")"
 else
-  echo "SKIP: re-reads after major faults: mapping a dropped file here took no major fault ($(cat "$S/evict.out"))"
+  skip "re-reads after major faults: mapping a dropped file here took no major fault ($(cat "$S/evict.out"))"
 fi
 
 # Readahead around cold members: with 1 MiB the neighbours of a member read from the device
@@ -475,9 +475,9 @@ for ra in 0 1M; do
   cp "$S/dropped" "$S/dropped.$ra"
 done
 if [ "$(cat "$S/dropped.0")" != ok ] || [ "$(cat "$S/dropped.1M")" != ok ]; then
-  echo "SKIP: --readahead 1M against 0: $(cat "$S/dropped.0") / $(cat "$S/dropped.1M")"
+  skip "--readahead 1M against 0: $(cat "$S/dropped.0") / $(cat "$S/dropped.1M")"
 elif [ "$(cat "$S/device.0")" -lt 30 ]; then
-  echo "SKIP: --readahead 1M against 0: the kernel read the 300 files' blob in $(cat "$S/device.0") reads by itself"
+  skip "--readahead 1M against 0: the kernel read the 300 files' blob in $(cat "$S/device.0") reads by itself"
 else
   [ "$(cat "$S/device.1M")" -lt $(($(cat "$S/device.0") / 2)) ] && ok ||
     bad "--readahead 1M: $(cat "$S/device.1M") device reads, not under half of the $(cat "$S/device.0") without"
