@@ -3,7 +3,7 @@
 // reads them once at start (runtime/env.h), the interception core reads its own before the
 // runtime exists (intercept/entry.cc), and the exec hook carries them across exec
 // (intercept/exec_env.h). docs/guide.md lists those a user may set.
-// Thread rule: none needed (constants).
+// Thread-safety: none needed (constants).
 #pragma once
 
 #include <cstddef>

@@ -2,6 +2,7 @@
 // library headers it builds against: glibc 2.28 to 2.31 (RHEL 8, Debian 11) list calls
 // only up to their own release's kernel. The numbers are the kernel's ABI and never change.
 // No other include: the prefilter translation units include this too.
+// Thread-safety: constants.
 #pragma once
 
 #include <sys/syscall.h>

@@ -5,6 +5,8 @@
 //   fanrun_jobdirs.cc   the job's and rank's directories, stale jobs, --local-dir
 //   fanrun_stage.cc     whether and how this node's partitions are staged, and the copier
 //   fanrun_skeleton.cc  the mount point and the dataset's directories made under it
+// Thread-safety: fanrun's main thread (the copier thread uses only what StartCopier hands
+// it).
 #pragma once
 
 #include <chrono>

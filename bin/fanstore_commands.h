@@ -1,5 +1,6 @@
 // The subcommands of the `fanstore` tool. Each returns a process exit code (cli::kExit*) and
 // prints its own one-line errors as "fanstore: what: why".
+// Thread-safety: the tool's main thread (pack runs its own workers inside).
 #pragma once
 
 #include <string>

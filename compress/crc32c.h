@@ -1,6 +1,6 @@
 // CRC32C (Castagnoli), the checksum of every member's uncompressed bytes and of the
 // partition index. Computed by ISA-L's crc32_iscsi (SSE4.2/PCLMUL where the CPU has it).
-// Thread-safe: pure functions.
+// Thread-safety: pure functions.
 #pragma once
 
 #include <cstddef>

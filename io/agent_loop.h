@@ -2,6 +2,8 @@
 // agent.cc (the loop, its socket and the job's end), agent_serve.cc (answering other nodes'
 // requests) and agent_fetch.cc (fetching remote members into the node cache).
 // Internal to fanstore_io: nothing outside io/ includes it.
+// Thread-safety: the loop and everything it holds belong to the agent thread alone (what
+// other threads may call is in io/agent.h).
 #pragma once
 
 #include <mpi.h>

@@ -6,6 +6,8 @@
 // until the new one fits. A copy a process still maps keeps its pages until it is unmapped
 // (the file's name goes, not the mapping); a member larger than the whole bound is still
 // copied, alone.
+// Thread-safety: any thread of any process of the node; processes coordinate through the
+// file system only (a copy is published by rename, and removing a name is always safe).
 #pragma once
 
 #include <algorithm>

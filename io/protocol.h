@@ -1,4 +1,4 @@
-// The node agent's two protocols.
+// The node agent's two protocols. Thread-safety: types and constants only.
 //
 // Local (application process <-> agent of its node): a SOCK_SEQPACKET UNIX socket, one
 // connection per process and thread, used only on a miss: a process first looks a member up

@@ -2,6 +2,7 @@
 // past its end: every page of [off, off + len) must be in the page cache (mincore). Shared
 // by the runtime's member reads (raw system calls) and the agent's replies (libc), which
 // pass their own mincore.
+// Thread-safety: the functions are pure; ReuseTrust says its own.
 #pragma once
 
 #include <linux/magic.h>

@@ -1,7 +1,7 @@
 // One group of the archive packer: a run of consecutive sources (archives and
 // directories) read in order by one thread into partitions of its own, with the group's
 // part of the namespace kept as records for the merge (archive_merge.h).
-// Thread rule: a GroupPacker is run by one thread; bytes_read() and files() may be read
+// Thread-safety: a GroupPacker is run by one thread; bytes_read() and files() may be read
 // from another (progress); the rest after Run returns.
 #pragma once
 

@@ -1,6 +1,6 @@
 // The archive packer's last step: the groups' records merged into one namespace, the
 // partitions finished under their final ids, the manifest filled.
-// Thread rule: called once, after every group's Run has returned.
+// Thread-safety: called once, after every group's Run has returned.
 #pragma once
 
 #include <memory>

@@ -1,7 +1,7 @@
 // What `fanstore pack` reads from its SOURCE arguments, before any byte is read: archive
 // names (their suffixes), brace ranges, and how consecutive sources are cut into groups
 // that threads read in parallel. Pure functions of the names, sizes and options.
-// Thread rule: none needed (no state).
+// Thread-safety: none needed (no state).
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // A directory among `fanstore pack`'s sources, read through the archive readers'
 // interface (EntryReader): its scanned tree in path order, each file opened below the
 // directory's fd without following links, a file that shrank since the scan an error.
-// Thread rule: one thread at a time.
+// Thread-safety: one thread at a time.
 #pragma once
 
 #include <fcntl.h>

@@ -1,6 +1,6 @@
 // The worker threads of the archive packer: CRC32C and deflate of whole members for
 // every group's reader at once.
-// Thread rule: Submit and Take may be called from any thread; a job is taken by the
+// Thread-safety: Submit and Take may be called from any thread; a job is taken by the
 // thread that submitted it.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The fields of a tar header and of PAX records, decoded with every bound checked: numbers
 // in octal or GNU base-256, NUL-terminated strings, the header checksum (unsigned or signed,
 // as old tars wrote it), PAX decimal numbers and times. Pure functions.
-// Thread rule: none needed (no state).
+// Thread-safety: none needed (no state).
 #pragma once
 
 #include <cstddef>

@@ -5,6 +5,7 @@
 // Raw system calls and byte loops only: the prefilter (compiled with -mgeneral-regs-only,
 // calling no library function) uses these too, so they have internal linkage, each copy
 // compiled with its file's flags. No allocation (a vfork child may ask).
+// Thread-safety: any thread; no shared state (the caller's buffers only).
 #pragma once
 
 #include <fcntl.h>

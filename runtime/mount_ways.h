@@ -1,6 +1,7 @@
 // The ways from a native directory to the mount point, as strings: down from a directory
 // above it, up and down from one beside it, and whether a relative path follows such a
 // way (runtime/resolve.cc). Pure functions of their arguments, no system call.
+// Thread-safety: pure functions.
 #pragma once
 
 #include <string>

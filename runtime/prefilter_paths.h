@@ -3,6 +3,8 @@
 // mount point, whether a stat-family path is plainly native, and the entry of a clean
 // absolute path by one probe of the image. Part of runtime/prefilter.cc's translation unit
 // (it alone includes this), so they are inlined there and compiled with its options.
+// Thread-safety: any thread, signal handlers included: what they read of PrefilterState is
+// set at start or written by single plain stores (the per-fd bytes, the remembered slots).
 #pragma once
 #ifndef FANSTORE_PREFILTER_TU
 #error "only runtime/prefilter.cc includes this (-mgeneral-regs-only, no calls out)"

@@ -4,6 +4,8 @@
 // checks that they agree); this is how each is recognised. Part of runtime/prefilter.cc's
 // translation unit (it alone includes this; prefilter_paths.h, included below, refuses any
 // other includer).
+// Thread-safety: pure functions of the call and the prefilter's state (read only); any
+// thread, signal handlers included.
 #pragma once
 
 #include <fcntl.h>

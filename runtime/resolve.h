@@ -4,7 +4,8 @@
 // slashes, a trailing slash (directories only), and symlinks inside the dataset (40 hops,
 // then ELOOP). A path that leaves the dataset ("..", or a symlink pointing outside) is
 // handed back as a native absolute path for the kernel.
-// Thread-safety: Resolve is reentrant; the cwd is process-local (SetCwd from chdir).
+// Thread-safety: Resolve is reentrant; the cwd is process-local, set by chdir and fchdir
+// through SetCwdVirtual / SetCwdNative (atomics: any thread may read it).
 #pragma once
 
 #include <cstdint>

@@ -2,8 +2,9 @@
 // partition blobs (opened lazily into a reserved fd range at the top of RLIMIT_NOFILE) and
 // the process identity used to recognise vfork children.
 // Init reads its settings from the environment fanrun sets (runtime/env.h).
-// Thread-safety: Init from the constructor; afterwards read-only except the blob fd slots
-// (atomic) and the cached cwd (see Cwd()).
+// Thread-safety: Init from the constructor; afterwards read-only except the atomics (the
+// pid, the blobs' fds, mappings, sizes and residency, the in-place fds and their recheck
+// times). The virtual cwd is not here: runtime/cwd.cc keeps it (resolve.h, CwdIsVirtual).
 #pragma once
 
 #include <sys/types.h>

@@ -3,7 +3,8 @@
 // by aligned 8-byte words, which never cross a page, so reading the whole word that holds
 // a string's NUL cannot fault (glibc's strlen does the same); the sanitizers are told so.
 // No vector code, no library calls: the prefilter is compiled with -mgeneral-regs-only.
-// Pure functions of their arguments: callable from any thread, and from a signal handler.
+// Thread-safety: pure functions of their arguments, callable from any thread and from a
+// signal handler.
 // Every function has internal linkage (static): each translation unit keeps its own copy,
 // compiled with its own flags, so a copy compiled elsewhere with vector code can never be
 // the one the prefilter calls (a template without `static` is a weak definition the linker

@@ -3,7 +3,8 @@
 # include their own folder and the layers below it, never one above or beside it. A back
 # edge fails here, with the line that makes it.
 #   base < compress < meta < io, intercept (siblings) < runtime < bin
-# (intercept stands on base alone.)
+# (intercept stands on base alone.) Two rules of the same kind ride along: every header has
+# a Thread-safety: line, and no FANSTORE_ variable is named outside base/env_names.h.
 # Usage: layers_test.sh SOURCE_DIR [--quiet]   (--quiet: only failures are printed; the
 #   build runs it so, as the layers_check target, so that a back edge fails the build)
 set -u
@@ -41,6 +42,10 @@ for layer in base compress meta io intercept runtime bin; do
   done < <(grep -rnE '^\s*#\s*include "' "$layer" --include='*.cc' --include='*.h' --include='*.S' --include='*.c')
 done
 [ $n -gt 100 ] || { echo "FAIL: only $n includes found under $1"; exit 1; }
+# Every header says which threads may use what it declares (a "Thread-safety:" line).
+for h in $(find base compress meta io intercept runtime bin -name '*.h'); do
+  grep -q 'Thread-safety:' "$h" || { echo "FAIL: $h: no Thread-safety: line in its opening comment"; fail=1; }
+done
 # Every FANSTORE_* variable is named in base/env_names.h and used by its constant there,
 # so no layer reads or sets one the header does not list (comments may name them).
 while IFS= read -r hit; do
