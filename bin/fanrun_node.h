@@ -62,7 +62,9 @@ class Node {
   const std::string& image_path() const { return image_path_; }
   const std::string& socket_path() const { return socket_path_; }
   const std::string& mount() const { return mount_; }
-  std::string cache_dir() const { return local_dir_ + "/cache"; }
+  // The node cache's directory: in the local directory, or the rank's own under /dev/shm
+  // when the local directory had no room for it (StageIn).
+  std::string cache_dir() const { return cache_dir_.empty() ? local_dir_ + "/cache" : cache_dir_; }
   bool staged() const { return staged_; }  // the local blobs are this job's own copies
   // DATA while its copies are still being made (one node stages while CMD runs), else "".
   const std::string& staging_from() const { return staging_from_; }
@@ -111,6 +113,7 @@ class Node {
   std::vector<int> held_blobs_;
   std::string abs_data_;  // DATA, absolute  // DATA's blobs, open for the job's life (HoldBlob)
   std::string some_blob_;
+  std::string cache_dir_;  // "" = local_dir_/cache
   std::thread copier_;
   std::atomic<bool> cancel_copy_{false};
   void StartCopier(const meta::Manifest& manifest);

@@ -36,7 +36,10 @@ struct Node::StartUp {
   meta::Manifest manifest;  // (empty when `st` says why it could not be read)
   std::string abs_data;
   meta::Placement placement;
-  bool stage = false;                    // copy the partitions to local storage
+  bool stage = false;  // copy the partitions to local storage
+  // Partitions that had to be read in place from DATA although the node stages: its local
+  // directory had no room for them. The node's blobs are then not all its own copies.
+  std::vector<uint32_t> in_place;
   std::vector<std::string> local_paths;  // per partition: where this node reads it ("" = remote)
   std::vector<uint8_t> broadcast;
   std::vector<meta::PartitionReader> readers;

@@ -65,6 +65,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   s->local_paths.assign(parts, "");
   s->broadcast.assign(parts, 0);
   s->readers = std::vector<meta::PartitionReader>(parts);
+  std::string room_error;
+  uint64_t in_place_bytes = 0;
   for (uint32_t p = 0; p < parts && st.ok(); ++p) {
     s->broadcast[p] = (manifest.partitions[p].flags & meta::kFlagBroadcast) != 0;
     if (!s->placement.Holds(static_cast<uint32_t>(rank_), p, s->broadcast[p])) continue;
@@ -80,13 +82,22 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     if (overlap) {  // read in place now, copied while CMD runs (StartCopier)
       copies_.push_back({p, src, local_dir_ + "/" + meta::PartitionFileName(p)});
     } else if (s->stage) {
-      path = local_dir_ + "/" + meta::PartitionFileName(p);
-      auto r = io::StagePartition(src, path, manifest, p);
-      if (!r.ok()) {
+      // A copy that finds no room leaves the partition read in place from DATA (held open
+      // above): too little local storage slows a job, it never stops one whose DATA reads.
+      const std::string dst = local_dir_ + "/" + meta::PartitionFileName(p);
+      bool no_room = false;
+      auto r = io::StagePartition(src, dst, manifest, p, nullptr, &no_room);
+      if (r.ok()) {
+        path = dst;
+        s->staged_bytes += r->bytes;
+      } else if (no_room) {
+        if (s->in_place.empty()) room_error = r.status().message();
+        s->in_place.push_back(p);
+        in_place_bytes += manifest.partitions[p].file_size;
+      } else {
         st = r.status();
         break;
       }
-      s->staged_bytes += r->bytes;
     }
     if (Status opened = s->readers[p].Open(path); !opened.ok()) {
       st = opened;
@@ -97,6 +108,12 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     if (some_blob_.empty()) some_blob_ = path;
   }
   if (overlap && st.ok()) staging_from_ = rank_dir_ + "/data";
+  if (st.ok() && !s->in_place.empty())
+    std::fprintf(stderr,
+                 "fanrun: %sno room in %s for %zu of this node's partitions (%s): read in "
+                 "place from DATA instead (%s)\n",
+                 s->where.c_str(), in.local_where.c_str(), s->in_place.size(),
+                 cli::HumanBytes(static_cast<double>(in_place_bytes)).c_str(), room_error.c_str());
   // Said once per node, as the job starts: what happens to DATA's bytes, and why.
   if (st.ok() && !std::getenv(fanstore::env::kQuiet) && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type)))
@@ -118,7 +135,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   cfg.placement = s->placement;
   cfg.blob_paths = s->local_paths;
   for (const Copy& c : copies_) cfg.blob_paths[c.partition] = c.src;  // (in place until copied)
-  cfg.staged = s->stage;
+  // (staged: every local blob is fanrun's own copy, which no one else can cut)
+  cfg.staged = s->stage && s->in_place.empty();
   cfg.broadcast = s->broadcast;
   cfg.socket_path = socket_path_;
   cfg.cache_dir = cache_dir();
@@ -140,9 +158,24 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   uint64_t stored = 0;
   for (const auto& part : manifest.partitions) stored += part.stored;
   const uint64_t keys = io::KeysAtMost(manifest.files + manifest.dirs + manifest.symlinks, stored);
+  const uint32_t key_count = static_cast<uint32_t>(std::min<uint64_t>(keys, UINT32_MAX - 1));
+  const io::AgentConfig again = cfg;
   agent_ = std::make_unique<io::Agent>(std::move(cfg));
-  st = agent_->OpenStorage(static_cast<uint32_t>(std::min<uint64_t>(keys, UINT32_MAX - 1)),
-                           fetchable);
+  st = agent_->OpenStorage(key_count, fetchable);
+  // A local directory without room for the node cache's table: the cache is kept in this
+  // rank's directory under /dev/shm instead (bounded by --cache-size), and said.
+  if (!st.ok() && local_dir_ != rank_dir_) {
+    const std::string first = st.message();
+    io::AgentConfig moved = again;
+    moved.cache_dir = rank_dir_ + "/cache";
+    agent_ = std::make_unique<io::Agent>(std::move(moved));
+    st = agent_->OpenStorage(key_count, fetchable);
+    if (st.ok()) {
+      cache_dir_ = rank_dir_ + "/cache";
+      std::fprintf(stderr, "fanrun: %snode cache: %s; it is kept under /dev/shm instead\n",
+                   s->where.c_str(), first.c_str());
+    }
+  }
 }
 
 // Opens DATA's blob `path` and keeps it open for the job's life; returns a name that

@@ -74,7 +74,7 @@ struct Slot {
 };
 
 Status Copy(int in, int out, uint64_t size, const std::string& src, const std::string& dst,
-            const std::atomic<bool>* cancel) {
+            const std::atomic<bool>* cancel, bool* no_room) {
   io_uring ring;
   if (const int rc = io_uring_queue_init(2 * kInFlight, &ring, 0); rc < 0)
     return Status::FromErrno("io_uring_queue_init", -rc);
@@ -121,6 +121,7 @@ Status Copy(int in, int out, uint64_t size, const std::string& src, const std::s
       if (res < 0 || (res == 0 && !s.writing)) {
         st = res == 0 ? Status::Error(src + ": shorter than expected")
                       : Status::FromErrno(s.writing ? dst : src, -res);
+        if (s.writing && (res == -ENOSPC || res == -EDQUOT)) *no_room = true;
         continue;
       }
       s.done += static_cast<size_t>(res);
@@ -178,8 +179,11 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size) {
 
 Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
                                    const meta::Manifest& manifest, uint32_t id,
-                                   const std::atomic<bool>* cancel) {
+                                   const std::atomic<bool>* cancel, bool* no_room) {
   const auto t0 = std::chrono::steady_clock::now();
+  bool room_unused = false;
+  if (!no_room) no_room = &room_unused;
+  *no_room = false;
   Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
   if (in.get() < 0) return Status::FromErrno(src, errno);
   struct stat st;
@@ -192,14 +196,18 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
   const std::string tmp = dst + ".staging";
   {
     Fd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (out.get() < 0) return Status::FromErrno(tmp, errno);
+    if (out.get() < 0) {
+      *no_room = errno == ENOSPC || errno == EDQUOT;
+      return Status::FromErrno(tmp, errno);
+    }
     // Reserve the space first: a full local disk fails here, at once, not half-way.
     if (const int rc = ::posix_fallocate(out.get(), 0, static_cast<off_t>(size));
         rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
       ::unlink(tmp.c_str());
+      *no_room = rc == ENOSPC || rc == EDQUOT;
       return Status::FromErrno(dst, rc);
     }
-    if (Status s = Copy(in.get(), out.get(), size, src, dst, cancel); !s.ok()) {
+    if (Status s = Copy(in.get(), out.get(), size, src, dst, cancel, no_room); !s.ok()) {
       ::unlink(tmp.c_str());
       return s;
     }

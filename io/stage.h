@@ -23,9 +23,12 @@ struct StageResult {
 
 // Copies `src` to `dst` and validates it as partition `id` of `manifest`. Errors name the
 // file and the reason (e.g. "…/part-00003.fsb: No space left on device"). Setting *cancel
-// (if given) stops the copy soon, with an error and nothing left at `dst`.
+// (if given) stops the copy soon, with an error and nothing left at `dst`. `no_room` (if
+// given) is set when the copy failed only because `dst`'s file system had no room for it
+// (ENOSPC or EDQUOT: the source is fine and may be read where it is).
 Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
                                    const meta::Manifest& manifest, uint32_t id,
-                                   const std::atomic<bool>* cancel = nullptr);
+                                   const std::atomic<bool>* cancel = nullptr,
+                                   bool* no_room = nullptr);
 
 }  // namespace fanstore::io
