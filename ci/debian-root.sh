@@ -57,6 +57,12 @@ for d in proc sys dev dev/pts dev/shm; do
   mkdir -p "$root/$d"
   mount --bind "/$d" "$root/$d" && binds+=("$root/$d")
 done
+# The cgroup file systems below /sys (slurmd will not start without them), with every mount
+# under them, receiving the host's changes and sending none back.
+if mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup" 2>/dev/null; then
+  binds+=("$root/sys/fs/cgroup")
+  mount --make-rslave "$root/sys/fs/cgroup"
+fi
 mount --bind "$(pwd)" "$root/src" && binds+=("$root/src")
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
