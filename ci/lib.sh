@@ -55,13 +55,15 @@ apt_mirror() {
 
 # ci_stage NAME CMD...: one stage of ci/test.sh. Runs CMD with its output shown and
 # appended to $CI_LOG for the closing count; a stage that fails says so in a line of its
-# own and is added to CI_FAILED_STAGES as NAME:FAILURES-ITS-OUTPUT-COUNTED. Returns 0.
+# own and is added to CI_FAILED_STAGES as NAME:FAILURES-ITS-OUTPUT-COUNTED; every stage ends
+# with a line of how long it took. Returns 0.
 CI_FAILED_STAGES=()
 ci_stage() {
-  local name=$1 rc=0
+  local name=$1 rc=0 t0=$SECONDS
   shift
   "$@" 2>&1 | tee "$CI_LOG.stage" || rc=$?  # (pipefail: CMD's status)
   cat "$CI_LOG.stage" >>"$CI_LOG"
+  echo "ci: stage $name took $((SECONDS - t0)) s"
   [ "$rc" -ne 0 ] || return 0
   echo "ci: stage $name failed (exit $rc)"
   CI_FAILED_STAGES+=("$name:$(ci_counted_failures "$CI_LOG.stage")")

@@ -33,12 +33,13 @@ ci_stage dev-build ci/build.sh dev
 ci_stage dev-tests ctest --preset dev -j"$(nproc)"
 echo "== asan build (AddressSanitizer + UBSan)"
 ci_stage asan-build ci/build.sh asan
-ci_stage asan-tests env ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun'
+# (the long tests run once, in the dev build: the large member, torchrun, the 20-epoch soak)
+ci_stage asan-tests env ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun|runtime_soak'
 echo "== tsan build (ThreadSanitizer)"
 ci_stage tsan-build ci/build.sh tsan
 # (UCX_MEM_EVENTS=no: MPICH's UCX memory hooks crash inside ThreadSanitizer's interceptors
 # when any thread of fanrun exits, e.g. the copier of a one-node staging; third-party code)
-ci_stage tsan-tests env TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no ctest --preset tsan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun'
+ci_stage tsan-tests env TSAN_OPTIONS=halt_on_error=1 UCX_MEM_EVENTS=no ctest --preset tsan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun|runtime_soak'
 echo "== Debian 13 root: build and suite"
 ci_stage debian13-suite ci/debian-root.sh trixie /src/ci/root-suite.sh
 echo "== Debian 12 root with Open MPI: the MPI suites"

@@ -76,6 +76,8 @@ printf 'ci: stages failed: root-made tests-red\nci: 8 passed, 2 failed, 0 skippe
 if [ "$rc" -eq 1 ]; then ok; else bad "ci_closing_line with failed stages: exit $rc, expected 1"; fi
 expect_same "$SCRATCH/closing" "$SCRATCH/closing.want" "the closing lines name the failed stages and count the one that ran no test"
 if grep -q '^ci: stage root-made failed (exit 1)$' "$SCRATCH/stages.out"; then ok; else bad "a failed stage has no line of its own: $(cat "$SCRATCH/stages.out")"; fi
+n_took=$(grep -cE '^ci: stage (passing|root-made|tests-red|fuzz) took [0-9]+ s$' "$SCRATCH/stages.out")
+if [ "$n_took" = 4 ]; then ok; else bad "each stage's time in a line: $n_took of 4: $(cat "$SCRATCH/stages.out")"; fi
 cat >"$SCRATCH/green.sh" <<'EOF'
 set -euo pipefail
 . "$1/ci/lib.sh"
