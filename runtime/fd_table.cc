@@ -8,10 +8,11 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <new>
 
 #include "base/raw_syscall.h"
-#include "runtime/inherit.h"
+#include "runtime/env.h"
 #include "runtime/state.h"
 
 namespace fanstore::runtime {
@@ -201,6 +202,14 @@ void FdTable::ReleaseAll() {
 OpenFile* FdTable::Lookup(long fd) const {
   const int d = DescOf(fd);
   return d >= 0 ? &slab_[d] : nullptr;
+}
+
+int InheritedSlabFd() {
+  const char* v = std::getenv(env::kFds);
+  if (!v) return -1;
+  char* end;
+  const long fd = std::strtol(v, &end, 10);
+  return end != v && fd >= 0 && fd < (1L << 30) ? static_cast<int>(fd) : -1;
 }
 
 FdTable& Fds() {

@@ -149,4 +149,7 @@ class FdTable {
 
 FdTable& Fds();
 
+// The slab fd named by FANSTORE_FDS, or -1.
+int InheritedSlabFd();
+
 }  // namespace fanstore::runtime

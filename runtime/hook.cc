@@ -3,6 +3,7 @@
 // and its statistics at exit (FANSTORE_STATS).
 #include <fcntl.h>
 #include <linux/capability.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -219,6 +220,10 @@ HookSpec PreloadHookSpec() {
   }
   State* s = Get();
   if (!s) return spec;  // no dataset configured: nothing to serve
+  // The data side's per-process start: the node's marks of checked members, and what a
+  // forked child forgets (registered after State's own fork handler, so it runs after it).
+  AttachVerified(VerifiedPathBeside(s->image_path), s->ns.size());
+  pthread_atfork(nullptr, nullptr, MemberIoAfterFork);
   Fds();
   AdoptInherited();
   AdoptInheritedCwd();

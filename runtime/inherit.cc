@@ -79,14 +79,6 @@ bool SurvivesExec(int fd) {
 
 }  // namespace
 
-int InheritedSlabFd() {
-  const char* v = std::getenv(env::kFds);
-  if (!v) return -1;
-  char* end;
-  const long fd = std::strtol(v, &end, 10);
-  return end != v && fd >= 0 && fd < (1L << 30) ? static_cast<int>(fd) : -1;
-}
-
 void AdoptInherited() {
   const char* v = std::getenv(env::kFds);
   if (!v) return;

@@ -27,8 +27,6 @@
 
 namespace fanstore::runtime {
 
-// The slab fd named by FANSTORE_FDS, or -1.
-int InheritedSlabFd();
 // Binds the fds FANSTORE_FDS names (each checked: an O_PATH placeholder, a live
 // description of an existing entry) and removes the variable from the environment.
 void AdoptInherited();

@@ -19,8 +19,6 @@
 #include "io/resident.h"
 #include "runtime/env.h"
 #include "runtime/fd_table.h"
-#include "runtime/member_io.h"
-#include "runtime/verified.h"
 
 namespace fanstore::runtime {
 namespace {
@@ -31,7 +29,6 @@ void AfterFork() {
   if (!g_state) return;
   g_state->pid.store(static_cast<pid_t>(base::RawSyscall6(SYS_getpid)));
   Fds().OnForkChild();  // the child's copies of virtual fds refer to the descriptions too
-  MemberIoAfterFork();
 }
 
 }  // namespace
@@ -241,7 +238,7 @@ Status Init() {
   }
   s->verify_every_read = e.verify_all;
   s->trust_raw = e.verify_none;
-  AttachVerified(VerifiedPathBeside(e.image), s->ns.size());
+  s->image_path = e.image;
   s->stats_target = e.stats;
   if (e.mapped_reads) s->mapped_reads = *e.mapped_reads;
   if (e.readahead) s->readahead = *e.readahead;

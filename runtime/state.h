@@ -72,6 +72,7 @@ struct State {
   int stats_fd = -1;          // stats_target "1": a copy of stderr taken at start, in the
                               // reserved range (programs such as cat close fd 2 at exit)
   int reserved_lo = 0;        // runtime fds live in [reserved_lo, soft RLIMIT_NOFILE)
+  std::string image_path;     // FANSTORE_IMAGE: the namespace image this process attached
   std::atomic<pid_t> pid{0};  // this process (updated in forked children)
   std::unique_ptr<std::atomic<int>[]> blob_fds;
   // Read-only mappings of the local blobs, made on first use: 0 not yet, 1 unavailable.
