@@ -1,6 +1,6 @@
 // The name of every FANSTORE_* environment variable any part of FanStore reads or sets,
 // with what it means: fanrun sets most of them for CMD (bin/fanrun_child.cc), the runtime
-// reads them once at start (runtime/env.h), the interception core reads its own before the
+// reads them once at start (runtime/process/env.h), the interception core reads its own before the
 // runtime exists (intercept/entry.cc), and the exec hook carries them across exec
 // (intercept/exec_env.h). docs/guide.md lists those a user may set.
 // Thread-safety: none needed (constants).
@@ -24,7 +24,7 @@ inline constexpr char kLogFile[] = "FANSTORE_LOG_FILE";
 // Where libc patch plans are cached (default /dev/shm/fanstore-<uid>).
 inline constexpr char kCacheDir[] = "FANSTORE_CACHE_DIR";
 
-// Read by the runtime (runtime/env.h reads them into Env):
+// Read by the runtime (runtime/process/env.h reads them into Env):
 // The namespace image fanrun published; unset or empty: not under fanrun, the runtime
 // stays out of the way.
 inline constexpr char kImage[] = "FANSTORE_IMAGE";
@@ -38,7 +38,7 @@ inline constexpr char kMountReal[] = "FANSTORE_MOUNT_REAL";
 // directory and CMD's arguments).
 inline constexpr char kMountAliases[] = "FANSTORE_MOUNT_ALIASES";
 // How raw members are checked against their CRC32C (compressed ones always are, on every
-// inflate): once per member per node (unset, the default: runtime/verified.h), `all` on
+// inflate): once per member per node (unset, the default: runtime/data/verified.h), `all` on
 // every read of a member up to 8 MiB, `none` never (trusting the blobs).
 inline constexpr char kVerify[] = "FANSTORE_VERIFY";
 // 1 (stderr) or a path: one JSON line of statistics per process at exit.
@@ -63,7 +63,7 @@ inline constexpr char kStaged[] = "FANSTORE_STAGED";
 // DATA while this node's copies are still being made: where partitions not copied yet are read.
 inline constexpr char kStagingFrom[] = "FANSTORE_STAGING_FROM";
 // Set by the runtime for a program it execs, read and removed by that program's runtime:
-// the open-file slab's fd and the virtual fds it inherits (runtime/inherit.h), and its
+// the open-file slab's fd and the virtual fds it inherits (runtime/calls/inherit.h), and its
 // virtual working directory.
 inline constexpr char kFds[] = "FANSTORE_FDS";
 inline constexpr char kCwd[] = "FANSTORE_CWD";

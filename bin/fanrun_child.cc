@@ -18,7 +18,7 @@
 #include "bin/cli_util.h"
 #include "bin/launcher.h"
 #include "bin/read_calibration.h"
-#include "runtime/mount_ways.h"
+#include "runtime/names/mount_ways.h"
 
 extern char** environ;
 

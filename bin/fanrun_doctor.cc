@@ -24,7 +24,7 @@
 #include "intercept/libc_image.h"
 #include "intercept/libc_plan.h"
 #include "meta/dataset.h"
-#include "runtime/served_calls.h"
+#include "runtime/calls/served_calls.h"
 
 namespace fanstore::fanrun {
 namespace {

@@ -15,7 +15,7 @@
 #include "bin/mount_choice.h"
 #include "meta/exchange.h"
 #include "meta/namespace_image.h"
-#include "runtime/verified.h"
+#include "runtime/data/verified.h"
 
 namespace fanstore::fanrun {
 namespace {
@@ -95,7 +95,7 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   return Status::Ok();
 }
 
-// The node's marks of raw members checked against their CRC32C (runtime/verified.h): a
+// The node's marks of raw members checked against their CRC32C (runtime/data/verified.h): a
 // sparse file of zeros beside the image, which every served process of the node maps.
 Status Node::MakeVerifiedMarks() {
   const std::string path = runtime::VerifiedPathBeside(image_path_);

@@ -36,7 +36,7 @@
 #include "meta/namespace_image.h"
 #include "meta/partition_reader.h"
 #include "meta/placement.h"
-#include "runtime/skeleton.h"
+#include "runtime/paths/skeleton.h"
 
 namespace fanstore::fanrun {
 namespace {

@@ -8,7 +8,7 @@
 #include <filesystem>
 
 #include "bin/fanrun_node_parts.h"
-#include "runtime/skeleton.h"
+#include "runtime/paths/skeleton.h"
 
 namespace fanstore::fanrun {
 
@@ -30,7 +30,7 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
       if (*it == mount) marks.emplace_back(*it, ns.entry(0).mtime_ns);
     } else if (errno != EEXIST) {
       // The dataset is served all the same, and the runtime passes a working directory
-      // inside it across exec (runtime/inherit.h); a program without the runtime finds no
+      // inside it across exec (runtime/calls/inherit.h); a program without the runtime finds no
       // such directory as its working directory.
       spdlog::warn(
           "cannot create the mount point's directory {} ({}): served all the same; "
@@ -57,7 +57,7 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
       todo.push_back(i);
     }
   }
-  // The mark (runtime/skeleton.h), once every directory is made (a mkdir below one changes
+  // The mark (runtime/paths/skeleton.h), once every directory is made (a mkdir below one changes
   // its mtime): the dataset directory's second, kSkeletonMarkNs nanoseconds.
   for (const auto& [p, mtime_ns] : marks) {
     const timespec times[2] = {
@@ -68,7 +68,7 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
   // runtime was not told of gets the kernel's EACCES, which the runtime answers from the
   // dataset (a listing; EROFS for a file created there), instead of creating files there,
   // invisible through the mount and left behind, or listing directories without their
-  // files. So a successful native directory open needs no check (runtime/prefilter.cc).
+  // files. So a successful native directory open needs no check (runtime/calls/prefilter.cc).
   // Root is not stopped by mode bits (docs/design.md). (The mount point's missing parents,
   // made too, are not the dataset's: they stay 0755.)
   for (const std::string& p : made)
@@ -80,7 +80,7 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
 // Removes the skeleton directories this rank made (deepest first). They are read-only
 // (0111): each is made writable again first, and so is its parent when that is another
 // rank's skeleton directory on this host (ranks share a mount point; the parent still
-// carries the skeleton mark, runtime/skeleton.h, and nothing else under the mount point is
+// carries the skeleton mark, runtime/paths/skeleton.h, and nothing else under the mount point is
 // touched).
 void RemoveSkeleton(const std::vector<std::string>& made, const std::string& mount) {
   for (const std::string& p : made) ::chmod(p.c_str(), 0700);

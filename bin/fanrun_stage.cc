@@ -199,7 +199,7 @@ Result<std::string> Node::HoldBlob(const std::string& path) {
 
 // The copies one node makes while CMD runs, one partition after another. Each appears
 // under its final name only once complete and checked (io/stage.h), which is what the
-// runtime looks for (runtime/state.h staging_from); a failed copy leaves that partition
+// runtime looks for (runtime/process/state.h staging_from); a failed copy leaves that partition
 // read in place, and says so.
 void Node::StartCopier(const meta::Manifest& manifest) {
   if (copies_.empty()) return;

@@ -51,7 +51,7 @@ bool CaptureExecEnv(const char* lib_path, char* const* environ) {
   if (!lib_path || !(g_lib = Keep(lib_path))) return false;
   for (char* const* e = environ; e && *e; ++e) {
     if (std::strncmp(*e, env::kPrefix, sizeof env::kPrefix - 1) != 0) continue;
-    if (env::Assigns(*e, env::kFds)) continue;  // one exec's own (runtime/inherit.h)
+    if (env::Assigns(*e, env::kFds)) continue;  // one exec's own (runtime/calls/inherit.h)
     if (g_nvars == kMaxVars || !(g_vars[g_nvars] = Keep(*e))) return false;
     ++g_nvars;
   }

@@ -1,6 +1,6 @@
 // The node's mapped copies: a large member held elsewhere that a process maps (mmap) is
 // written once per node from its pieces to `<node cache dir>/mapped-<entry>`, and every
-// process of the node maps that file (runtime/member_io.cc, SharedCopyOf). Together they
+// process of the node maps that file (runtime/data/member_io.cc, SharedCopyOf). Together they
 // are kept within the node cache's size: before a new copy is made, the copies used least
 // recently (by their mtime, which each mapping of an existing copy renews) are removed
 // until the new one fits. A copy a process still maps keeps its pages until it is unmapped

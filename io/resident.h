@@ -47,7 +47,7 @@ const uint8_t* ResidentBytes(const uint8_t* map, uint64_t map_bytes, uint64_t of
 }
 
 // When a member a process has read before may be copied from its page-cached blob's
-// mapping without asking mincore (runtime/member_io.cc). mincore costs ~1 us on this VM,
+// mapping without asking mincore (runtime/data/member_io.cc). mincore costs ~1 us on this VM,
 // a tenth of a warm 85 KiB read, and two things can make the copy go wrong without it: a
 // page evicted since (the copy then waits on a page fault: slower, never wrong) and a blob
 // cut short while mapped (the copy would fault with SIGBUS). So a check runs at most once

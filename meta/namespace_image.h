@@ -147,7 +147,7 @@ class NamespaceView {
   // Only the header and the sections' layout (sizes without overflow, alignment, bounds):
   // O(1), for an image that Attach checked already and that nobody else can have changed
   // since (the runtime's, in the user's private job directory, owned by the user and not
-  // writable by others: runtime/state.cc). Entries are then trusted as they are.
+  // writable by others: runtime/process/state.cc). Entries are then trusted as they are.
   static Result<NamespaceView> AttachLayout(std::span<const uint8_t> bytes);
 
   uint64_t size() const { return h_->entry_count; }

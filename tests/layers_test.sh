@@ -3,7 +3,8 @@
 # include their own folder and the layers below it, never one above or beside it. A back
 # edge fails here, with the line that makes it.
 #   base < compress < meta < io, intercept (siblings) < runtime < bin
-# (intercept stands on base alone.) Two rules of the same kind ride along: every header has
+# (intercept stands on base alone.) Inside runtime/, its five folders follow the same rule
+# (names < process < data, paths < calls). Two rules of the same kind ride along: every header has
 # a Thread-safety: line, and no FANSTORE_ variable is named outside base/env_names.h.
 # Usage: layers_test.sh SOURCE_DIR [--quiet]   (--quiet: only failures are printed; the
 #   build runs it so, as the layers_check target, so that a back edge fails the build)
@@ -42,6 +43,32 @@ for layer in base compress meta io intercept runtime bin; do
   done < <(grep -rnE '^\s*#\s*include "' "$layer" --include='*.cc' --include='*.h' --include='*.S' --include='*.c')
 done
 [ $n -gt 100 ] || { echo "FAIL: only $n includes found under $1"; exit 1; }
+# Inside runtime/ the same rule holds between its folders:
+#   names < process < data, paths (siblings) < calls
+declare -A inner=(
+  [names]="names"
+  [process]="names process"
+  [data]="names process data"
+  [paths]="names process paths"
+  [calls]="names process data paths calls"
+)
+for sub in names process data paths calls; do
+  [ -d "runtime/$sub" ] || { echo "FAIL: runtime/$sub is missing"; fail=1; continue; }
+  while IFS= read -r hit; do
+    file=${hit%%:*} rest=${hit#*:} line=${rest%%:*}
+    [[ $rest =~ include\ \"runtime/([^/\"]+)/ ]] || continue
+    inc=${BASH_REMATCH[1]}
+    n=$((n + 1))
+    case " ${inner[$sub]} " in *" $inc "*) ;; *)
+      echo "FAIL: $file:$line: runtime/$sub includes runtime/$inc (allowed: ${inner[$sub]})"
+      fail=1 ;;
+    esac
+  done < <(grep -rnE '^\s*#\s*include "runtime/' "runtime/$sub" --include='*.cc' --include='*.h')
+done
+# Every runtime source is in one of those folders.
+for f in runtime/*.h runtime/*.cc; do
+  [ -e "$f" ] && { echo "FAIL: $f: outside runtime's folders (names, process, data, paths, calls)"; fail=1; }
+done
 # Every header says which threads may use what it declares (a "Thread-safety:" line).
 for h in $(find base compress meta io intercept runtime bin -name '*.h'); do
   grep -q 'Thread-safety:' "$h" || { echo "FAIL: $h: no Thread-safety: line in its opening comment"; fail=1; }

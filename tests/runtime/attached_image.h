@@ -1,8 +1,7 @@
 // A small tree packed once per test process and attached as fanrun's CMD attaches a dataset
-// (runtime/env.h; runtime/hook.cc PreloadHookSpec, without patching anything), for the
-// runtime's unit tests: the runtime's state is one per process, so every suite of the
-// binary shares this one.
-// Thread-safety: Get from the test's main thread.
+// (runtime/process/env.h; runtime/calls/hook.cc PreloadHookSpec, without patching anything), for
+// the runtime's unit tests: the runtime's state is one per process, so every suite of the binary
+// shares this one. Thread-safety: Get from the test's main thread.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,12 +18,12 @@
 #include "meta/format.h"
 #include "meta/namespace_image.h"
 #include "meta/pack.h"
-#include "runtime/env.h"
-#include "runtime/state.h"
+#include "runtime/process/env.h"
+#include "runtime/process/state.h"
 #include "tests/testutil.h"
 
 namespace fanstore::intercept {
-HookSpec PreloadHookSpec();  // runtime/hook.cc
+HookSpec PreloadHookSpec();  // runtime/calls/hook.cc
 }
 
 namespace fanstore::runtime {

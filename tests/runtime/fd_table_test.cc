@@ -1,8 +1,8 @@
-// The virtual fd table (runtime/fd_table.h) on its own, without the hook: descriptions
+// The virtual fd table (runtime/process/fd_table.h) on its own, without the hook: descriptions
 // shared by dup'ed fds and by a forked child (the slab is MAP_SHARED), references counted
 // across both, replacing a binding, CLOEXEC knowledge, parked fds, and a second table
 // adopting the slab as an exec'd program does.
-#include "runtime/fd_table.h"
+#include "runtime/process/fd_table.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

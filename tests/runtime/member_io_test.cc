@@ -1,8 +1,8 @@
-// Reading members (runtime/member_io.h ReadMember) in one process, without the hook, from
+// Reading members (runtime/data/member_io.h ReadMember) in one process, without the hook, from
 // the blobs of a small packed tree (tests/runtime/attached_image.h): raw, deflated whole and
 // block-deflated members, whole and in slices at every kind of offset, against the source
 // bytes; and a damaged compressed member, which is EIO, not wrong bytes.
-#include "runtime/member_io.h"
+#include "runtime/data/member_io.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "meta/format.h"
-#include "runtime/state.h"
+#include "runtime/process/state.h"
 #include "tests/runtime/attached_image.h"
 
 namespace fanstore::runtime {

@@ -1,7 +1,7 @@
-// The ways from a native directory to the mount point (runtime/mount_ways.h): which
+// The ways from a native directory to the mount point (runtime/names/mount_ways.h): which
 // directories are above it, the way up and down from elsewhere, and which relative paths
 // follow a way into the dataset.
-#include "runtime/mount_ways.h"
+#include "runtime/names/mount_ways.h"
 
 #include <gtest/gtest.h>
 

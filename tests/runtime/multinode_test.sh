@@ -453,7 +453,7 @@ grep -q "damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "d
 # A member damaged in its holder's blob (the index and footer intact). Staged, the stage-in
 # checks every raw member's CRC32C and stops the job before CMD, naming the member. Served
 # in place (--no-stage), every rank gets EIO for that file and the right bytes for every
-# other: the holder checks the member before its first read serves it (runtime/verified.h),
+# other: the holder checks the member before its first read serves it (runtime/data/verified.h),
 # the others fetch it and check it when it comes (after one retry).
 rel=$(cd "$S/src" && find train -name 'b*.bin' -size +20k | sort | head -1)
 info=$($FANSTORE stat "$S/raw" "$rel")

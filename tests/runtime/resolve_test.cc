@@ -1,8 +1,8 @@
-// Path resolution (runtime/resolve.h) in one process, without the hook, over a small packed
+// Path resolution (runtime/paths/resolve.h) in one process, without the hook, over a small packed
 // tree (tests/runtime/attached_image.h): (dirfd, path, flags) against what the kernel would
 // answer (an entry, an errno, a native path, or the kernel's own: native), one behaviour
 // per test.
-#include "runtime/resolve.h"
+#include "runtime/paths/resolve.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -11,8 +11,8 @@
 #include <string>
 
 #include "meta/namespace_image.h"
-#include "runtime/fd_table.h"
-#include "runtime/state.h"
+#include "runtime/process/fd_table.h"
+#include "runtime/process/state.h"
 #include "tests/runtime/attached_image.h"
 
 namespace fanstore::runtime {

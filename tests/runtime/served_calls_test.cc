@@ -1,10 +1,10 @@
-// The served calls (runtime/served_calls.h, which the hook routes) and the prefilter
-// (runtime/prefilter_wants.h Wants, which decides what reaches the hook) are written apart: every
-// served or refused call, given a dataset path or a virtual fd where it takes one, must not
+// The served calls (runtime/calls/served_calls.h, which the hook routes) and the prefilter
+// (runtime/calls/prefilter_wants.h Wants, which decides what reaches the hook) are written apart:
+// every served or refused call, given a dataset path or a virtual fd where it takes one, must not
 // go straight to the kernel, and given a native path or fd, it must. The table below says
 // where each call takes its path or fd; a call added to served_calls.h without a row here
 // fails until it has one.
-#include "runtime/served_calls.h"
+#include "runtime/calls/served_calls.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -16,11 +16,11 @@
 #include <set>
 #include <string>
 
-#include "runtime/fd_table.h"
-#include "runtime/prefilter_state.h"
-#include "runtime/resolve.h"
-#include "runtime/state.h"
-#include "runtime/unserved_calls.h"
+#include "runtime/calls/unserved_calls.h"
+#include "runtime/paths/resolve.h"
+#include "runtime/process/fd_table.h"
+#include "runtime/process/prefilter_state.h"
+#include "runtime/process/state.h"
 #include "tests/runtime/attached_image.h"
 
 namespace fanstore::runtime {

@@ -1,11 +1,11 @@
-// The last component and parent of a path (runtime/skeleton.h ParentSpan, ParentOf), as the
+// The last component and parent of a path (runtime/paths/skeleton.h ParentSpan, ParentOf), as the
 // prefilter's two stages find them: the first stage hashes the parent of an absolute path
 // in place, the second copies it, and both must name the same directory.
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "runtime/skeleton.h"
+#include "runtime/paths/skeleton.h"
 
 namespace fanstore::runtime {
 namespace {

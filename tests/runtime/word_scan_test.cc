@@ -1,7 +1,7 @@
-// The prefilter's word-at-a-time scans (runtime/word_scan.h) against byte-by-byte
+// The prefilter's word-at-a-time scans (runtime/names/word_scan.h) against byte-by-byte
 // references, on random paths at every alignment, and with the string's NUL at the end of
 // a page followed by an inaccessible one (an aligned word never crosses it).
-#include "runtime/word_scan.h"
+#include "runtime/names/word_scan.h"
 
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -12,7 +12,7 @@
 #include <string>
 #include <string_view>
 
-#include "runtime/mount_ways.h"
+#include "runtime/names/mount_ways.h"
 
 namespace fanstore::runtime {
 namespace {

@@ -299,7 +299,7 @@ int main(int argc, char** argv) {
   SHOW("close again", close(fd));
   SHOW("fstat after close", fstat(fd, &st));
   /* fd numbers and close-on-exec through close and reopen (the runtime keeps a closed
-   * fd's placeholder for the next open: runtime/fd_table.h, parked fds) */
+   * fd's placeholder for the next open: runtime/process/fd_table.h, parked fds) */
   {
     int f1 = open("meta/numbers.txt", O_RDONLY | O_CLOEXEC);
     close(f1);

@@ -1,0 +1,156 @@
+// The calls that would change a dataset path (create, remove, rename, link, chmod, chown,
+// truncate, utimes...): EROFS, or what the kernel would answer first (ENOENT, ENOTDIR,
+// EEXIST, EACCES...) where that comes before the read-only check.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
+#include "meta/format.h"
+#include "runtime/calls/handlers.h"
+#include "runtime/process/fd_table.h"
+#include "runtime/process/permission.h"
+#include "runtime/process/state.h"
+
+namespace fanstore::runtime {
+
+using base::RawSyscall6;
+using meta::Kind;
+
+HookResult OnMutationPath(long nr, const long a[6]) {
+  // Which argument is the path that must exist (kExisting) or be created (kNew).
+  long dirfd = AT_FDCWD;
+  const char* path = nullptr;
+  bool creates = false, nofollow = true;
+  int path_arg = 0;
+  switch (nr) {
+    case SYS_unlink:
+    case SYS_rmdir:
+      path = Str(a[0]);
+      break;
+    case SYS_truncate:
+    case SYS_chmod:
+    case SYS_chown:
+    case SYS_utime:
+    case SYS_utimes:
+      path = Str(a[0]);
+      nofollow = false;
+      break;
+    case SYS_lchown:
+      path = Str(a[0]);
+      break;
+    case SYS_mkdir:
+    case SYS_mknod:
+      path = Str(a[0]);
+      creates = true;
+      break;
+    case SYS_unlinkat:
+      dirfd = a[0];
+      path = Str(a[1]);
+      path_arg = 1;
+      break;
+    case SYS_mkdirat:
+    case SYS_mknodat:
+      dirfd = a[0];
+      path = Str(a[1]);
+      path_arg = 1;
+      creates = true;
+      break;
+    case SYS_fchmodat:
+    case SYS_fchownat:
+    case SYS_utimensat:
+    case SYS_futimesat:
+      dirfd = a[0];
+      path = Str(a[1]);
+      path_arg = 1;
+      // fchownat(dirfd, path, uid, gid, flags) carries its flags one argument later than
+      // utimensat(dirfd, path, times, flags); fchmodat and futimesat always follow.
+      nofollow = (a[nr == SYS_fchownat ? 4 : 3] & AT_SYMLINK_NOFOLLOW) != 0;
+      if (nr == SYS_fchmodat || nr == SYS_futimesat) nofollow = false;
+      break;
+    case SYS_rename:
+    case SYS_link:
+      path = Str(a[0]);
+      break;
+    case SYS_renameat:
+    case SYS_renameat2:
+    case SYS_linkat:
+      dirfd = a[0];
+      path = Str(a[1]);
+      path_arg = 1;
+      break;
+    case SYS_symlink:
+      path = Str(a[1]);
+      creates = true;
+      path_arg = 1;
+      break;
+    case SYS_symlinkat:
+      dirfd = a[1];
+      path = Str(a[2]);
+      creates = true;
+      path_arg = 2;
+      break;
+    default:
+      return kPassToKernel;
+  }
+  // unlink, rmdir and rename check the mount for writing before looking the name up (as
+  // Linux does on a read-only mount): a name in a dataset directory is EROFS even if missing.
+  const bool removes = nr == SYS_unlink || nr == SYS_unlinkat || nr == SYS_rmdir ||
+                       nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2;
+  if (removes) {
+    const Resolved parent = ResolveParent(dirfd, path);
+    if (parent.kind == Resolved::kVirtual) return Err(IsDirEntry(parent.entry) ? EROFS : ENOTDIR);
+    if (parent.kind == Resolved::kError) return Err(parent.err);
+  }
+  const Resolved r = Resolve(dirfd, path, nofollow ? 0 : kFollow);
+  if (r.kind == Resolved::kVirtual) return Err(creates ? EEXIST : EROFS);
+  if (r.kind == Resolved::kError) {
+    if (r.err == ENOENT && creates) {
+      const Resolved parent = ResolveParent(dirfd, path);
+      if (parent.kind == Resolved::kVirtual) return Err(EROFS);
+    }
+    return Err(r.err);
+  }
+  if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, path_arg, r.path.c_str()));
+  // The destination of a rename or link inside the dataset.
+  if (nr == SYS_rename || nr == SYS_link || nr == SYS_renameat || nr == SYS_renameat2 ||
+      nr == SYS_linkat) {
+    const bool at = nr != SYS_rename && nr != SYS_link;
+    const Resolved d = ResolveParent(at ? a[2] : AT_FDCWD, Str(at ? a[3] : a[1]));
+    if (d.kind == Resolved::kVirtual) return Err(EXDEV);
+  }
+  return kPassToKernel;
+}
+
+HookResult OnUtimensat(long nr, const long a[6]) {
+  // utimensat(dirfd, path, times, flags); a null path is futimens(dirfd), the fd form.
+  // The kernel's order: both times UTIME_OMIT succeed without looking at anything, then
+  // flags, then the path, then the times' nanoseconds, then the read-only mount.
+  timespec t[2];
+  const bool have_times = a[2] != 0;
+  if (have_times && !CopyIn(t, a[2], sizeof t)) return Err(EFAULT);
+  if (have_times && t[0].tv_nsec == UTIME_OMIT && t[1].tv_nsec == UTIME_OMIT) return Handled(0);
+  auto nsec_ok = [](long ns) {
+    return ns == UTIME_NOW || ns == UTIME_OMIT || (ns >= 0 && ns < 1000000000);
+  };
+  const bool bad_times = have_times && (!nsec_ok(t[0].tv_nsec) || !nsec_ok(t[1].tv_nsec));
+  if (!a[1] && static_cast<int>(a[0]) != AT_FDCWD) {
+    if (!Fds().Lookup(a[0])) return kPassToKernel;
+    return Err(a[3] || bad_times ? EINVAL : EROFS);
+  }
+  if (a[3] & ~long{AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH}) return kPassToKernel;  // EINVAL
+  const char* path = Str(a[1]);
+  if (path && !path[0] && (a[3] & AT_EMPTY_PATH) && Fds().Lookup(a[0]))
+    return Err(bad_times ? EINVAL : EROFS);  // the fd itself
+  const HookResult r = OnMutationPath(nr, a);
+  if (bad_times && r.handled && r.value == -EROFS) return Err(EINVAL);  // an existing member
+  return r;
+}
+
+}  // namespace fanstore::runtime

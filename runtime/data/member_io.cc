@@ -1,0 +1,313 @@
+#include "runtime/data/member_io.h"
+
+#include <sys/syscall.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <span>
+
+#include "base/raw_syscall.h"
+#include "compress/crc32c.h"
+#include "compress/inflate.h"
+#include "intercept/preload_log.h"
+#include "io/pieces.h"
+#include "meta/blocks.h"
+#include "meta/format.h"
+#include "runtime/data/member_io_parts.h"
+#include "runtime/data/remote.h"
+#include "runtime/data/verified.h"
+#include "runtime/process/state.h"
+
+namespace fanstore::runtime {
+
+IoCounters g_io;
+
+namespace {
+
+using meta::Codec;
+using meta::ImageEntry;
+
+constexpr uint64_t kCacheMax = 8ull << 20;  // members up to this size may be cached whole
+// A partial read of a raw member at least this long, or one that reaches the member's end,
+// is read straight from the blob into the caller's buffer (ReadRange): loading the whole
+// member into the cache pays only for a reader that takes it in small pieces (PIL through
+// an 8 KiB BufferedReader), and a fresh buffer of a few hundred KiB costs as many page
+// faults as the read (fsbench's 256 KiB reads of larger members: 2,800 faults per 11,000
+// files).
+constexpr size_t kDirectRead = 64u << 10;
+
+}  // namespace
+
+bool SourceStill(const MemberSource& src) {
+  return !src.bytes || RemoteStill(src.entry, src.word);
+}
+
+long Damaged(const State& s, const ImageEntry& e, const char* why, uint64_t block) {
+  g_io.errors.Add(1);
+  const std::string where = s.ShownPartition(e.partition);
+  const char* from = where.empty() ? "fetched from another node" : where.c_str();
+  if (block == kNoBlock)
+    intercept::Logger().error("{}: member '{}': {}", from, s.ns.path(e), why);
+  else
+    intercept::Logger().error("{}: member '{}': {} in block {}", from, s.ns.path(e), why, block);
+  return -EIO;
+}
+
+long ReadPieces(const ImageEntry& e, uint32_t entry, uint64_t off, size_t len, uint8_t* dst) {
+  size_t done = 0;
+  while (done < len) {
+    const uint64_t pos = off + done, p = pos / io::kPieceBytes, in = pos - io::PieceOffset(p);
+    const size_t take =
+        static_cast<size_t>(std::min<uint64_t>(len - done, io::PieceLength(e.stored_size, p) - in));
+    long r = kStale;
+    for (int i = 0; r == kStale && i < kAttempts; ++i) {
+      RemoteSource src;
+      if (const long rc = FetchRemotePiece(entry, p, i == kAttempts - 1, &src); rc < 0) return rc;
+      if (src.bytes) {
+        g_io.arena.Add(1);
+        std::memcpy(dst + done, src.bytes + in, take);
+        r = RemoteStill(RemotePieceKey(entry, p), src.word) ? static_cast<long>(take) : kStale;
+      } else {
+        r = PreadBlob(src.fd, dst + done, take, in);
+        base::RawSyscall6(SYS_close, src.fd);
+      }
+    }
+    if (r < 0) return r == kStale ? -EIO : r;
+    done += take;
+  }
+  return static_cast<long>(len);
+}
+
+long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int rc = compress::InflateExact(in, out);
+  g_io.inflates.Add(1);
+  g_io.inflate_ns.Add(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count()));
+  return rc;
+}
+
+namespace {
+
+// The whole (uncompressed, verified) bytes of a member into `out`; kStale when node-cache
+// bytes were evicted while in use.
+long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
+  const ImageEntry& e = s.ns.entry(entry);
+  MemberSource src;
+  if (const long rc = OpenSource(entry, &src, want_fd); rc < 0) return rc;
+  Closer closer{src};
+  if (e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
+    for (uint64_t b = 0; b < meta::BlockCount(e.size); ++b)
+      if (const long rc = LoadBlock(s, src, e, b, out + b * meta::kDeflateBlockBytes); rc < 0)
+        return rc;
+    if (!SourceStill(src)) return kStale;
+    if (compress::Crc32c(0, out, e.size) != e.crc32c)
+      return Damaged(s, e, "checksum mismatch (damaged data)");
+    return static_cast<long>(e.size);
+  }
+  const int fd = src.fd;
+  const uint8_t* view = src.bytes ? src.bytes
+                        : src.owned || src.pieced
+                            ? nullptr
+                            : ResidentView(s, e.partition, src.base, e.stored_size, entry);
+  if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
+    long n;
+    if (view) {
+      std::memcpy(out, view, e.size);
+      n = static_cast<long>(e.size);
+    } else if (src.pieced) {
+      n = ReadPieces(e, entry, 0, e.size, out);
+    } else {
+      n = PreadBlob(fd, out, e.size, src.base);
+    }
+    if (n < 0) return n;
+    if (!SourceStill(src)) return kStale;
+    if (!s.trust_raw && (s.verify_every_read || !IsVerified(entry))) {
+      g_io.raw_checks.Add(1);
+      if (compress::Crc32c(0, out, e.size) != e.crc32c)
+        return Damaged(s, e, "checksum mismatch (damaged data)");
+      MarkVerified(entry);
+    }
+    return n;
+  }
+  // Compressed: inflated straight from the mapping when cached, else from a read copy.
+  std::unique_ptr<uint8_t[]> stored;
+  if (!view) {
+    stored.reset(new (std::nothrow) uint8_t[e.stored_size]);
+    if (!stored) return -ENOMEM;
+    const long n = src.pieced ? ReadPieces(e, entry, 0, e.stored_size, stored.get())
+                              : PreadBlob(fd, stored.get(), e.stored_size, src.base);
+    if (n < 0) return n;
+    view = stored.get();
+  }
+  const long rc = InflateTimed({view, e.stored_size}, {out, e.size});
+  if (!SourceStill(src)) return kStale;
+  if (rc != 0) return Damaged(s, e, "damaged compressed data");
+  if (compress::Crc32c(0, out, e.size) != e.crc32c)
+    return Damaged(s, e, "checksum mismatch (damaged data)");
+  return static_cast<long>(e.size);
+}
+
+long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
+  long rc = kStale;
+  for (int i = 0; rc == kStale && i < kAttempts; ++i)
+    rc = LoadOnce(s, entry, out, i == kAttempts - 1);
+  return rc == kStale ? -EIO : rc;
+}
+
+// Bytes [off, off + n) of a large raw member, read directly.
+long ReadRange(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
+  const ImageEntry& e = s.ns.entry(entry);
+  long r = kStale;
+  for (int i = 0; r == kStale && i < kAttempts; ++i) {
+    MemberSource src;
+    if (const long rc = OpenSource(entry, &src, i == kAttempts - 1); rc < 0) return rc;
+    Closer closer{src};
+    // (a short range of a blob that needs the page check: the region rule above; a staged
+    // one, or a long range: the mapping when cached)
+    const bool blob = !src.bytes && !src.owned && !src.pieced && s.mapped_reads;
+    uint64_t blob_size = 0;
+    bool resident = false;
+    const bool region_rule =
+        blob && n <= kRegionRuleMax && s.BlobMap(e.partition, &blob_size, &resident) && !resident;
+    const bool before = region_rule && RegionsReadBefore(e.partition, src.base + off, n);
+    const uint8_t* view = nullptr;
+    if (src.bytes)
+      view = src.bytes + off;
+    else if (blob && (!region_rule || before))
+      view = ResidentView(s, e.partition, src.base + off, n, meta::kNoEntry, before);
+    if (view) {
+      std::memcpy(dst, view, n);
+      r = SourceStill(src) ? static_cast<long>(n) : kStale;
+    } else if (src.pieced) {
+      r = ReadPieces(e, entry, off, n, static_cast<uint8_t*>(dst));
+    } else {
+      r = PreadBlob(src.fd, dst, n, src.base + off);
+    }
+  }
+  return r == kStale ? -EIO : r;
+}
+
+}  // namespace
+
+long OpenSource(uint32_t entry, MemberSource* out, bool want_fd) {
+  State& s = *Get();
+  const ImageEntry& e = s.ns.entry(entry);
+  if (!s.parts[e.partition].empty()) {
+    const int fd = s.BlobFd(e.partition);
+    if (fd < 0) return fd;
+    *out = MemberSource{fd, e.data_offset, false};
+    return 0;
+  }
+  g_io.remote.Add(1);
+  if (!want_fd && RemotePieced(entry)) {  // fetched by the piece as it is read
+    *out = MemberSource{-1, 0, false, nullptr, 0, entry, true};
+    return 0;
+  }
+  RemoteSource r;
+  if (const long rc = FetchRemote(entry, want_fd, &r); rc < 0) return rc;
+  if (r.bytes) {
+    g_io.arena.Add(1);
+    *out = MemberSource{-1, 0, false, r.bytes, r.word, entry};
+  } else {
+    *out = MemberSource{r.fd, 0, true, nullptr, 0, entry};
+  }
+  return 0;
+}
+
+bool FetchedByPiece(uint32_t entry) {
+  State& s = *Get();
+  return s.parts[s.ns.entry(entry).partition].empty() && RemotePieced(entry);
+}
+
+void CloseSource(const MemberSource& src) {
+  if (src.owned && src.fd >= 0) base::RawSyscall6(SYS_close, src.fd);
+}
+
+ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
+  State& s = *Get();
+  const ImageEntry& e = s.ns.entry(entry);
+  if (off >= e.size || len == 0) return 0;
+  const size_t n = static_cast<size_t>(std::min<uint64_t>(len, e.size - off));
+  g_io.reads.Add(1);
+  const bool raw = e.codec == static_cast<uint8_t>(Codec::kRaw);
+  // The whole member in one read: straight into the caller's buffer.
+  if (off == 0 && n == e.size) {
+    const long r = LoadWhole(s, entry, static_cast<uint8_t*>(dst));
+    if (r > 0) g_io.bytes.Add(static_cast<uint64_t>(r));
+    return r;
+  }
+  // A raw member not checked yet on this node (or under FANSTORE_VERIFY=all, up to 8 MiB)
+  // is loaded whole, which checks it; a larger one is read once to check it first.
+  const bool checked = !raw || s.trust_raw || (IsVerified(entry) && !s.verify_every_read);
+  if (raw && !checked && e.size > kCacheMax)
+    if (const long rc = CheckRawMember(entry); rc < 0) return rc;
+  const bool direct = n >= kDirectRead || off + n == e.size;  // long, or the member's tail
+  if ((raw && (e.size > kCacheMax || (direct && checked))) ||
+      e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
+    // a raw member's long range, or a large one's: read directly; a block-deflated
+    // member: its blocks
+    const long r = raw ? ReadRange(s, entry, off, dst, n) : ReadBlocks(s, entry, off, dst, n);
+    if (r > 0) g_io.bytes.Add(static_cast<uint64_t>(r));
+    return r;
+  }
+  auto data = CacheFind(CacheKey(entry, kWholeMember));
+  if (data) {
+    g_io.hits.Add(1);
+  } else {
+    data = NewBuffer(e.size);
+    if (!data) return -ENOMEM;
+    const long r = LoadWhole(s, entry, data->data());
+    if (r < 0) return r;
+    CachePut(CacheKey(entry, kWholeMember), data);
+  }
+  std::memcpy(dst, data->data() + off, n);
+  g_io.bytes.Add(n);
+  return static_cast<ssize_t>(n);
+}
+
+long CheckRawMember(uint32_t entry) {
+  State& s = *Get();
+  const ImageEntry& e = s.ns.entry(entry);
+  if (e.codec != static_cast<uint8_t>(Codec::kRaw) || s.trust_raw || IsVerified(entry)) return 0;
+  // (in slices, so that a member of gigabytes needs no buffer of its size)
+  constexpr size_t kSlice = 8u << 20;
+  auto buf = NewBuffer(std::min<uint64_t>(e.size, kSlice));
+  if (!buf) return -ENOMEM;
+  g_io.raw_checks.Add(1);
+  uint32_t crc = 0;
+  for (uint64_t off = 0; off < e.size;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(e.size - off, kSlice));
+    const long r = ReadRange(s, entry, off, buf->data(), n);
+    if (r < 0) return r;
+    if (static_cast<size_t>(r) != n) return Damaged(s, e, "member shorter than packed");
+    crc = compress::Crc32c(crc, buf->data(), n);
+    off += n;
+  }
+  if (crc != e.crc32c) return Damaged(s, e, "checksum mismatch (damaged data)");
+  MarkVerified(entry);
+  return 0;
+}
+
+void MemberIoAfterFork() {
+  ForgetReadsAfterFork();
+}
+
+IoStats SnapshotIoStats() {
+  IoStats st{g_io.reads.Load(),      g_io.bytes.Load(), g_io.inflates.Load(),
+             g_io.inflate_ns.Load(), g_io.hits.Load(),  g_io.errors.Load()};
+  st.remote = g_io.remote.Load();
+  st.device_reads = g_io.device.Load();
+  st.mapped_reads = g_io.mapped.Load();
+  st.trusted_reads = g_io.trusted.Load();
+  st.node_cache_hits = g_io.arena.Load();
+  st.raw_checks = g_io.raw_checks.Load();
+  return st;
+}
+
+}  // namespace fanstore::runtime

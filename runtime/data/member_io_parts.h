@@ -1,0 +1,114 @@
+// What the parts of member reading share, for runtime/data/member_io.cc and its parts only: the
+// counters behind SnapshotIoStats, the loaders' helpers, block-deflated members
+// (member_blocks.cc), the blob reader (blob_read.cc), the rules for copying
+// page-cached bytes from a mapping of the blob (residency.cc) and the per-process member
+// cache (member_cache.cc). Other callers use runtime/data/member_io.h.
+// Thread-safety: as member_io.h: any thread, never a vfork child.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <memory>
+#include <new>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "runtime/data/member_io.h"
+#include "runtime/process/counter.h"
+#include "runtime/process/state.h"
+
+namespace fanstore::runtime {
+
+struct IoCounters {
+  ShardedCounter reads, bytes, inflates, inflate_ns, hits, errors, remote, device, mapped, trusted,
+      arena, raw_checks;
+};
+extern IoCounters g_io;
+
+// blob_read.cc: `len` bytes of blob `fd` at `off` into `buf`: copied by the kernel when they
+// are in the page cache, else read through this thread's io_uring together with the
+// readahead window around them. len, or a negative errno (EIO: the blob ends early).
+long PreadBlob(int fd, void* buf, size_t len, uint64_t off);
+
+// residency.cc: blob bytes [off, off + len) of `partition` as a view of the blob's mapping,
+// when they are all in the page cache and copying them from there pays; else nullptr (the
+// caller reads them). `entry`: the member they belong to, for the rule that a member's first
+// read in a process is a read (kNoEntry: a range of a large member; `range_read_before`: the
+// range's regions were read before in this process).
+const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t len, uint32_t entry,
+                            bool range_read_before = false);
+// Ranges up to this long of a blob that needs the page check take the region rule.
+inline constexpr size_t kRegionRuleMax = 64u << 10;
+// Marks the 64 KiB regions of blob bytes [off, off + len) of `partition` read in this
+// process; true when all of them were already.
+bool RegionsReadBefore(uint32_t partition, uint64_t off, size_t len);
+// In a fork child: which members and regions were read is the parent's, not the child's.
+void ForgetReadsAfterFork();
+
+// member_cache.cc: members (or blocks of block-deflated members) held for reads that take
+// them in pieces. A buffer is not zeroed when made: every byte is written by the load before
+// anyone reads it, and zeroing a fresh 300 KiB buffer (with its page faults) cost more than
+// the read itself.
+template <typename T>
+struct NoInit : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = NoInit<U>;
+  };
+  template <typename U>
+  void construct(U* p) noexcept {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... A>
+  void construct(U* p, A&&... a) {
+    ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+  }
+};
+using Bytes = std::vector<uint8_t, NoInit<uint8_t>>;
+// Keys: a whole member, or one block of a block-deflated member.
+inline constexpr uint64_t kWholeMember = 0xFFFFFFFF;
+inline uint64_t CacheKey(uint32_t entry, uint64_t block) {
+  return uint64_t{entry} << 32 | block;
+}
+std::shared_ptr<Bytes> CacheFind(uint64_t key);
+void CachePut(uint64_t key, std::shared_ptr<Bytes> bytes);
+// n bytes, or nullptr when there is no memory (no exception leaves the hook).
+std::shared_ptr<Bytes> NewBuffer(uint64_t n);
+
+// member_io.cc: what the loaders share.
+// A read whose node-cache bytes were evicted while it used them: it is made again, up to
+// kAttempts times (the last one asks the agent for a private copy).
+inline constexpr long kStale = -ESTALE;
+inline constexpr int kAttempts = 4;
+inline constexpr uint64_t kNoBlock = ~uint64_t{0};
+// Whether the node-cache bytes `src` read from are still the member's (always, for others).
+bool SourceStill(const MemberSource& src);
+// Counts and logs damage of member `e` (in `block`, if given) on this rank; returns -EIO.
+long Damaged(const State& s, const meta::ImageEntry& e, const char* why, uint64_t block = kNoBlock);
+// Closes `s` when the scope ends.
+struct Closer {
+  const MemberSource& s;
+  ~Closer() { CloseSource(s); }
+};
+// Stored bytes [off, off + len) of a pieced remote member into `dst`: each piece they touch
+// from the node cache, or fetched into it by the agent (a piece evicted while it was copied
+// is copied again; the last attempt asks for a private copy). len or a negative errno.
+long ReadPieces(const meta::ImageEntry& e, uint32_t entry, uint64_t off, size_t len, uint8_t* dst);
+// Inflates `in` into exactly `out`, counted in SnapshotIoStats; 0 or an error code.
+long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out);
+
+// member_blocks.cc: block-deflated members.
+// Block b of a block-deflated member, inflated and checked, into `out` (BlockPlainBytes
+// long). Reads the trailer and b's table entry, then b's stream only. kStale, and no damage
+// logged, when node-cache bytes were evicted while in use.
+long LoadBlock(State& s, const MemberSource& src, const meta::ImageEntry& e, uint64_t b,
+               uint8_t* out);
+// Bytes [off, off + n) of a block-deflated member: each block they touch is inflated once
+// into the cache (a reader going through the member in 128 KiB reads inflates each block
+// once), the others not at all.
+long ReadBlocks(State& s, uint32_t entry, uint64_t off, void* dst, size_t n);
+
+}  // namespace fanstore::runtime
