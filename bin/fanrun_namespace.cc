@@ -67,7 +67,17 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   const auto t_build = Clock::now();
   image_path_ = rank_dir_ + "/namespace.img";
   if (st.ok()) st = PublishImage(*all, s->local_paths, s->manifest.dataset_id);
-  if (st.ok()) st = MakeVerifiedMarks();
+  if (st.ok()) {
+    // Partitions whose staged copies were checked whole as they were made (not those read
+    // in place, nor those a one-node copier makes while CMD runs): their raw members start
+    // marked, so that no process checks them again.
+    std::vector<uint8_t> checked(s->local_paths.size(), 0);
+    const bool copies_checked = s->stage && staging_from_.empty();
+    for (size_t p = 0; p < checked.size() && copies_checked; ++p)
+      checked[p] = !s->local_paths[p].empty();
+    for (uint32_t p : s->in_place) checked[p] = 0;
+    st = MakeVerifiedMarks(checked);
+  }
   std::string().swap(*all);
   std::string mount = opt.mount.empty() ? s->manifest.source : opt.mount;
   while (mount.size() > 1 && mount.back() == '/') mount.pop_back();
@@ -96,17 +106,31 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
 }
 
 // The node's marks of raw members checked against their CRC32C (runtime/data/verified.h): a
-// sparse file of zeros beside the image, which every served process of the node maps.
-Status Node::MakeVerifiedMarks() {
+// file beside the image, which every served process of the node maps, with the raw
+// members of the partitions `checked` names marked and the rest zero (a sparse file).
+Status Node::MakeVerifiedMarks(const std::vector<uint8_t>& checked) {
   const std::string path = runtime::VerifiedPathBeside(image_path_);
   auto view = meta::NamespaceView::AttachLayout({image_, image_size_});
   if (!view.ok()) return Status::Error(image_path_ + ": " + view.status().message());
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(path, errno);
-  const int rc = ::ftruncate(fd, static_cast<off_t>(runtime::VerifiedBytes(view->size())));
-  const int err = errno;
+  const uint64_t bytes = runtime::VerifiedBytes(view->size());
+  int err = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+  std::vector<uint64_t> words;
+  for (uint32_t i = 0; i < view->size() && err == 0; ++i) {
+    const meta::ImageEntry& e = view->entry(i);
+    if (e.kind != static_cast<uint8_t>(meta::Kind::kFile) ||
+        e.codec != static_cast<uint8_t>(meta::Codec::kRaw) || e.partition >= checked.size() ||
+        !checked[e.partition])
+      continue;
+    if (words.empty()) words.assign(bytes / 8, 0);
+    words[i / 64] |= uint64_t{1} << (i % 64);
+  }
+  if (err == 0 && !words.empty() &&
+      ::pwrite(fd, words.data(), bytes, 0) != static_cast<ssize_t>(bytes))
+    err = errno ? errno : EIO;
   ::close(fd);
-  return rc == 0 ? Status::Ok() : Status::FromErrno(path, err);
+  return err == 0 ? Status::Ok() : Status::FromErrno(path, err);
 }
 
 // Decodes the exchanged members and builds the image straight into a shared mapping of

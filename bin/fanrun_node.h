@@ -88,7 +88,7 @@ class Node {
 
   void Teardown();
   void FinalizeBounded();
-  Status MakeVerifiedMarks();
+  Status MakeVerifiedMarks(const std::vector<uint8_t>& checked);
   Result<std::string> HoldBlob(const std::string& path);
   Status PublishImage(std::string_view exchanged, const std::vector<std::string>& local_paths,
                       uint64_t dataset_id);
