@@ -39,6 +39,14 @@ finish() {
   echo "FAIL: no check ran" >&2
   return 1
 }
+# skip_without_torch: ends the test (77, CTest: skipped) with a SKIP line when Debian's
+# python3-torch and python3-torchvision are not installed for /usr/bin/python3.
+skip_without_torch() {
+  if ! /usr/bin/python3 -c "import torch, torchvision" 2>/dev/null; then
+    echo "SKIP: python3-torch / python3-torchvision not installed (ci/install-deps.sh installs them)"
+    exit 77
+  fi
+}
 # skip_without_mpi WHAT: where the build cannot run MPI ranks (FANSTORE_TEST_SKIP_MPI holds
 # the reason), ends the test here with a SKIP line naming WHAT and the reason: with exit
 # status 77, which CTest reports as skipped (SKIP_RETURN_CODE), when no check ran yet;

@@ -12,10 +12,7 @@ EPOCHS=${4:-20}
 . "$SRCDIR/tests/bin/lib.sh"
 S=$SCRATCH
 PY=/usr/bin/python3
-if ! $PY -c "import torch, torchvision" 2>/dev/null; then
-  echo "SKIP: python3-torch / python3-torchvision not installed (ci/install-deps.sh installs them)"
-  exit 77
-fi
+skip_without_torch
 skip_without_mpi "the soak runs two ranks"
 command -v mpiexec >/dev/null || { echo "SKIP: mpiexec not installed (ci/install-deps.sh installs mpich)"; exit 77; }
 $PY "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src" --files 160 --classes 4 --mean-kb 5 --real-jpeg --val-fraction 0 >/dev/null

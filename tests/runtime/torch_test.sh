@@ -8,10 +8,7 @@ SRCDIR=$3
 . "$SRCDIR/tests/bin/lib.sh"
 S=$SCRATCH
 PY=/usr/bin/python3
-if ! $PY -c "import torch, torchvision" 2>/dev/null; then
-  echo "SKIP: python3-torch / python3-torchvision not installed (ci/install-deps.sh installs them)"
-  exit 77
-fi
+skip_without_torch
 $PY "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src" --files 96 --classes 4 --mean-kb 5 --real-jpeg --val-fraction 0 >/dev/null
 rm -f "$S/src/labels.csv" "$S/src/LOC_synset_mapping.txt"
 $FANSTORE pack -q "$S/src" "$S/packed" || bad "pack"
