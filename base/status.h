@@ -22,6 +22,13 @@ class Status {
   }
 
   bool ok() const { return !message_.has_value(); }
+  // Whether this is FromErrno's failure for `err` (its line ends in ": strerror(err)").
+  bool IsErrno(int err) const {
+    if (ok()) return false;
+    const std::string tail = std::string(": ") + std::strerror(err);
+    return message_->size() >= tail.size() &&
+           message_->compare(message_->size() - tail.size(), tail.size(), tail) == 0;
+  }
   explicit operator bool() const { return ok(); }
   const std::string& message() const {
     static const std::string kOk = "ok";

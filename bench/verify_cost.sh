@@ -74,6 +74,9 @@ for cache in ("first", "warm", "cold"):
             got.setdefault(r["label"], []).append(r["files_per_s"])
     if not got:
         continue
+    if "native" not in got:
+        print("%s: no native run succeeded (above: why); no ratios" % cache)
+        continue
     native = statistics.median(got["native"])
     print("%s: median files/s (ratio to native)" % cache)
     for label, v in got.items():

@@ -8,6 +8,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
@@ -164,7 +165,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   st = agent_->OpenStorage(key_count, fetchable);
   // A local directory without room for the node cache's table: the cache is kept in this
   // rank's directory under /dev/shm instead (bounded by --cache-size), and said.
-  if (!st.ok() && local_dir_ != rank_dir_) {
+  if ((st.IsErrno(ENOSPC) || st.IsErrno(EDQUOT)) && local_dir_ != rank_dir_) {
     const std::string first = st.message();
     io::AgentConfig moved = again;
     moved.cache_dir = rank_dir_ + "/cache";
