@@ -14,6 +14,7 @@
 #include "intercept/libc_image.h"
 #include "intercept/plan_cache.h"
 #include "intercept/stub.h"
+#include "intercept/thread_park.h"
 
 extern "C" void fanstore_intercept_entry();
 
@@ -105,12 +106,14 @@ Result<PatchStats> Install(const HookSpec& spec) {
   std::memcpy(region, &entry, 8);
   uint64_t off = 16;
   std::vector<std::vector<uint8_t>> patches(plans.size());
+  std::vector<StubMap> maps(plans.size());
+  std::vector<uint64_t> stub_at(plans.size());
   for (size_t i = 0; i < plans.size(); ++i) {
     SitePlan& p = plans[i];
     if (p.decision != Decision::kPatch) continue;
     const uint64_t at = reinterpret_cast<uint64_t>(region) + off;
-    std::vector<uint8_t> stub =
-        BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot, CloneMarkTlsOffset());
+    std::vector<uint8_t> stub = BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot,
+                                          CloneMarkTlsOffset(), &maps[i]);
     if (stub.empty() || off + stub.size() > region_size || !Rel32Reaches(p.start + 5, at)) {
       p.decision = Decision::kRefused;
       p.reason = "stub out of reach";
@@ -118,15 +121,30 @@ Result<PatchStats> Install(const HookSpec& spec) {
     }
     std::memcpy(region + off, stub.data(), stub.size());
     patches[i] = BuildPatch(p, at);
+    stub_at[i] = at;
     off += (stub.size() + 15) & ~uint64_t{15};
   }
   st.stub_bytes = off;
   if (::mprotect(region, region_size, PROT_READ | PROT_EXEC) != 0)
     return Status::FromErrno("mprotect of the stubs", errno);
 
+  // Threads started by an earlier constructor stop while the text changes; one stopped
+  // inside a range resumes at the same instruction in its stub.
+  std::vector<uint64_t*> resume_pcs;
+  if (Status parked = ParkOtherThreads(&resume_pcs); !parked.ok()) return parked;
+  for (uint64_t* pc : resume_pcs) {
+    for (size_t i = 0; i < plans.size(); ++i) {
+      if (patches[i].empty() || *pc < plans[i].start || *pc >= plans[i].end) continue;
+      *pc = StubPcFor(maps[i], plans[i], stub_at[i], *pc);
+      ++st.threads_moved;
+      break;
+    }
+  }
+  st.threads_stopped = static_cast<uint32_t>(resume_pcs.size());
   SetHook(spec.hook);
   SetPrefilter(spec.prefilter, spec.prefilter_again, interest);
   const long rc = WritePatches(plans, patches);
+  UnparkThreads();
   if (rc != 0) return Status::FromErrno("mprotect of libc's text", static_cast<int>(-rc));
 
   // The clone mark can be trusted only if no way into clone/vfork through libc is left

@@ -1,8 +1,8 @@
 // The patcher: decodes the loaded libc, plans every syscall site, writes stubs within
 // +-2 GiB of libc (mapped RW, then RX; never RWX) and replaces the planned ranges with
-// jumps to them. Call Install once, from a constructor, while the process is single
-// threaded; libc's text is writable (not executable) only while its bytes are rewritten,
-// and nothing in that window calls into libc.
+// jumps to them. Call Install once, from a constructor. Libc's text is writable (not
+// executable) only while its bytes are rewritten, nothing in that window calls into libc,
+// and any other thread is stopped meanwhile (thread_park.h).
 // Thread-safety: Install is not thread-safe; afterwards the patched code is.
 #pragma once
 
@@ -21,6 +21,8 @@ struct PatchStats : PlanSummary {   // the plan's counts, after stubs out of rea
   double decode_ms = 0, total_ms = 0;
   uint64_t stub_bytes = 0;
   uint32_t xsave_bytes = 0;
+  uint32_t threads_stopped = 0;  // other threads stopped while libc changed
+  uint32_t threads_moved = 0;    // of them, resumed in a stub (stopped inside a range)
 };
 
 // Installs `spec.hook` for every planned site. On failure nothing was patched.

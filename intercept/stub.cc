@@ -2,6 +2,7 @@
 
 #include <sys/syscall.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/syscall_numbers.h"
@@ -41,9 +42,10 @@ int32_t Get32(const uint8_t* p) {
 
 // Appends the range's bytes [from, to) as they must be at the stub's address: plain
 // instructions as they are, the plan's fixups re-encoded (fixups never straddle `from` or
-// `to`: both are instruction boundaries). False if a displacement would not reach.
+// `to`: both are instruction boundaries). False if a displacement would not reach. Each
+// re-encoded instruction's end goes into `map` (its length may have changed).
 bool CopyRange(std::vector<uint8_t>& s, const SitePlan& p, const uint8_t* range, size_t from,
-               size_t to, uint64_t stub_addr) {
+               size_t to, uint64_t stub_addr, StubMap& map) {
   size_t at = from;
   for (uint8_t k = 0; k < p.fixups_n; ++k) {
     const Fixup& f = p.fixups[k];
@@ -86,6 +88,7 @@ bool CopyRange(std::vector<uint8_t>& s, const SitePlan& p, const uint8_t* range,
       Put32(s, static_cast<int32_t>(target - new_next));
     }
     at = f.at + f.len;
+    map.points.emplace_back(static_cast<uint32_t>(at), static_cast<uint32_t>(s.size()));
   }
   s.insert(s.end(), range + at, range + to);
   return true;
@@ -98,13 +101,30 @@ bool Rel32Reaches(uint64_t from, uint64_t to) {
   return d >= INT32_MIN && d <= INT32_MAX;
 }
 
+uint64_t StubPcFor(const StubMap& map, const SitePlan& p, uint64_t stub_addr, uint64_t pc) {
+  const uint64_t off = pc - p.start;
+  auto it = std::upper_bound(map.points.begin(), map.points.end(), off,
+                             [](uint64_t o, const auto& point) { return o < point.first; });
+  if (it == map.points.begin()) return stub_addr + off;
+  --it;
+  return stub_addr + it->second + (off - it->first);
+}
+
 std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t stub_addr,
-                               uint64_t entry_slot, int32_t mark_tls) {
+                               uint64_t entry_slot, int32_t mark_tls, StubMap* map_out) {
   std::vector<uint8_t> s;
+  StubMap local;
+  StubMap& map = map_out ? *map_out : local;
+  map.points.clear();
   const size_t pre = p.syscall_addr - p.start;
   const size_t post_at = pre + 2;
   const size_t range_len = p.end - p.start;
-  if (!CopyRange(s, p, range, 0, pre, stub_addr)) return {};
+  auto point = [&](size_t range_off) {
+    map.points.emplace_back(static_cast<uint32_t>(range_off), static_cast<uint32_t>(s.size()));
+  };
+  point(0);
+  if (!CopyRange(s, p, range, 0, pre, stub_addr, map)) return {};
+  point(pre);  // the syscall: the stub's call (or, for clone, its mark and syscall)
   auto jump_back = [&]() -> bool {
     s.push_back(0xE9);  // jmp rel32 back
     const uint64_t after_jmp = stub_addr + s.size() + 4;
@@ -118,8 +138,9 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
     PutMarkStore(s, mark_tls, 1);
     s.push_back(0x0F);  // syscall
     s.push_back(0x05);
+    point(post_at);  // after the syscall: the mark
     PutMark(s, mark_tls);
-    if (!CopyRange(s, p, range, post_at, range_len, stub_addr)) return {};
+    if (!CopyRange(s, p, range, post_at, range_len, stub_addr, map)) return {};
     if (!jump_back()) return {};
     return s;
   }
@@ -166,7 +187,8 @@ std::vector<uint8_t> BuildStub(const SitePlan& p, const uint8_t* range, uint64_t
     }
   }
   s[jrcxz_at] = static_cast<uint8_t>(s.size() - (jrcxz_at + 1));
-  if (!CopyRange(s, p, range, post_at, range_len, stub_addr)) return {};
+  point(post_at);  // after the syscall, rax its result: .Lpost
+  if (!CopyRange(s, p, range, post_at, range_len, stub_addr, map)) return {};
   if (!jump_back()) return {};
   return s;
 }

@@ -292,6 +292,32 @@ TEST(Stub, RipRelativeAndBranchFixupsKeepTheirTargets) {
                   .empty());
 }
 
+// A thread stopped inside a range while it is patched resumes at the same instruction in
+// the stub: the syscall at the stub's call (or, for clone, its mark), the point after it at
+// .Lpost, and an instruction after a re-encoded branch where the longer branch ends.
+TEST(Stub, EveryInstructionOfTheRangeHasItsPlaceInTheStub) {
+  StubMap map;
+  const Bytes code = Cat({MovEax(SYS_getpid), kSyscall, kRet});
+  const SitePlan p = Patch(5, 0, 7, SYS_getpid);
+  ASSERT_FALSE(BuildStub(p, code.data(), 0x20000, 0x1FFF0, -8, &map).empty());
+  EXPECT_EQ(StubPcFor(map, p, 0x20000, 0x10000), 0x20000u);  // the mov
+  EXPECT_EQ(StubPcFor(map, p, 0x20000, 0x10005), 0x20005u);  // the syscall: lea; call
+
+  const Bytes code2 = Cat({kRet, kSyscall, {0x75, 0x10}, kCmpRax4095, kRet});
+  const SitePlan q = WithFixup(Patch(1, 1, 11, -1), 2, 2, FixKind::kBranch);
+  const Bytes t = BuildStub(q, code2.data() + 1, 0x20000, 0x1FFF0, -8, &map);
+  ASSERT_GE(t.size(), 17u);
+  const uint64_t post = 0x20000 + t.size() - 17;             // the jne, now 0F 85 rel32
+  EXPECT_EQ(StubPcFor(map, q, 0x20000, 0x10001), 0x20000u);  // syscall: the number checks
+  EXPECT_EQ(StubPcFor(map, q, 0x20000, 0x10003), post);      // after it: .Lpost
+  EXPECT_EQ(StubPcFor(map, q, 0x20000, 0x10005), post + 6);  // the cmp after the longer jne
+
+  const Bytes code3 = Cat({{0x5F}, MovEax(SYS_vfork), kSyscall, {0x57}});
+  const SitePlan v = Patch(6, 1, 8, SYS_vfork);
+  ASSERT_FALSE(BuildStub(v, code3.data() + 1, 0x20000, 0x1FFF0, -8, &map).empty());
+  EXPECT_EQ(StubPcFor(map, v, 0x20000, 0x10006), 0x20005u);  // the mark store, then syscall
+}
+
 // A plan with fixups survives the cache as it was made; a stored fixup that would split
 // the copied bytes at the syscall is refused (the plan is made again, never misused).
 TEST(PlanCache, FixupsRoundTripAndBadOnesAreRefused) {

@@ -133,4 +133,42 @@ if [ -n "${PROBE_STATIC:-}" ] && [ -x "$PROBE_STATIC" ]; then
   expect_out "open=ENOENT fopen=ENOENT opendir=ENOENT stat=ENOENT access=ENOENT realpath=ENOENT" \
     "static binary runs unchanged (not intercepted)" -- hooked "$PROBE_STATIC" libc $EIO
 fi
+# Threads another library's constructor started before this one's (UCX's VFS thread is
+# one) stop while libc changes, and go on in the new code: 25 runs of each hook, none
+# crashes. With the rewriting hook every thread's later open is intercepted; with the
+# pass-through hook (every site patched, read included) the read blocked in libc resumes
+# in its stub and gets its byte, as natively. A thread that blocks every signal cannot be
+# stopped: interception stays off, with one line saying why, and the program runs natively.
+if [ -n "${PROBE_CTOR_THREADS:-}" ]; then
+  native_ctor=$("$PROBE_CTOR_THREADS")
+  e6=EHOSTDOWN,EHOSTDOWN,EHOSTDOWN,EHOSTDOWN,EHOSTDOWN,EHOSTDOWN
+  [ "$native_ctor" = "read=1x opens=ENOENT,ENOENT,ENOENT,ENOENT,ENOENT,ENOENT" ] && ok ||
+    bad "constructor threads, natively: $native_ctor"
+  for mode in rewrite pass; do
+    want="read=1x opens=$e6"
+    [ $mode = pass ] && want=$native_ctor
+    fails=0 stopped=0 moved=0 last=
+    for i in $(seq 25); do
+      got=$(FANSTORE_TESTHOOK=$mode FANSTORE_LOG_LEVEL=debug LD_PRELOAD=$LIB "$PROBE_CTOR_THREADS" 2>"$S/ctor.err")
+      rc=$?
+      if [ $rc -ne 0 ] || [ "$got" != "$want" ]; then
+        fails=$((fails + 1))
+        last="exit $rc, [$got] $(grep -v '^\[debug\]' "$S/ctor.err" | head -c 300)"
+      fi
+      grep -qE " 6 other thread\(s\) stopped" "$S/ctor.err" && stopped=$((stopped + 1))
+      grep -qE " other thread\(s\) stopped \([1-9]" "$S/ctor.err" && moved=$((moved + 1))
+    done
+    [ $fails -eq 0 ] && ok || bad "constructor threads ($mode hook): $fails of 25 runs wrong, the last: $last"
+    [ $stopped -eq 25 ] && ok || bad "constructor threads ($mode hook): 6 threads stopped in $stopped of 25 runs"
+    echo "constructor threads ($mode hook): a thread resumed in a stub in $moved of 25 runs"
+  done
+  [ $moved -gt 0 ] && ok || bad "constructor threads: the blocked read never resumed in a stub in 25 runs"
+  got=$(CTOR_THREADS_BLOCK=1 LD_PRELOAD=$LIB "$PROBE_CTOR_THREADS" 2>"$S/ctor.err")
+  if [ "$got" = "$native_ctor" ] && [ "$(wc -l <"$S/ctor.err")" -eq 1 ] &&
+    grep -qE "interception disabled: thread [0-9]+ did not stop for libc's patching within 2 s" "$S/ctor.err"; then
+    ok
+  else
+    bad "a thread blocking every signal: [$got] $(cat "$S/ctor.err")"
+  fi
+fi
 finish
