@@ -58,7 +58,7 @@ HookResult OnXattrPath(long nr, const long a[6]);
 HookResult OnMutationPath(long nr, const long a[6]);
 HookResult OnUtimensat(long nr, const long a[6]);
 HookResult OnExec(long nr, const long a[6]);
-// runtime/calls/unserved_calls.h
+// runtime/names/unserved_calls.h
 HookResult OnUnserved(long nr, const long a[6]);
 
 // Fd calls.

@@ -14,6 +14,7 @@
 #include "base/syscall_numbers.h"
 #include "meta/format.h"
 #include "runtime/calls/handlers.h"
+#include "runtime/names/call_table.h"
 #include "runtime/process/fd_table.h"
 #include "runtime/process/permission.h"
 #include "runtime/process/state.h"
@@ -24,86 +25,19 @@ using base::RawSyscall6;
 using meta::Kind;
 
 HookResult OnMutationPath(long nr, const long a[6]) {
-  // Which argument is the path that must exist (kExisting) or be created (kNew).
-  long dirfd = AT_FDCWD;
-  const char* path = nullptr;
-  bool creates = false, nofollow = true;
-  int path_arg = 0;
-  switch (nr) {
-    case SYS_unlink:
-    case SYS_rmdir:
-      path = Str(a[0]);
-      break;
-    case SYS_truncate:
-    case SYS_chmod:
-    case SYS_chown:
-    case SYS_utime:
-    case SYS_utimes:
-      path = Str(a[0]);
-      nofollow = false;
-      break;
-    case SYS_lchown:
-      path = Str(a[0]);
-      break;
-    case SYS_mkdir:
-    case SYS_mknod:
-      path = Str(a[0]);
-      creates = true;
-      break;
-    case SYS_unlinkat:
-      dirfd = a[0];
-      path = Str(a[1]);
-      path_arg = 1;
-      break;
-    case SYS_mkdirat:
-    case SYS_mknodat:
-      dirfd = a[0];
-      path = Str(a[1]);
-      path_arg = 1;
-      creates = true;
-      break;
-    case SYS_fchmodat:
-    case SYS_fchownat:
-    case SYS_utimensat:
-    case SYS_futimesat:
-      dirfd = a[0];
-      path = Str(a[1]);
-      path_arg = 1;
-      // fchownat(dirfd, path, uid, gid, flags) carries its flags one argument later than
-      // utimensat(dirfd, path, times, flags); fchmodat and futimesat always follow.
-      nofollow = (a[nr == SYS_fchownat ? 4 : 3] & AT_SYMLINK_NOFOLLOW) != 0;
-      if (nr == SYS_fchmodat || nr == SYS_futimesat) nofollow = false;
-      break;
-    case SYS_rename:
-    case SYS_link:
-      path = Str(a[0]);
-      break;
-    case SYS_renameat:
-    case SYS_renameat2:
-    case SYS_linkat:
-      dirfd = a[0];
-      path = Str(a[1]);
-      path_arg = 1;
-      break;
-    case SYS_symlink:
-      path = Str(a[1]);
-      creates = true;
-      path_arg = 1;
-      break;
-    case SYS_symlinkat:
-      dirfd = a[1];
-      path = Str(a[2]);
-      creates = true;
-      path_arg = 2;
-      break;
-    default:
-      return kPassToKernel;
-  }
+  // The first path must exist, or be created (kCreates); runtime/names/call_table.h says
+  // where it is and whether its last component is followed.
+  const CallRow& row = RowOf(nr);
+  const int path_arg = row.paths.path[0];
+  if (path_arg < 0) return kPassToKernel;
+  const long dirfd = row.paths.dirfd[0] < 0 ? AT_FDCWD : a[row.paths.dirfd[0]];
+  const char* path = Str(a[path_arg]);
+  const bool creates = row.flags & kCreates;
+  const bool nofollow =
+      row.flags_arg >= 0 ? (a[row.flags_arg] & AT_SYMLINK_NOFOLLOW) != 0 : !(row.flags & kFollows);
   // unlink, rmdir and rename check the mount for writing before looking the name up (as
   // Linux does on a read-only mount): a name in a dataset directory is EROFS even if missing.
-  const bool removes = nr == SYS_unlink || nr == SYS_unlinkat || nr == SYS_rmdir ||
-                       nr == SYS_rename || nr == SYS_renameat || nr == SYS_renameat2;
-  if (removes) {
+  if (row.flags & kRemoves) {
     const Resolved parent = ResolveParent(dirfd, path);
     if (parent.kind == Resolved::kVirtual) return Err(IsDirEntry(parent.entry) ? EROFS : ENOTDIR);
     if (parent.kind == Resolved::kError) return Err(parent.err);
@@ -119,10 +53,9 @@ HookResult OnMutationPath(long nr, const long a[6]) {
   }
   if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, path_arg, r.path.c_str()));
   // The destination of a rename or link inside the dataset.
-  if (nr == SYS_rename || nr == SYS_link || nr == SYS_renameat || nr == SYS_renameat2 ||
-      nr == SYS_linkat) {
-    const bool at = nr != SYS_rename && nr != SYS_link;
-    const Resolved d = ResolveParent(at ? a[2] : AT_FDCWD, Str(at ? a[3] : a[1]));
+  if (row.paths.path[1] >= 0) {
+    const int d_arg = row.paths.dirfd[1];
+    const Resolved d = ResolveParent(d_arg < 0 ? AT_FDCWD : a[d_arg], Str(a[row.paths.path[1]]));
     if (d.kind == Resolved::kVirtual) return Err(EXDEV);
   }
   return kPassToKernel;

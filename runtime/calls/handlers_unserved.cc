@@ -1,11 +1,11 @@
-// The path-taking calls the runtime does not serve (runtime/calls/unserved_calls.h): EROFS on a
+// The path-taking calls the runtime does not serve (runtime/names/unserved_calls.h): EROFS on a
 // dataset path, the kernel's everywhere else.
 #include <fcntl.h>
 
 #include <cerrno>
 
 #include "runtime/calls/handlers.h"
-#include "runtime/calls/unserved_calls.h"
+#include "runtime/names/unserved_calls.h"
 #include "runtime/paths/resolve.h"
 
 namespace fanstore::runtime {

@@ -20,7 +20,6 @@
 #include "runtime/calls/handlers.h"
 #include "runtime/calls/inherit.h"
 #include "runtime/calls/served_calls.h"
-#include "runtime/calls/unserved_calls.h"
 #include "runtime/data/member_io.h"
 #include "runtime/data/verified.h"
 #include "runtime/paths/skeleton.h"
@@ -40,8 +39,8 @@ ShardedCounter s_opens, s_stats, s_calls, s_failed;
 // handler allocates, locks or changes shared tables, so that it must not run in a vfork
 // child, which shares its parent's memory (State::InVforkChild). The others (stat, lseek,
 // fstat, access, readlink...) touch nothing shared on their way, and exec takes care of
-// itself. The table is served_calls.h's list; the unserved calls share one route; the
-// interception interest is ServedInterest(), both lists' numbers.
+// itself. The table is runtime/names/call_table.h's list; the unserved calls share one
+// route; the interception interest is ServedInterest(), both lists' numbers.
 using Handler = HookResult (*)(long nr, const long a[6]);
 struct Served {
   long nr;
@@ -77,7 +76,7 @@ HookResult ArgsOnly(long, const long a[6]) {
 
 constexpr bool kShared = true, kSafe = false;
 constexpr Served kServed[] = {
-#define FANSTORE_SERVED_ROW(nr, handler, rule) {nr, handler, rule},
+#define FANSTORE_SERVED_ROW(nr, handler, rule, fds, paths, flags) {nr, handler, rule},
     FANSTORE_SERVED_CALLS(FANSTORE_SERVED_ROW)
 #undef FANSTORE_SERVED_ROW
 };
@@ -135,26 +134,17 @@ bool MayReadAnyDirectory() {
 // fails with EBADF as on any closed fd. (close, fcntl, dup2/dup3 and close_range: their
 // handlers; poll and select pass it to the kernel, which reports it as a closed fd.)
 bool OnParkedFd(long nr, const long a[6]) {
+  const CallRow& r = RowOf(nr);
+  if (r.flags & (kOwnFdCheck | kUnserved)) return false;
+  if ((r.flags & kMapFile) && (a[3] & MAP_ANONYMOUS)) return false;
   const FdTable& t = Fds();
-  if (ActsOnFirstFd(nr)) return t.IsParked(a[0]);
-  switch (nr) {
-    case SYS_fchdir:
-      return t.IsParked(a[0]);
-    case SYS_newfstatat:
-    case SYS_statx:
-      return a[1] && *reinterpret_cast<const char*>(a[1]) == 0 && t.IsParked(a[0]);
-    case SYS_mmap:
-      return !(a[3] & MAP_ANONYMOUS) && t.IsParked(a[4]);
-    case SYS_sendfile:
-      return t.IsParked(a[0]) || t.IsParked(a[1]);
-    case SYS_copy_file_range:
-    case SYS_splice:
-      return t.IsParked(a[0]) || t.IsParked(a[2]);
-    case SYS_epoll_ctl:
-      return t.IsParked(a[2]);
-    default:
-      return false;
+  for (unsigned m = r.fds, i = 0; m; m >>= 1, ++i)
+    if ((m & 1) && t.IsParked(a[i])) return true;
+  if (r.flags & kEmptyPathFd) {
+    const char* path = Str(a[r.paths.path[0]]);
+    return path && !path[0] && t.IsParked(a[r.paths.dirfd[0]]);
   }
+  return false;
 }
 
 }  // namespace

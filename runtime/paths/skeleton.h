@@ -24,31 +24,18 @@
 #include <cstdint>
 
 #include "base/syscall_numbers.h"
+#include "runtime/names/call_table.h"
 #include "runtime/names/word_scan.h"
 
 namespace fanstore::runtime {
 
-// The calls covered, by the position of their path argument (0: open, stat, lstat, access,
-// readlink; 1: the *at calls and statx, with the directory fd in argument 0); -1 for the
-// others. (Internal linkage: the prefilter's copy must be compiled with its own flags.)
+// The calls covered (kSkeleton in runtime/names/call_table.h), by the position of their
+// path argument (0: open, stat, lstat, access, readlink; 1: the *at calls and statx, with
+// the directory fd in argument 0); -1 for the others. (Internal linkage: the prefilter's copy must
+// be compiled with its own flags.)
 static inline int SkeletonPathArg(long nr) {
-  switch (nr) {
-    case SYS_open:
-    case SYS_stat:
-    case SYS_lstat:
-    case SYS_access:
-    case SYS_readlink:
-      return 0;
-    case SYS_openat:
-    case SYS_newfstatat:
-    case SYS_statx:
-    case SYS_faccessat:
-    case SYS_faccessat2:
-    case SYS_readlinkat:
-      return 1;
-    default:
-      return -1;
-  }
+  const CallRow& r = RowOf(nr);
+  return (r.flags & kSkeleton) ? r.paths.path[0] : -1;
 }
 
 // Whether call nr opens a directory (O_DIRECTORY: opendir, os.scandir, ls, find).

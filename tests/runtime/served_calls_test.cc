@@ -16,8 +16,9 @@
 #include <set>
 #include <string>
 
-#include "runtime/calls/unserved_calls.h"
+#include "runtime/names/unserved_calls.h"
 #include "runtime/paths/resolve.h"
+#include "runtime/paths/skeleton.h"
 #include "runtime/process/fd_table.h"
 #include "runtime/process/prefilter_state.h"
 #include "runtime/process/state.h"
@@ -151,7 +152,7 @@ class ServedCallsTest : public ::testing::Test {
 
 TEST_F(ServedCallsTest, EveryServedOrRefusedCallHasARow) {
   std::set<long> missing;
-#define FANSTORE_SERVED_TEST_ROW(nr, handler, rule) \
+#define FANSTORE_SERVED_TEST_ROW(nr, handler, rule, fds, paths, flags) \
   if (!Table().count(nr)) missing.insert(nr);
   FANSTORE_SERVED_CALLS(FANSTORE_SERVED_TEST_ROW)
 #undef FANSTORE_SERVED_TEST_ROW
@@ -180,6 +181,29 @@ TEST_F(ServedCallsTest, DatasetArgumentsReachTheRuntimeAndNativeOnesTheKernel) {
       EXPECT_EQ(Decide(nr, how, false), intercept::kToKernel);
     }
   }
+}
+
+// The skeleton's path argument and the mutation calls' first path come from the same rows.
+TEST(CallTable, RowsSayWhereTheSkeletonAndMutationPathsAre) {
+  EXPECT_EQ(SkeletonPathArg(SYS_open), 0);
+  EXPECT_EQ(SkeletonPathArg(SYS_readlink), 0);
+  EXPECT_EQ(SkeletonPathArg(SYS_openat), 1);
+  EXPECT_EQ(SkeletonPathArg(SYS_statx), 1);
+  EXPECT_EQ(SkeletonPathArg(SYS_openat2), -1);  // resolves with its own rules (RESOLVE_*)
+  EXPECT_EQ(SkeletonPathArg(SYS_read), -1);
+  EXPECT_EQ(SkeletonPathArg(-1), -1);
+  EXPECT_EQ(SkeletonPathArg(100000), -1);
+  EXPECT_EQ(RowOf(SYS_symlinkat).paths.dirfd[0], 1);  // symlinkat(target, dirfd, linkpath)
+  EXPECT_EQ(RowOf(SYS_symlinkat).paths.path[0], 2);
+  EXPECT_EQ(RowOf(SYS_renameat2).paths.dirfd[1], 2);
+  EXPECT_EQ(RowOf(SYS_renameat2).paths.path[1], 3);
+  EXPECT_EQ(RowOf(SYS_fchownat).flags_arg, 4);
+  EXPECT_EQ(RowOf(SYS_utimensat).flags_arg, 3);
+  EXPECT_TRUE(RowOf(SYS_mkdirat).flags & kCreates);
+  EXPECT_TRUE(RowOf(SYS_unlinkat).flags & kRemoves);
+  EXPECT_FALSE(RowOf(SYS_linkat).flags & kRemoves);
+  EXPECT_FALSE(RowOf(SYS_getpid).flags & kListed);
+  for (const UnservedCall& c : kUnservedCalls) EXPECT_TRUE(RowOf(c.nr).flags & kUnserved) << c.name;
 }
 
 TEST_F(ServedCallsTest, RefusedCallsOnDatasetPathsReachTheRuntime) {

@@ -1,4 +1,4 @@
-#include "runtime/calls/unserved_calls.h"
+#include "runtime/names/unserved_calls.h"
 
 #include <gtest/gtest.h>
 
@@ -28,7 +28,7 @@ TEST(UnservedCalls, EverySystemCallOfTheHeadersWasClassified) {
   }
   ASSERT_GT(highest, 300) << "the header lists no system calls";
   EXPECT_LE(highest, kHighestClassified)
-      << "__NR_" << newest << " (" << highest << ") is newer than runtime/calls/unserved_calls.h";
+      << "__NR_" << newest << " (" << highest << ") is newer than runtime/names/unserved_calls.h";
 }
 
 TEST(UnservedCalls, EachCallOnceWithItsPathArguments) {
