@@ -12,6 +12,7 @@
 #include "base/raw_syscall.h"
 #include "base/syscall_numbers.h"
 #include "runtime/calls/handlers.h"
+#include "runtime/data/member_source.h"
 #include "runtime/data/member_io.h"
 #include "runtime/process/fd_table.h"
 #include "runtime/process/state.h"
@@ -121,13 +122,13 @@ HookResult OnMmap(const long a[6]) {
     // (the mapping's pages come straight from the blob: the member is checked first)
     if (const long rc = CheckRawMember(f->entry); rc < 0) return Handled(rc);
     MemberSource src;
-    if (const long rc = OpenSource(f->entry, &src, /*want_fd=*/true); rc < 0) return Handled(rc);
+    if (const long rc = MemberSource::Open(f->entry, /*want_fd=*/true, &src); rc < 0)
+      return Handled(rc);
     // Map the blob (or the agent's private copy) at the member's 4 KiB-aligned data; private
     // so nothing can write it. The mapping keeps a fetched copy alive after the close.
     const long flags = (a[3] & ~MAP_SHARED) | MAP_PRIVATE;
-    const long rc =
-        RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, src.fd, static_cast<long>(src.base) + a[5]);
-    CloseSource(src);
+    const long rc = RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, src.fd(),
+                                static_cast<long>(src.base()) + a[5]);
     if (static_cast<unsigned long>(rc) >= static_cast<unsigned long>(-4095)) return Handled(rc);
     if (const long err = MaskPastEnd(rc, a, f->entry, e.size); err < 0) {
       RawSyscall6(SYS_munmap, rc, a[1]);

@@ -12,64 +12,39 @@
 #include "meta/format.h"
 #include "runtime/data/member_io.h"
 #include "runtime/data/member_io_parts.h"
+#include "runtime/data/member_source.h"
 #include "runtime/process/state.h"
 
 namespace fanstore::runtime {
 
 using meta::ImageEntry;
 
-namespace {
-
-// Stored bytes [off, off + len) of the member behind `src`: a view of the node cache or of
-// the blob's mapping when they are there, else read into `buf` (len bytes). nullptr with
-// *err set when the read fails.
-const uint8_t* StoredBytes(State& s, const MemberSource& src, const ImageEntry& e, uint64_t off,
-                           size_t len, uint8_t* buf, long* err) {
-  if (src.bytes) return src.bytes + off;
-  if (src.pieced) {
-    const long n = ReadPieces(e, src.entry, off, len, buf);
-    if (n < 0) *err = n;
-    return n < 0 ? nullptr : buf;
-  }
-  if (!src.owned)
-    if (const uint8_t* v = ResidentView(s, e.partition, src.base + off, len, meta::kNoEntry))
-      return v;
-  const long n = PreadBlob(src.fd, buf, len, src.base + off);
-  if (n < 0) {
-    *err = n;
-    return nullptr;
-  }
-  return buf;
-}
-
-}  // namespace
-
 long LoadBlock(State& s, const MemberSource& src, const ImageEntry& e, uint64_t b, uint8_t* out) {
   auto damaged = [&](const char* why, uint64_t block) {
-    return SourceStill(src) ? Damaged(s, e, why, block) : kStale;
+    return src.Still() ? Damaged(s, e, why, block) : kStale;
   };
   long err = 0;
   uint8_t tail_buf[meta::kBlockTrailerBytes], entry_buf[meta::kBlockEntryBytes];
   if (e.stored_size < sizeof tail_buf)
     return damaged("damaged compressed data (block trailer)", kNoBlock);
   const uint8_t* tail =
-      StoredBytes(s, src, e, e.stored_size - sizeof tail_buf, sizeof tail_buf, tail_buf, &err);
+      src.ViewOrRead(e.stored_size - sizeof tail_buf, sizeof tail_buf, tail_buf, ViewRule::kAny, &err);
   if (!tail) return err;
   meta::BlockTrailer t;
   if (!meta::DecodeBlockTrailer(tail, e.size, e.stored_size, &t) || b >= t.count)
     return damaged("damaged compressed data (block trailer)", kNoBlock);
-  const uint8_t* at = StoredBytes(s, src, e, t.table_offset + b * meta::kBlockEntryBytes,
-                                  sizeof entry_buf, entry_buf, &err);
+  const uint8_t* at = src.ViewOrRead(t.table_offset + b * meta::kBlockEntryBytes, sizeof entry_buf,
+                              entry_buf, ViewRule::kAny, &err);
   if (!at) return err;
   meta::BlockEntry be;
   if (!meta::DecodeBlockEntry(at, t, &be)) return damaged("damaged block table entry", b);
   std::unique_ptr<uint8_t[]> copy;
-  const uint8_t* stored = src.bytes ? src.bytes + be.offset : nullptr;
+  const uint8_t* stored = src.View(be.offset, be.length, ViewRule::kAny);
   if (!stored) {
     copy.reset(new (std::nothrow) uint8_t[be.length]);
     if (!copy) return -ENOMEM;
-    stored = StoredBytes(s, src, e, be.offset, be.length, copy.get(), &err);
-    if (!stored) return err;
+    if (const long r = src.Read(be.offset, be.length, copy.get()); r < 0) return r;
+    stored = copy.get();
   }
   const size_t n = static_cast<size_t>(meta::BlockPlainBytes(e.size, b));
   if (InflateTimed({stored, be.length}, {out, n}) != 0)
@@ -90,15 +65,11 @@ long ReadBlocks(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
     } else {
       data = NewBuffer(meta::BlockPlainBytes(e.size, b));
       if (!data) return -ENOMEM;
-      long r = kStale;
-      for (int i = 0; r == kStale && i < kAttempts; ++i) {
-        MemberSource src;
-        if (const long rc = OpenSource(entry, &src, i == kAttempts - 1); rc < 0) return rc;
-        Closer closer{src};
-        r = LoadBlock(s, src, e, b, data->data());
-        if (!SourceStill(src)) r = kStale;
-      }
-      if (r < 0) return r == kStale ? -EIO : r;
+      const long r = WithSource(entry, [&](const MemberSource& src) {
+        const long got = LoadBlock(s, src, e, b, data->data());
+        return src.Still() ? got : kStale;
+      });
+      if (r < 0) return r;
       CachePut(CacheKey(entry, b), data);
     }
     const uint64_t in = pos - b * meta::kDeflateBlockBytes;

@@ -18,6 +18,7 @@
 #include "meta/blocks.h"
 #include "meta/format.h"
 #include "runtime/data/member_io_parts.h"
+#include "runtime/data/member_source.h"
 #include "runtime/data/remote.h"
 #include "runtime/data/verified.h"
 #include "runtime/process/state.h"
@@ -42,10 +43,6 @@ constexpr size_t kDirectRead = 64u << 10;
 
 }  // namespace
 
-bool SourceStill(const MemberSource& src) {
-  return !src.bytes || RemoteStill(src.entry, src.word);
-}
-
 long Damaged(const State& s, const ImageEntry& e, const char* why, uint64_t block) {
   g_io.errors.Add(1);
   const std::string where = s.ShownPartition(e.partition);
@@ -55,31 +52,6 @@ long Damaged(const State& s, const ImageEntry& e, const char* why, uint64_t bloc
   else
     intercept::Logger().error("{}: member '{}': {} in block {}", from, s.ns.path(e), why, block);
   return -EIO;
-}
-
-long ReadPieces(const ImageEntry& e, uint32_t entry, uint64_t off, size_t len, uint8_t* dst) {
-  size_t done = 0;
-  while (done < len) {
-    const uint64_t pos = off + done, p = pos / io::kPieceBytes, in = pos - io::PieceOffset(p);
-    const size_t take =
-        static_cast<size_t>(std::min<uint64_t>(len - done, io::PieceLength(e.stored_size, p) - in));
-    long r = kStale;
-    for (int i = 0; r == kStale && i < kAttempts; ++i) {
-      RemoteSource src;
-      if (const long rc = FetchRemotePiece(entry, p, i == kAttempts - 1, &src); rc < 0) return rc;
-      if (src.bytes) {
-        g_io.arena.Add(1);
-        std::memcpy(dst + done, src.bytes + in, take);
-        r = RemoteStill(RemotePieceKey(entry, p), src.word) ? static_cast<long>(take) : kStale;
-      } else {
-        r = PreadBlob(src.fd, dst + done, take, in);
-        base::RawSyscall6(SYS_close, src.fd);
-      }
-    }
-    if (r < 0) return r == kStale ? -EIO : r;
-    done += take;
-  }
-  return static_cast<long>(len);
 }
 
 long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out) {
@@ -94,39 +66,28 @@ long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out) {
 
 namespace {
 
-// The whole (uncompressed, verified) bytes of a member into `out`; kStale when node-cache
-// bytes were evicted while in use.
-long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
+// The whole (uncompressed, verified) bytes of a member from `src` into `out`; kStale when
+// arena bytes were evicted while in use.
+long LoadFrom(State& s, const MemberSource& src, uint32_t entry, uint8_t* out) {
   const ImageEntry& e = s.ns.entry(entry);
-  MemberSource src;
-  if (const long rc = OpenSource(entry, &src, want_fd); rc < 0) return rc;
-  Closer closer{src};
   if (e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
     for (uint64_t b = 0; b < meta::BlockCount(e.size); ++b)
       if (const long rc = LoadBlock(s, src, e, b, out + b * meta::kDeflateBlockBytes); rc < 0)
         return rc;
-    if (!SourceStill(src)) return kStale;
+    if (!src.Still()) return kStale;
     if (compress::Crc32c(0, out, e.size) != e.crc32c)
       return Damaged(s, e, "checksum mismatch (damaged data)");
     return static_cast<long>(e.size);
   }
-  const int fd = src.fd;
-  const uint8_t* view = src.bytes ? src.bytes
-                        : src.owned || src.pieced
-                            ? nullptr
-                            : ResidentView(s, e.partition, src.base, e.stored_size, entry);
+  const uint8_t* view = src.View(0, e.stored_size, ViewRule::kWhole);
   if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
-    long n;
-    if (view) {
+    long n = static_cast<long>(e.size);
+    if (view)
       std::memcpy(out, view, e.size);
-      n = static_cast<long>(e.size);
-    } else if (src.pieced) {
-      n = ReadPieces(e, entry, 0, e.size, out);
-    } else {
-      n = PreadBlob(fd, out, e.size, src.base);
-    }
+    else
+      n = src.Read(0, e.size, out);
     if (n < 0) return n;
-    if (!SourceStill(src)) return kStale;
+    if (!src.Still()) return kStale;
     if (!s.trust_raw && (s.verify_every_read || !IsVerified(entry))) {
       g_io.raw_checks.Add(1);
       if (compress::Crc32c(0, out, e.size) != e.crc32c)
@@ -135,18 +96,16 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
     }
     return n;
   }
-  // Compressed: inflated straight from the mapping when cached, else from a read copy.
+  // Compressed: inflated straight from the view when there is one, else from a read copy.
   std::unique_ptr<uint8_t[]> stored;
   if (!view) {
     stored.reset(new (std::nothrow) uint8_t[e.stored_size]);
     if (!stored) return -ENOMEM;
-    const long n = src.pieced ? ReadPieces(e, entry, 0, e.stored_size, stored.get())
-                              : PreadBlob(fd, stored.get(), e.stored_size, src.base);
-    if (n < 0) return n;
+    if (const long n = src.Read(0, e.stored_size, stored.get()); n < 0) return n;
     view = stored.get();
   }
   const long rc = InflateTimed({view, e.stored_size}, {out, e.size});
-  if (!SourceStill(src)) return kStale;
+  if (!src.Still()) return kStale;
   if (rc != 0) return Damaged(s, e, "damaged compressed data");
   if (compress::Crc32c(0, out, e.size) != e.crc32c)
     return Damaged(s, e, "checksum mismatch (damaged data)");
@@ -154,79 +113,26 @@ long LoadOnce(State& s, uint32_t entry, uint8_t* out, bool want_fd) {
 }
 
 long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
-  long rc = kStale;
-  for (int i = 0; rc == kStale && i < kAttempts; ++i)
-    rc = LoadOnce(s, entry, out, i == kAttempts - 1);
-  return rc == kStale ? -EIO : rc;
+  return WithSource(entry, [&](const MemberSource& src) { return LoadFrom(s, src, entry, out); });
 }
 
 // Bytes [off, off + n) of a large raw member, read directly.
-long ReadRange(State& s, uint32_t entry, uint64_t off, void* dst, size_t n) {
-  const ImageEntry& e = s.ns.entry(entry);
-  long r = kStale;
-  for (int i = 0; r == kStale && i < kAttempts; ++i) {
-    MemberSource src;
-    if (const long rc = OpenSource(entry, &src, i == kAttempts - 1); rc < 0) return rc;
-    Closer closer{src};
-    // (a short range of a blob that needs the page check: the region rule above; a staged
-    // one, or a long range: the mapping when cached)
-    const bool blob = !src.bytes && !src.owned && !src.pieced && s.mapped_reads;
-    uint64_t blob_size = 0;
-    bool resident = false;
-    const bool region_rule =
-        blob && n <= kRegionRuleMax && s.BlobMap(e.partition, &blob_size, &resident) && !resident;
-    const bool before = region_rule && RegionsReadBefore(e.partition, src.base + off, n);
-    const uint8_t* view = nullptr;
-    if (src.bytes)
-      view = src.bytes + off;
-    else if (blob && (!region_rule || before))
-      view = ResidentView(s, e.partition, src.base + off, n, meta::kNoEntry, before);
-    if (view) {
-      std::memcpy(dst, view, n);
-      r = SourceStill(src) ? static_cast<long>(n) : kStale;
-    } else if (src.pieced) {
-      r = ReadPieces(e, entry, off, n, static_cast<uint8_t*>(dst));
-    } else {
-      r = PreadBlob(src.fd, dst, n, src.base + off);
+long ReadRange(uint32_t entry, uint64_t off, void* dst, size_t n) {
+  auto* to = static_cast<uint8_t*>(dst);
+  return WithSource(entry, [&](const MemberSource& src) {
+    if (const uint8_t* view = src.View(off, n, ViewRule::kRange)) {
+      std::memcpy(to, view, n);
+      return src.Still() ? static_cast<long>(n) : kStale;
     }
-  }
-  return r == kStale ? -EIO : r;
+    return src.Read(off, n, to);
+  });
 }
 
 }  // namespace
 
-long OpenSource(uint32_t entry, MemberSource* out, bool want_fd) {
-  State& s = *Get();
-  const ImageEntry& e = s.ns.entry(entry);
-  if (!s.parts[e.partition].empty()) {
-    const int fd = s.BlobFd(e.partition);
-    if (fd < 0) return fd;
-    *out = MemberSource{fd, e.data_offset, false};
-    return 0;
-  }
-  g_io.remote.Add(1);
-  if (!want_fd && RemotePieced(entry)) {  // fetched by the piece as it is read
-    *out = MemberSource{-1, 0, false, nullptr, 0, entry, true};
-    return 0;
-  }
-  RemoteSource r;
-  if (const long rc = FetchRemote(entry, want_fd, &r); rc < 0) return rc;
-  if (r.bytes) {
-    g_io.arena.Add(1);
-    *out = MemberSource{-1, 0, false, r.bytes, r.word, entry};
-  } else {
-    *out = MemberSource{r.fd, 0, true, nullptr, 0, entry};
-  }
-  return 0;
-}
-
 bool FetchedByPiece(uint32_t entry) {
   State& s = *Get();
-  return s.parts[s.ns.entry(entry).partition].empty() && RemotePieced(entry);
-}
-
-void CloseSource(const MemberSource& src) {
-  if (src.owned && src.fd >= 0) base::RawSyscall6(SYS_close, src.fd);
+  return s.parts[s.ns.entry(entry).partition].empty() && Remote().pieced(entry);
 }
 
 ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
@@ -252,7 +158,7 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
       e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
     // a raw member's long range, or a large one's: read directly; a block-deflated
     // member: its blocks
-    const long r = raw ? ReadRange(s, entry, off, dst, n) : ReadBlocks(s, entry, off, dst, n);
+    const long r = raw ? ReadRange(entry, off, dst, n) : ReadBlocks(s, entry, off, dst, n);
     if (r > 0) g_io.bytes.Add(static_cast<uint64_t>(r));
     return r;
   }
@@ -283,7 +189,7 @@ long CheckRawMember(uint32_t entry) {
   uint32_t crc = 0;
   for (uint64_t off = 0; off < e.size;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(e.size - off, kSlice));
-    const long r = ReadRange(s, entry, off, buf->data(), n);
+    const long r = ReadRange(entry, off, buf->data(), n);
     if (r < 0) return r;
     if (static_cast<size_t>(r) != n) return Damaged(s, e, "member shorter than packed");
     crc = compress::Crc32c(crc, buf->data(), n);

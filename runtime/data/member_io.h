@@ -24,22 +24,6 @@ namespace fanstore::runtime {
 // number of bytes (0 at or past the end) or a negative errno.
 ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len);
 
-// Where a member's stored bytes are: its partition blob at the member's offset; for a
-// member only other nodes hold, the node cache arena (`bytes`, valid while SourceStill
-// says so) or a private file from the agent at offset 0 (`owned`: CloseSource closes it);
-// for a large one (io/pieces.h), nothing yet (`pieced`: its bytes are fetched by the piece
-// as they are read).
-struct MemberSource {
-  int fd = -1;
-  uint64_t base = 0;
-  bool owned = false;
-  const uint8_t* bytes = nullptr;
-  uint64_t word = 0;
-  uint32_t entry = 0;
-  bool pieced = false;
-};
-// 0 or a negative errno. `want_fd`: a descriptor even for a member in the node cache.
-long OpenSource(uint32_t entry, MemberSource* out, bool want_fd = false);
 // A member other nodes hold that is read by the piece (io/pieces.h): a descriptor of all
 // of it is best made here from its pieces, not fetched whole.
 bool FetchedByPiece(uint32_t entry);
@@ -48,7 +32,6 @@ bool FetchedByPiece(uint32_t entry);
 // mapping): the node's other processes map the same pages instead of each holding a copy.
 // A negative errno when there is no node cache or no room for it.
 long SharedCopyOf(uint32_t entry);
-void CloseSource(const MemberSource& src);
 
 // Checks raw member `entry` against its CRC32C, reading it whole, unless this node did so
 // before (runtime/data/verified.h): 0, or -EIO (logged and counted) when it is damaged, or

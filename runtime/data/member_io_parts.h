@@ -79,24 +79,9 @@ void CachePut(uint64_t key, std::shared_ptr<Bytes> bytes);
 std::shared_ptr<Bytes> NewBuffer(uint64_t n);
 
 // member_io.cc: what the loaders share.
-// A read whose node-cache bytes were evicted while it used them: it is made again, up to
-// kAttempts times (the last one asks the agent for a private copy).
-inline constexpr long kStale = -ESTALE;
-inline constexpr int kAttempts = 4;
 inline constexpr uint64_t kNoBlock = ~uint64_t{0};
-// Whether the node-cache bytes `src` read from are still the member's (always, for others).
-bool SourceStill(const MemberSource& src);
 // Counts and logs damage of member `e` (in `block`, if given) on this rank; returns -EIO.
 long Damaged(const State& s, const meta::ImageEntry& e, const char* why, uint64_t block = kNoBlock);
-// Closes `s` when the scope ends.
-struct Closer {
-  const MemberSource& s;
-  ~Closer() { CloseSource(s); }
-};
-// Stored bytes [off, off + len) of a pieced remote member into `dst`: each piece they touch
-// from the node cache, or fetched into it by the agent (a piece evicted while it was copied
-// is copied again; the last attempt asks for a private copy). len or a negative errno.
-long ReadPieces(const meta::ImageEntry& e, uint32_t entry, uint64_t off, size_t len, uint8_t* dst);
 // Inflates `in` into exactly `out`, counted in SnapshotIoStats; 0 or an error code.
 long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out);
 
@@ -104,6 +89,7 @@ long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out);
 // Block b of a block-deflated member, inflated and checked, into `out` (BlockPlainBytes
 // long). Reads the trailer and b's table entry, then b's stream only. kStale, and no damage
 // logged, when node-cache bytes were evicted while in use.
+class MemberSource;
 long LoadBlock(State& s, const MemberSource& src, const meta::ImageEntry& e, uint64_t b,
                uint8_t* out);
 // Bytes [off, off + n) of a block-deflated member: each block they touch is inflated once

@@ -29,31 +29,19 @@ static void OpenAfter(int i) {
   if (fd >= 0) close(fd);
 }
 
-static void BlockIfAsked(void) {
-  const char* b = getenv("CTOR_THREADS_BLOCK");
-  if (b && strcmp(b, "1") == 0) {
-    sigset_t all;
-    sigfillset(&all);
-    pthread_sigmask(SIG_BLOCK, &all, NULL);
-  }
-}
-
 static void* Spin(void* arg) {
-  BlockIfAsked();
   while (!atomic_load(&stop)) getpid();
   OpenAfter((int)(long)arg);
   return NULL;
 }
 
 static void* Read(void* arg) {
-  BlockIfAsked();
   read_result = read(pipe_fds[0], &read_byte, 1);
   OpenAfter((int)(long)arg);
   return NULL;
 }
 
 static void* Sleep(void* arg) {
-  BlockIfAsked();
   while (!atomic_load(&stop)) {
     struct timespec t = {0, 1000000};
     nanosleep(&t, NULL);
@@ -64,10 +52,16 @@ static void* Sleep(void* arg) {
 
 __attribute__((constructor)) static void StartThreads(void) {
   if (pipe(pipe_fds) != 0) abort();
+  /* A new thread starts with its creator's mask: blocked from its first instruction. */
+  const char* b = getenv("CTOR_THREADS_BLOCK");
+  sigset_t all, old;
+  sigfillset(&all);
+  if (b && strcmp(b, "1") == 0) pthread_sigmask(SIG_BLOCK, &all, &old);
   for (long i = 0; i < kThreads; ++i) {
     void* (*fn)(void*) = i < kSpinners ? Spin : i == kSpinners ? Read : Sleep;
     if (pthread_create(&threads[i], NULL, fn, (void*)i) != 0) abort();
   }
+  if (b && strcmp(b, "1") == 0) pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
 /* Stops the threads; writes "read=<n><byte> opens=<errno names>" into out. */
