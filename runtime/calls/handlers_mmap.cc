@@ -12,8 +12,8 @@
 #include "base/raw_syscall.h"
 #include "base/syscall_numbers.h"
 #include "runtime/calls/handlers.h"
-#include "runtime/data/member_source.h"
 #include "runtime/data/member_io.h"
+#include "runtime/data/member_source.h"
 #include "runtime/process/fd_table.h"
 #include "runtime/process/state.h"
 

@@ -27,14 +27,14 @@ long LoadBlock(State& s, const MemberSource& src, const ImageEntry& e, uint64_t 
   uint8_t tail_buf[meta::kBlockTrailerBytes], entry_buf[meta::kBlockEntryBytes];
   if (e.stored_size < sizeof tail_buf)
     return damaged("damaged compressed data (block trailer)", kNoBlock);
-  const uint8_t* tail =
-      src.ViewOrRead(e.stored_size - sizeof tail_buf, sizeof tail_buf, tail_buf, ViewRule::kAny, &err);
+  const uint8_t* tail = src.ViewOrRead(e.stored_size - sizeof tail_buf, sizeof tail_buf, tail_buf,
+                                       ViewRule::kAny, &err);
   if (!tail) return err;
   meta::BlockTrailer t;
   if (!meta::DecodeBlockTrailer(tail, e.size, e.stored_size, &t) || b >= t.count)
     return damaged("damaged compressed data (block trailer)", kNoBlock);
   const uint8_t* at = src.ViewOrRead(t.table_offset + b * meta::kBlockEntryBytes, sizeof entry_buf,
-                              entry_buf, ViewRule::kAny, &err);
+                                     entry_buf, ViewRule::kAny, &err);
   if (!at) return err;
   meta::BlockEntry be;
   if (!meta::DecodeBlockEntry(at, t, &be)) return damaged("damaged block table entry", b);

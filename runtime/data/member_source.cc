@@ -169,7 +169,7 @@ long MemberSource::Read(uint64_t off, size_t n, uint8_t* dst) const {
 }
 
 const uint8_t* MemberSource::ViewOrRead(uint64_t off, size_t n, uint8_t* buf, ViewRule rule,
-                                 long* err) const {
+                                        long* err) const {
   if (const uint8_t* v = View(off, n, rule)) return v;
   const long r = Read(off, n, buf);
   if (r < 0) {

@@ -34,8 +34,8 @@ inline constexpr int kAttempts = 4;
 // The node agent's client calls the remote kinds make (remote.h's by default).
 struct RemoteCalls {
   long (*fetch)(uint32_t entry, bool want_fd, RemoteSource* out) = FetchRemote;
-  long (*fetch_piece)(uint32_t entry, uint64_t p, bool want_fd, RemoteSource* out) =
-      FetchRemotePiece;
+  long (*fetch_piece)(uint32_t entry, uint64_t p, bool want_fd,
+                      RemoteSource* out) = FetchRemotePiece;
   uint32_t (*piece_key)(uint32_t entry, uint64_t p) = RemotePieceKey;
   bool (*still)(uint32_t key, uint64_t word) = RemoteStill;
   bool (*pieced)(uint32_t entry) = RemotePieced;
@@ -91,7 +91,7 @@ class MemberSource {
  private:
   Kind kind_ = Kind::kNone;
   int fd_ = -1;
-  uint64_t base_ = 0;        // kBlob: the member's offset in the blob; kPieces: stored size
+  uint64_t base_ = 0;  // kBlob: the member's offset in the blob; kPieces: stored size
   const uint8_t* bytes_ = nullptr;
   uint64_t word_ = 0;
   uint32_t partition_ = 0;
