@@ -175,10 +175,10 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
     if (k >= 0) SetNativeDir(k, OpensDirectory(nr, a) && !intercept::t_clone_child);
     return {k, kAnswered};
   }
-  if (Wants(nr, a)) return {0, kToHook};
+  const int at = Classify(nr, a);
+  if (at == kWanted) return {0, kToHook};
   // A call runtime/paths/skeleton.h covers is made here, so that an answer from the mount point's
   // skeleton (a path through a symlink the runtime does not know) goes to the hook.
-  const int at = SkeletonPathArg(nr);
   if (g_prefilter.skeleton_dev == 0 || at < 0) return {0, kToKernel};
   const char* path = reinterpret_cast<const char*>(a[at]);
   if (UnderLearned(path)) return {0, kToHook};

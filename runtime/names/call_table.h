@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "base/syscall_numbers.h"
+#include "runtime/names/call_args.h"
 #include "runtime/names/unserved_calls.h"
 
 namespace fanstore::runtime {
@@ -49,27 +50,6 @@ enum CallFlag : uint16_t {
   kRemoves = 1 << 13,   // removes its first path (the mount is checked before the name)
   kUnserved = 1 << 14,  // unserved_calls.h: EROFS on dataset paths
 };
-
-struct PathArgs {
-  int8_t dirfd[2] = {-1, -1};  // -1: AT_FDCWD
-  int8_t path[2] = {-1, -1};   // -1: no such pair
-};
-inline constexpr PathArgs kNoPath{};
-constexpr PathArgs Path(int p) {
-  return {{-1, -1}, {static_cast<int8_t>(p), -1}};
-}
-constexpr PathArgs PathAt(int d, int p) {
-  return {{static_cast<int8_t>(d), -1}, {static_cast<int8_t>(p), -1}};
-}
-constexpr PathArgs Paths(PathArgs x, PathArgs y) {
-  return {{x.dirfd[0], y.dirfd[0]}, {x.path[0], y.path[0]}};
-}
-constexpr uint8_t Fd(int i) {
-  return static_cast<uint8_t>(1u << i);
-}
-constexpr uint8_t Fd(int i, int j) {
-  return static_cast<uint8_t>(Fd(i) | Fd(j));
-}
 
 struct CallRow {
   uint8_t fds = 0;
@@ -184,6 +164,11 @@ constexpr int FlagsArgOf(long nr) {
   return nr == SYS_fchownat ? 4 : nr == SYS_utimensat ? 3 : -1;
 }
 
+// An unserved call's row: its paths, refused on dataset paths, and any virtual dirfd.
+constexpr CallRow UnservedRow(PathArgs paths) {
+  return CallRow{0, -1, paths, static_cast<uint16_t>(kListed | kUnserved | kDirfdItself)};
+}
+
 inline constexpr int kCallRowsN = 512;  // the highest number + 1 (intercept::kMaxSyscallNr)
 
 constexpr std::array<CallRow, kCallRowsN> MakeCallRows() {
@@ -193,14 +178,9 @@ constexpr std::array<CallRow, kCallRowsN> MakeCallRows() {
                      static_cast<uint16_t>(kListed | (flags))};
   FANSTORE_SERVED_CALLS(FANSTORE_CALL_ROW)
 #undef FANSTORE_CALL_ROW
-  for (const UnservedCall& c : kUnservedCalls) {
-    CallRow& r = rows[c.nr];
-    for (int k = 0; k < 2; ++k) {
-      r.paths.dirfd[k] = static_cast<int8_t>(c.dirfd[k]);
-      r.paths.path[k] = static_cast<int8_t>(c.path[k]);
-    }
-    r.flags = kListed | kUnserved | kDirfdItself;
-  }
+#define FANSTORE_UNSERVED_ROW(nr, name, paths) rows[nr] = UnservedRow(paths);
+  FANSTORE_UNSERVED_CALLS(FANSTORE_UNSERVED_ROW)
+#undef FANSTORE_UNSERVED_ROW
   return rows;
 }
 inline constexpr std::array<CallRow, kCallRowsN> kCallRows = MakeCallRows();

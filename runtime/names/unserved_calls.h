@@ -10,6 +10,8 @@
 // Thread-safety: constant data.
 #pragma once
 
+#include "runtime/names/call_args.h"
+
 namespace fanstore::runtime {
 
 // Numbers newer than some kernel headers in use (Debian 12's end at 450).
@@ -19,39 +21,50 @@ inline constexpr long kNrOpenTree = 428, kNrMoveMount = 429, kNrFspick = 433, kN
                       kNrFileGetattr = 468, kNrFileSetattr = 469;
 inline constexpr long kHighestClassified = 469;
 
-// One call's path arguments: up to two (dirfd, path) pairs; a dirfd of -1 means AT_FDCWD.
+// One row per call: X(number, name, paths), paths as runtime/names/call_args.h writes them.
+// clang-format off
+#define FANSTORE_UNSERVED_CALLS(X)                                          \
+  X(134, uselib, Path(0))                                                   \
+  X(155, pivot_root, Paths(Path(0), Path(1)))                               \
+  X(161, chroot, Path(0))                                                   \
+  X(163, acct, Path(0))                                                     \
+  X(165, mount, Path(1)) /* the target; the source may be no path at all */ \
+  X(166, umount2, Path(0))                                                  \
+  X(167, swapon, Path(0))                                                   \
+  X(168, swapoff, Path(0))                                                  \
+  X(179, quotactl, Path(1))                                                 \
+  X(254, inotify_add_watch, Path(1))                                        \
+  X(301, fanotify_mark, PathAt(3, 4))                                       \
+  X(303, name_to_handle_at, PathAt(0, 1))                                   \
+  X(kNrOpenTree, open_tree, PathAt(0, 1))                                   \
+  X(kNrMoveMount, move_mount, Paths(PathAt(0, 1), PathAt(2, 3)))            \
+  X(kNrFspick, fspick, PathAt(0, 1))                                        \
+  X(kNrMountSetattr, mount_setattr, PathAt(0, 1))                           \
+  X(kNrFchmodat2, fchmodat2, PathAt(0, 1))                                  \
+  X(kNrSetxattrat, setxattrat, PathAt(0, 1))                                \
+  X(kNrGetxattrat, getxattrat, PathAt(0, 1))                                \
+  X(kNrListxattrat, listxattrat, PathAt(0, 1))                              \
+  X(kNrRemovexattrat, removexattrat, PathAt(0, 1))                          \
+  X(kNrOpenTreeAttr, open_tree_attr, PathAt(0, 1))                          \
+  X(kNrFileGetattr, file_getattr, PathAt(0, 1))                             \
+  X(kNrFileSetattr, file_setattr, PathAt(0, 1))
+// clang-format on
+
+// The list as data (for the handler and the tests): up to two (dirfd, path) pairs; a
+// dirfd of -1 means AT_FDCWD, a path of -1 no second pair.
 struct UnservedCall {
   long nr;
   const char* name;
   int dirfd[2];
-  int path[2];  // -1: no second path
+  int path[2];
 };
-
+constexpr UnservedCall Unserved(long nr, const char* name, PathArgs p) {
+  return {nr, name, {p.dirfd[0], p.dirfd[1]}, {p.path[0], p.path[1]}};
+}
 inline constexpr UnservedCall kUnservedCalls[] = {
-    {134, "uselib", {-1, -1}, {0, -1}},
-    {155, "pivot_root", {-1, -1}, {0, 1}},
-    {161, "chroot", {-1, -1}, {0, -1}},
-    {163, "acct", {-1, -1}, {0, -1}},
-    {165, "mount", {-1, -1}, {1, -1}},  // (the target; the source may be no path at all)
-    {166, "umount2", {-1, -1}, {0, -1}},
-    {167, "swapon", {-1, -1}, {0, -1}},
-    {168, "swapoff", {-1, -1}, {0, -1}},
-    {179, "quotactl", {-1, -1}, {1, -1}},
-    {254, "inotify_add_watch", {-1, -1}, {1, -1}},
-    {301, "fanotify_mark", {3, -1}, {4, -1}},
-    {303, "name_to_handle_at", {0, -1}, {1, -1}},
-    {kNrOpenTree, "open_tree", {0, -1}, {1, -1}},
-    {kNrMoveMount, "move_mount", {0, 2}, {1, 3}},
-    {kNrFspick, "fspick", {0, -1}, {1, -1}},
-    {kNrMountSetattr, "mount_setattr", {0, -1}, {1, -1}},
-    {kNrFchmodat2, "fchmodat2", {0, -1}, {1, -1}},
-    {kNrSetxattrat, "setxattrat", {0, -1}, {1, -1}},
-    {kNrGetxattrat, "getxattrat", {0, -1}, {1, -1}},
-    {kNrListxattrat, "listxattrat", {0, -1}, {1, -1}},
-    {kNrRemovexattrat, "removexattrat", {0, -1}, {1, -1}},
-    {kNrOpenTreeAttr, "open_tree_attr", {0, -1}, {1, -1}},
-    {kNrFileGetattr, "file_getattr", {0, -1}, {1, -1}},
-    {kNrFileSetattr, "file_setattr", {0, -1}, {1, -1}},
+#define FANSTORE_UNSERVED_ENTRY(nr, name, paths) Unserved(nr, #name, paths),
+    FANSTORE_UNSERVED_CALLS(FANSTORE_UNSERVED_ENTRY)
+#undef FANSTORE_UNSERVED_ENTRY
 };
 
 }  // namespace fanstore::runtime

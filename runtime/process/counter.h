@@ -14,7 +14,9 @@ namespace fanstore::runtime {
 
 class ShardedCounter {
  public:
-  void Add(uint64_t n = 1) noexcept { shards_[Shard()].v.fetch_add(n, std::memory_order_relaxed); }
+  [[gnu::always_inline]] void Add(uint64_t n = 1) noexcept {
+    shards_[Shard()].v.fetch_add(n, std::memory_order_relaxed);
+  }
   uint64_t Load() const noexcept {
     uint64_t sum = 0;
     for (const Shard_& s : shards_) sum += s.v.load(std::memory_order_relaxed);
