@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -13,8 +14,27 @@
 namespace fanstore::cli {
 
 void Error(std::string_view tool, std::string_view message) {
-  std::fprintf(stderr, "%.*s: %.*s\n", static_cast<int>(tool.size()), tool.data(),
-               static_cast<int>(message.size()), message.data());
+  Say("%.*s: %.*s\n", static_cast<int>(tool.size()), tool.data(), static_cast<int>(message.size()),
+      message.data());
+}
+
+void Say(const char* format, ...) {
+  std::va_list args;
+  va_start(args, format);
+  std::va_list again;
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string line(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0) std::vsnprintf(line.data(), line.size() + 1, format, again);
+  va_end(again);
+  std::fflush(stderr);  // (anything written to the stream before, first)
+  for (size_t done = 0; done < line.size();) {
+    const ssize_t w = ::write(STDERR_FILENO, line.data() + done, line.size() - done);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return;
+    done += static_cast<size_t>(w);
+  }
 }
 
 std::string HumanBytes(double b) {

@@ -20,6 +20,10 @@ inline constexpr int kExitUsage = 2;
 
 // Prints "tool: message" on stderr.
 void Error(std::string_view tool, std::string_view message);
+// Prints a formatted line on stderr with one write(2): the ranks of a job share the
+// launcher's stderr, and glibc writes an unbuffered stream's printf in 128-byte pieces,
+// which other ranks' lines could fall between.
+void Say(const char* format, ...) __attribute__((format(printf, 1, 2)));
 std::string HumanBytes(double bytes);        // "1.5 GiB"
 std::string ModeString(uint32_t mode);       // "drwxr-xr-x"
 std::string TimeString(int64_t mtime_ns);    // "2024-05-01 12:00:00.123456789 +0000"

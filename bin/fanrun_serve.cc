@@ -119,9 +119,8 @@ int Serve(NodeOptions& opt) {
   if (Status s = node.Setup(opt, cli::LaunchedByMpi()); !s.ok()) return Fail(s.message());
   node.StartStaging();
   if (node.rank() == 0)
-    std::fprintf(stderr,
-                 "fanrun: serving job %s at %s; run programs with: fanrun attach --job %s -- CMD\n",
-                 node.job().c_str(), node.mount().c_str(), node.job().c_str());
+    cli::Say("fanrun: serving job %s at %s; run programs with: fanrun attach --job %s -- CMD\n",
+             node.job().c_str(), node.mount().c_str(), node.job().c_str());
   g_serving = &node;
   struct sigaction sa {};
   sa.sa_handler = StopServing;

@@ -110,16 +110,16 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   }
   if (overlap && st.ok()) staging_from_ = rank_dir_ + "/data";
   if (st.ok() && !s->in_place.empty())
-    std::fprintf(stderr,
-                 "fanrun: %sno room in %s for %zu of this node's partitions (%s): read in "
-                 "place from DATA instead (%s)\n",
-                 s->where.c_str(), in.local_where.c_str(), s->in_place.size(),
-                 cli::HumanBytes(static_cast<double>(in_place_bytes)).c_str(), room_error.c_str());
+    cli::Say(
+        "fanrun: %sno room in %s for %zu of this node's partitions (%s): read in "
+        "place from DATA instead (%s)\n",
+        s->where.c_str(), in.local_where.c_str(), s->in_place.size(),
+        cli::HumanBytes(static_cast<double>(in_place_bytes)).c_str(), room_error.c_str());
   // Said once per node, as the job starts: what happens to DATA's bytes, and why.
   if (st.ok() && !std::getenv(fanstore::env::kQuiet) && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type)))
-    std::fprintf(
-        stderr, "fanrun: %s (%s)\n",
+    cli::Say(
+        "fanrun: %s (%s)\n",
         overlap
             ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " of DATA to " +
                local_dir_ + " while the command runs; reads go to DATA until then")
@@ -173,8 +173,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     st = agent_->OpenStorage(key_count, fetchable);
     if (st.ok()) {
       cache_dir_ = rank_dir_ + "/cache";
-      std::fprintf(stderr, "fanrun: %snode cache: %s; it is kept under /dev/shm instead\n",
-                   s->where.c_str(), first.c_str());
+      cli::Say("fanrun: %snode cache: %s; it is kept under /dev/shm instead\n", s->where.c_str(),
+               first.c_str());
     }
   }
 }
@@ -216,8 +216,8 @@ void Node::StartCopier(const meta::Manifest& manifest) {
       auto r = io::StagePartition(c.src, c.dst, manifest, c.partition, &cancel_copy_);
       if (cancel_copy_.load()) return;
       if (!r.ok()) {
-        std::fprintf(stderr, "fanrun: staging stopped, the rest is read in place from DATA: %s\n",
-                     r.status().message().c_str());
+        cli::Say("fanrun: staging stopped, the rest is read in place from DATA: %s\n",
+                 r.status().message().c_str());
         return;
       }
       bytes += r->bytes;
@@ -226,9 +226,9 @@ void Node::StartCopier(const meta::Manifest& manifest) {
     ::unlink((rank_dir_ + "/staging-from").c_str());
     const double secs = Since(t0);
     if (!std::getenv(fanstore::env::kQuiet))
-      std::fprintf(stderr, "fanrun: staged %s in %.2f s (%.0f MB/s); reads now go to %s\n",
-                   cli::HumanBytes(static_cast<double>(bytes)).c_str(), secs,
-                   secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0, local_dir_.c_str());
+      cli::Say("fanrun: staged %s in %.2f s (%.0f MB/s); reads now go to %s\n",
+               cli::HumanBytes(static_cast<double>(bytes)).c_str(), secs,
+               secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0, local_dir_.c_str());
   });
 }
 
