@@ -168,7 +168,7 @@ FANSTORE_HOT_TEXT intercept::PrefilterResult RuntimePrefilter(long nr, const lon
   // find's and du's openat(dirfd, name, O_NOFOLLOW) below a directory checked before: the
   // kernel's answer stands whatever it is (ENOENT and EACCES are that directory's, and a
   // directory opened is none of the skeleton's), so it is made here at once, to mark the
-  // fd. Wants and the rules below would decide the same, after two more scans of the name.
+  // fd. Classify and the rules below would decide the same, after two more scans of the name.
   if (nr == SYS_openat && (a[2] & O_NOFOLLOW) && g_prefilter.skeleton_dev != 0 && a[1] &&
       NameBelowNativeDir(a[0], reinterpret_cast<const char*>(a[1]))) {
     const long k = base::RawSyscall6(nr, a[0], a[1], a[2], a[3]);

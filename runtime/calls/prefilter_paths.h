@@ -241,7 +241,7 @@ FANSTORE_HOT_TEXT bool NameBelowNativeDir(long dirfd, const char* p) {
 // spelling was learned, whose parent was found native before; one name, none of the mount
 // point's, below a directory fd known native; or the empty path of an fd that is not
 // virtual (fstat; dirfd AT_FDCWD for stat and lstat, where a relative path is the cwd's).
-// For these Wants, UnderLearned, KernelsAlone and prefilter.cc's known-parent rule give
+// For these Classify, UnderLearned, KernelsAlone and prefilter.cc's known-parent rule give
 // the same answer, after three to four scans of p: PATH lookups, Python's imports, find's
 // and du's stat of every name and fstat of every directory.
 FANSTORE_HOT_TEXT bool PlainNativeStat(long dirfd, const char* p) {

@@ -27,7 +27,7 @@ template <unsigned F, int D, int P>
 }
 
 // Whether a call with row R is the runtime's. R is a template argument, so each case of
-// Wants compiles to the few checks its row asks for, with no load of the table (a page
+// Classify compiles to the few checks its row asks for, with no load of the table (a page
 // more to touch after every system call, which a VM pays in TLB refills).
 template <CallRow R>
 [[gnu::always_inline]] inline int WantsOf(const long a[6]) noexcept {
