@@ -44,38 +44,16 @@ long MemberSource::Open(uint32_t entry, bool want_fd, MemberSource* out) {
 }
 
 MemberSource MemberSource::Blob(int fd, uint64_t base, uint32_t partition, uint32_t entry) {
-  MemberSource m;
-  m.kind_ = Kind::kBlob;
-  m.fd_ = fd;
-  m.base_ = base;
-  m.partition_ = partition;
-  m.entry_ = entry;
-  return m;
+  return {Kind::kBlob, fd, base, nullptr, 0, partition, entry};
 }
-
 MemberSource MemberSource::Arena(const uint8_t* bytes, uint64_t word, uint32_t entry) {
-  MemberSource m;
-  m.kind_ = Kind::kArena;
-  m.bytes_ = bytes;
-  m.word_ = word;
-  m.entry_ = entry;
-  return m;
+  return {Kind::kArena, -1, 0, bytes, word, 0, entry};
 }
-
 MemberSource MemberSource::File(int fd, uint32_t entry) {
-  MemberSource m;
-  m.kind_ = Kind::kFile;
-  m.fd_ = fd;
-  m.entry_ = entry;
-  return m;
+  return {Kind::kFile, fd, 0, nullptr, 0, 0, entry};
 }
-
 MemberSource MemberSource::Pieces(uint32_t entry, uint64_t stored_size) {
-  MemberSource m;
-  m.kind_ = Kind::kPieces;
-  m.base_ = stored_size;
-  m.entry_ = entry;
-  return m;
+  return {Kind::kPieces, -1, stored_size, nullptr, 0, 0, entry};
 }
 
 MemberSource& MemberSource::operator=(MemberSource&& o) noexcept {

@@ -89,6 +89,16 @@ class MemberSource {
   bool Still() const;
 
  private:
+  MemberSource(Kind kind, int fd, uint64_t base, const uint8_t* bytes, uint64_t word,
+               uint32_t partition, uint32_t entry)
+      : kind_(kind),
+        fd_(fd),
+        base_(base),
+        bytes_(bytes),
+        word_(word),
+        partition_(partition),
+        entry_(entry) {}
+
   Kind kind_ = Kind::kNone;
   int fd_ = -1;
   uint64_t base_ = 0;  // kBlob: the member's offset in the blob; kPieces: stored size

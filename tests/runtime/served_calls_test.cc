@@ -1,7 +1,7 @@
 // The served calls (runtime/calls/served_calls.h, which the hook routes) and the prefilter
-// (runtime/calls/prefilter_wants.h Classify, which decides what reaches the hook) are written apart:
-// every served or refused call, given a dataset path or a virtual fd where it takes one, must not
-// go straight to the kernel, and given a native path or fd, it must. The table below says
+// (runtime/calls/prefilter_wants.h Classify, which decides what reaches the hook) are written
+// apart: every served or refused call, given a dataset path or a virtual fd where it takes one,
+// must not go straight to the kernel, and given a native path or fd, it must. The table below says
 // where each call takes its path or fd; a call added to served_calls.h without a row here
 // fails until it has one.
 #include "runtime/calls/served_calls.h"
