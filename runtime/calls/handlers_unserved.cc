@@ -5,7 +5,7 @@
 #include <cerrno>
 
 #include "runtime/calls/handlers.h"
-#include "runtime/names/unserved_calls.h"
+#include "runtime/names/call_table.h"
 #include "runtime/paths/resolve.h"
 
 namespace fanstore::runtime {
@@ -28,13 +28,12 @@ bool InDataset(long dirfd, const char* path) {
 }  // namespace
 
 HookResult OnUnserved(long nr, const long a[6]) {
-  for (const UnservedCall& c : kUnservedCalls) {
-    if (c.nr != nr) continue;
-    for (int k = 0; k < 2 && c.path[k] >= 0; ++k) {
-      const long dirfd = c.dirfd[k] >= 0 ? a[c.dirfd[k]] : AT_FDCWD;
-      if (InDataset(dirfd, reinterpret_cast<const char*>(a[c.path[k]]))) return Handled(-EROFS);
-    }
-    break;
+  const CallRow& row = RowOf(nr);  // its (dirfd, path) pairs, runtime/names/call_table.h
+  for (int k = 0; k < 2 && row.paths.path[k] >= 0; ++k) {
+    const int d = row.paths.dirfd[k];
+    const long dirfd = d >= 0 ? a[d] : AT_FDCWD;
+    if (InDataset(dirfd, reinterpret_cast<const char*>(a[row.paths.path[k]])))
+      return Handled(-EROFS);
   }
   return kPassToKernel;
 }
