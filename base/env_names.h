@@ -78,8 +78,9 @@ inline constexpr char kLocalRank[] = "FANSTORE_LOCAL_RANK";
 inline constexpr char kQuiet[] = "FANSTORE_QUIET";
 // The preload library to give CMD (default: the one installed beside fanrun).
 inline constexpr char kPreload[] = "FANSTORE_PRELOAD";
-// fsbench's MPI plugin (default: beside fsbench).
-inline constexpr char kFsbenchMpi[] = "FANSTORE_FSBENCH_MPI";
+// The MPI fanrun and fsbench load under a launcher: mpich, openmpi, or the path of an MPI
+// library (default: the launcher's, bin/mpi_load.h).
+inline constexpr char kMpi[] = "FANSTORE_MPI";
 // For tests only: each serving rank flips a byte in its first N replies; rank R takes
 // requests and never answers; each staged copy waits N ms before it starts.
 inline constexpr char kTestCorruptReplies[] = "FANSTORE_TEST_CORRUPT_REPLIES";

@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <linux/magic.h>
-#include <mpi.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/utsname.h>
@@ -21,6 +20,7 @@
 #include "bin/cli_util.h"
 #include "bin/launcher.h"
 #include "bin/mount_choice.h"
+#include "bin/mpi_load.h"
 #include "intercept/libc_image.h"
 #include "intercept/libc_plan.h"
 #include "meta/dataset.h"
@@ -145,16 +145,21 @@ std::string IoUringError() {
   return "";
 }
 
-std::string MpiLibrary() {
-  char v[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-  int len = 0;
-  MPI_Get_library_version(v, &len);  // allowed before MPI_Init (MPI 3.0)
-  std::string s(v, static_cast<size_t>(std::max(0, len)));
-  s = s.substr(0, s.find('\n'));
-  for (char& c : s)
-    if (c == '\t') c = ' ';
-  while (!s.empty() && (s.back() == ' ' || s.back() == ',' || s.back() == '\0')) s.pop_back();
-  return s;
+// The MPI fanrun would use under a launcher (bin/mpi_load.h): its family, the library's
+// own one-line version and its path; or why none loads, a problem only under a launcher (a
+// process alone needs no MPI).
+std::string MpiLibrary(std::vector<Problem>* problems) {
+  auto c = cli::LoadMpi();
+  if (!c.ok()) {
+    if (cli::LaunchedByMpi()) problems->push_back({c.status().message(), ""});
+    return "none loadable: " + c.status().message();
+  }
+  std::string v = c->mpi->Version();
+  v = v.substr(0, v.find('\n'));
+  for (char& ch : v)
+    if (ch == '\t') ch = ' ';
+  while (!v.empty() && (v.back() == ' ' || v.back() == ',' || v.back() == '\0')) v.pop_back();
+  return v + " (" + c->family + ": " + c->library + ")";
 }
 
 struct DataReport {
@@ -208,7 +213,11 @@ void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const std::str
                   s.reason.c_str());
   }
   std::printf("kernel    %s; io_uring %s\n", kernel.c_str(),
-              uring_error.empty() ? "available" : ("unavailable: " + uring_error).c_str());
+              uring_error.empty() ? "available"
+                                  : ("unavailable: " + uring_error +
+                                     " (staging copies with plain reads and writes, a member "
+                                     "not in the page cache is read with pread)")
+                                        .c_str());
   for (const SpaceReport* s : {&shm, local}) {
     if (!s) continue;
     if (s->error.empty())
@@ -309,12 +318,6 @@ int Doctor(const DoctorOptions& opt) {
   ::uname(&u);
   const std::string kernel = std::string(u.release) + " " + u.machine;
   const std::string uring_error = IoUringError();
-  if (!uring_error.empty())
-    problems.push_back(
-        {"io_uring is unavailable (" + uring_error +
-             "): staging a node's share (several nodes, or --local-dir) fails",
-         "ask the admin for io_uring (sysctl kernel.io_uring_disabled=0; a container's "
-         "seccomp profile may block it too)"});
   const SpaceReport shm = CheckSpace("/dev/shm");
   if (!shm.error.empty())
     problems.push_back(
@@ -346,7 +349,7 @@ int Doctor(const DoctorOptions& opt) {
     if (data_report.error.empty() && !data_report.mount_refusal.empty())
       problems.push_back({data_report.mount_refusal, ""});
   }
-  const std::string mpi = MpiLibrary();
+  const std::string mpi = MpiLibrary(&problems);
   const std::string launcher = cli::LauncherName();
   if (const std::string why = cli::SrunWithoutPmi(); !why.empty()) problems.push_back({why, ""});
   if (opt.preload.empty())

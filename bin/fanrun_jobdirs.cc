@@ -1,6 +1,5 @@
 // The job's and this rank's directories under /dev/shm, stale jobs left by dead ones, and
 // the node-local directory (--local-dir).
-#include <mpi.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +11,7 @@
 #include "bin/cli_util.h"
 #include "bin/fanrun_node_parts.h"
 #include "bin/private_dir.h"
+#include "io/mpi.h"
 
 namespace fanstore::fanrun {
 
@@ -127,12 +127,12 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
   auto base = JobsBaseForNewJob();
   if (!base.ok()) {
     if (st.ok()) st = base.status();
-    if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
+    if (mpi_) mpi::World().Barrier();
     return;
   }
   if (*base != JobsBaseName()) fresh_base_ = *base;  // (removed at the end, when empty)
   if (rank_ == 0) RemoveStale(*base);
-  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);  // before any rank of this job creates its directory
+  if (mpi_) mpi::World().Barrier();  // before any rank of this job creates its directory
   job_dir_ = *base + "/job-" + job_;
   rank_dir_ = job_dir_ + "/rank-" + std::to_string(rank_);
   if (st.ok()) {

@@ -2,7 +2,6 @@
 // MPI_Allgatherv; the namespace image built from them straight into its shared file; the
 // files `fanrun attach` and the runtime read; the mount point and its skeleton.
 #include <fcntl.h>
-#include <mpi.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 
 #include "bin/fanrun_node_parts.h"
 #include "bin/mount_choice.h"
+#include "io/mpi.h"
 #include "meta/exchange.h"
 #include "meta/namespace_image.h"
 #include "runtime/data/verified.h"
@@ -33,11 +33,10 @@ Result<std::string> ExchangeNamespace(bool mpi, int rank, int nodes,
     if (primary) meta::EncodeMembers(readers[p], p, &mine);
   }
   if (!mpi || nodes == 1) return mine;
-  std::vector<long long> sizes(static_cast<size_t>(nodes));
-  long long my_size = static_cast<long long>(mine.size());
-  MPI_Allgather(&my_size, 1, MPI_LONG_LONG, sizes.data(), 1, MPI_LONG_LONG, MPI_COMM_WORLD);
+  std::vector<int64_t> sizes(static_cast<size_t>(nodes));
+  mpi::World().AllgatherInt64(static_cast<int64_t>(mine.size()), sizes.data());
   std::vector<int> counts(sizes.size()), displs(sizes.size());
-  long long total = 0;
+  int64_t total = 0;
   for (size_t r = 0; r < sizes.size(); ++r) {
     counts[r] = static_cast<int>(sizes[r]);
     displs[r] = static_cast<int>(total);
@@ -47,8 +46,8 @@ Result<std::string> ExchangeNamespace(bool mpi, int rank, int nodes,
     return Status::Error("the namespace is " + std::to_string(total) +
                          " bytes, over the 2 GiB an MPI_Allgatherv can carry");
   std::string all(static_cast<size_t>(total), '\0');
-  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(), counts.data(),
-                 displs.data(), MPI_BYTE, MPI_COMM_WORLD);
+  mpi::World().Allgatherv(mine.data(), static_cast<int>(mine.size()), all.data(), counts.data(),
+                          displs.data());
   return all;
 }
 

@@ -1,7 +1,6 @@
 #include "bin/fanrun_node.h"
 
 #include <fcntl.h>
-#include <mpi.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
@@ -25,8 +24,10 @@
 #include "bin/cli_util.h"
 #include "bin/fanrun_node_parts.h"
 #include "bin/mount_choice.h"
+#include "bin/mpi_load.h"
 #include "bin/private_dir.h"
 #include "bin/stage_decision.h"
+#include "io/mpi.h"
 #include "io/node_cache.h"
 #include "io/pieces.h"
 #include "io/stage.h"
@@ -55,7 +56,7 @@ bool SayAndAgree(bool mpi, const Status& st, int rank, int nodes, const std::str
       st.ok() ? 0 : static_cast<int64_t>(std::hash<std::string>{}(st.message()) >> 2) | 1;
   const int64_t mine[3] = {h, kFine - h, st.ok() ? kFine : rank};
   int64_t all[3] = {mine[0], mine[1], mine[2]};
-  if (mpi) MPI_Allreduce(mine, all, 3, MPI_INT64_T, MPI_MIN, MPI_COMM_WORLD);
+  if (mpi) mpi::World().AllreduceMinInt64(mine, all, 3);
   const bool all_same = nodes > 1 && all[0] != 0 && all[0] == kFine - all[1];  // nobody is fine
   if (!st.ok() && (!all_same || rank == 0))
     cli::Error("fanrun", (all_same ? "every rank, as " + where : where) + st.message());
@@ -114,7 +115,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   // copies still needed (a full-disk test failed that way). Then every rank starts the
   // namespace's start-up together.
   if (agent_) agent_->AllocateCacheAhead();
-  if (mpi_) MPI_Barrier(MPI_COMM_WORLD);
+  if (mpi_) mpi::World().Barrier();
   s.stage_s = Since(t_stage);
 
   const auto t_exchange = Clock::now();
@@ -143,20 +144,15 @@ Status Node::Join(const NodeOptions& opt, bool mpi, StartUp* s) {
     const char* local_ranks = std::getenv("MPI_LOCALNRANKS");
     if (local_ranks && std::atol(local_ranks) > ::sysconf(_SC_NPROCESSORS_ONLN))
       ::setenv("MPIR_CVAR_ALLGATHERV_INTRA_ALGORITHM", "recursive_doubling", 0);
-    int provided = 0;
-    if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS)
-      return Status::Error("MPI_Init_thread failed");
-    mpi_ = true;
-    if (provided < MPI_THREAD_SERIALIZED)
-      return Status::Error("the MPI library does not support MPI_THREAD_SERIALIZED");
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &nodes_);
-    MPI_Comm host;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &host) ==
-        MPI_SUCCESS) {
-      MPI_Comm_rank(host, &local_rank_);
-      MPI_Comm_free(&host);
-    }
+    auto loaded = cli::LoadMpi();  // (the launcher's MPI: bin/mpi_load.h)
+    if (!loaded.ok()) return loaded.status();
+    std::string error;
+    const bool init = mpi::World().Init(&error);
+    mpi_ = mpi::World().Initialized();
+    if (!init) return Status::Error(error);
+    rank_ = mpi::World().Rank();
+    nodes_ = mpi::World().Size();
+    local_rank_ = std::max(0, mpi::World().HostRank());
   }
   s->where = mpi_ ? "rank " + std::to_string(rank_) + " (" + HostName() + "): " : "";
   // The agent's log lines go to stderr, one line each, naming the rank.
@@ -172,7 +168,7 @@ Status Node::Join(const NodeOptions& opt, bool mpi, StartUp* s) {
     char id[300] = {};
     if (rank_ == 0)
       std::snprintf(id, sizeof id, "%s-%d", HostName().c_str(), static_cast<int>(::getpid()));
-    if (mpi_) MPI_Bcast(id, sizeof id, MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (mpi_) mpi::World().Bcast(id, sizeof id, 0);
     job_ = id;
   }
   if (job_.find('/') != std::string::npos || job_ == "." || job_ == "..")
@@ -188,8 +184,8 @@ void Node::Announce(const StartUp& s, double ready_s, double stage_to_ready_s) {
   double bytes = static_cast<double>(s.staged_bytes), total_bytes = bytes;
   std::copy(local, local + 5, slowest);
   if (mpi_) {
-    MPI_Reduce(local, slowest, 5, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
-    MPI_Reduce(&bytes, &total_bytes, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    mpi::World().ReduceMaxDouble(local, slowest, 5, 0);
+    mpi::World().ReduceSumDouble(&bytes, &total_bytes, 1, 0);
   }
   if (agent_) agent_->Start();
   // Alone, fanrun stays silent: the summary is for jobs with a start-up worth reporting.
@@ -260,9 +256,9 @@ void Node::Teardown() {
   for (const int fd : held_blobs_) ::close(fd);
   held_blobs_.clear();
   if (mpi_ && !agent_met_the_others) {  // start-up failed: meet the other ranks here
-    MPI_Request barrier;
-    MPI_Ibarrier(MPI_COMM_WORLD, &barrier);  // (the agents' end-of-job barrier is an Ibarrier)
-    MPI_Wait(&barrier, MPI_STATUS_IGNORE);
+    mpi::Request barrier;
+    mpi::World().Ibarrier(&barrier);  // (the agents' end-of-job barrier is an Ibarrier)
+    mpi::World().Wait(&barrier);
   }
   RemoveSkeleton(skeleton_, mount_);
   std::error_code ec;
@@ -274,9 +270,7 @@ void Node::Teardown() {
   }
   if (!fresh_base_.empty()) ::rmdir(fresh_base_.c_str());
   if (mpi_) {
-    int finalized = 0;
-    MPI_Finalized(&finalized);
-    if (!finalized) FinalizeBounded();
+    if (!mpi::World().Finalized()) FinalizeBounded();
   }
 }
 
@@ -302,7 +296,7 @@ void Node::FinalizeBounded() {
     std::fflush(nullptr);
     ::_exit(leave_status_);
   });
-  MPI_Finalize();
+  mpi::World().Finalize();
   {
     std::lock_guard<std::mutex> lk(m);
     done = true;

@@ -10,10 +10,12 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -22,6 +24,21 @@
 
 namespace fanstore::io {
 namespace {
+
+// epoll_pwait2 (kernel 5.11) waits for as little as the agent's 20 us; on an older kernel
+// (RHEL 8's 4.18) epoll_wait's whole milliseconds, a shorter wait taking 1 ms. Called by
+// the agent's thread only. (Through syscall(2): glibc has the wrapper only since 2.35.)
+int WaitForEvents(int epfd, epoll_event* events, int max, const timespec& timeout) {
+  static bool have_pwait2 = true;
+  if (have_pwait2) {
+    const long n = ::syscall(SYS_epoll_pwait2, epfd, events, max, &timeout, nullptr, 0);
+    if (n >= 0 || errno != ENOSYS) return static_cast<int>(n);
+    have_pwait2 = false;
+  }
+  const long ns = timeout.tv_sec * 1'000'000'000L + timeout.tv_nsec;
+  return ::epoll_wait(epfd, events, max,
+                      ns == 0 ? 0 : static_cast<int>((ns + 999'999) / 1'000'000));
+}
 
 // The node cache's pages are allocated this far past its head while replies are awaited,
 // in steps short enough (~20 us) that a reply is not kept waiting.
@@ -111,12 +128,9 @@ Status Agent::Loop::Open(meta::NamespaceView view) {
   corrupt_left = cfg.corrupt_replies;
   suspect_until.assign(1, Clock::time_point{});
   if (cfg.mpi) {
-    int flag = 0;
-    int* ub = nullptr;
-    MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
-    if (flag && ub) tag_ub = *ub;
-    MPI_Comm_size(MPI_COMM_WORLD, &nodes);
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    tag_ub = mpi::World().TagUpperBound();
+    nodes = mpi::World().Size();
+    mpi::World().ReturnErrors();
     suspect_until.assign(static_cast<size_t>(nodes), Clock::time_point{});
     // The cache was made for the manifest's count of entries and a bound of the pieces; a
     // namespace that needs more keys (a manifest that does not match its partitions'
@@ -157,11 +171,11 @@ Status Agent::Loop::Open(meta::NamespaceView view) {
     ev.data.fd = fd;
     ::epoll_ctl(epoll_fd, EPOLL_CTL_ADD, fd, &ev);
   }
-  std::fill(std::begin(server_handles), std::end(server_handles), MPI_REQUEST_NULL);
+  std::fill(std::begin(server_handles), std::end(server_handles), mpi::kNoRequest);
   if (cfg.mpi) {
     for (int i = 0; i < kPostedRequests; ++i) PostRequest(i);
-    MPI_Irecv(&stop_msg, 1, MPI_INT, MPI_ANY_SOURCE, kTagStop, MPI_COMM_WORLD,
-              &server_handles[kStopSlot]);
+    mpi::World().Irecv(&stop_msg, sizeof stop_msg, mpi::kAnySource, kTagStop,
+                       &server_handles[kStopSlot]);
   }
   return Status::Ok();
 }
@@ -238,8 +252,8 @@ void Agent::Loop::BroadcastStop() {
   int one = 1;
   for (int r = 0; r < nodes; ++r) {
     if (r == cfg.rank) continue;
-    MPI_Request req;
-    MPI_Isend(&one, 1, MPI_INT, r, kTagStop, MPI_COMM_WORLD, &req);
+    mpi::Request req;
+    mpi::World().Isend(&one, sizeof one, r, kTagStop, &req);
     abandoned.push_back(req);
   }
 }
@@ -261,13 +275,11 @@ void Agent::Loop::Run() {
     // is in flight; it then keeps serving until every rank is done (the barrier).
     if (!in_barrier && (finish_requested.load() || job_stop) && fetches.empty()) {
       if (!cfg.mpi) break;
-      MPI_Ibarrier(MPI_COMM_WORLD, &barrier);
+      mpi::World().Ibarrier(&barrier);
       in_barrier = true;
     }
     if (in_barrier) {
-      int done = 0;
-      MPI_Test(&barrier, &done, MPI_STATUS_IGNORE);
-      if (done) break;
+      if (mpi::World().Test(&barrier)) break;
     }
     if (active) last_active = Clock::now();
     // Idle: sleep in epoll, briefly after recent activity, longer when quiet.
@@ -291,7 +303,7 @@ void Agent::Loop::Run() {
       timeout.tv_nsec = idle < std::chrono::milliseconds(5) ? 20'000 : 500'000;
     }
     epoll_event events[32];
-    const int n = ::epoll_pwait2(epoll_fd, events, 32, &timeout, nullptr);
+    const int n = WaitForEvents(epoll_fd, events, 32, timeout);
     for (int i = 0; i < n; ++i) {
       const int fd = events[i].data.fd;
       last_active = Clock::now();
@@ -317,10 +329,10 @@ void Agent::Loop::Run() {
 void Agent::Loop::Withdraw() {
   if (withdrawn) return;
   withdrawn = true;
-  for (MPI_Request& h : server_handles) {
-    if (h == MPI_REQUEST_NULL) continue;
-    MPI_Cancel(&h);
-    MPI_Wait(&h, MPI_STATUS_IGNORE);
+  for (mpi::Request& h : server_handles) {
+    if (h == mpi::kNoRequest) continue;
+    mpi::World().Cancel(&h);
+    mpi::World().Wait(&h);
   }
   // Replies still being sent, and late replies to attempts set aside, get as long as a fetch
   // does to finish (a peer also draining completes them); then they are given up.
@@ -336,19 +348,16 @@ void Agent::Loop::Withdraw() {
   // (the buffers of replies and attempts given up stay allocated until the loop is destroyed:
   // MPI may still be reading from or writing into them)
   for (Outgoing& o : outgoing)
-    for (MPI_Request& r : o.handles) abandoned.push_back(std::exchange(r, MPI_REQUEST_NULL));
+    for (mpi::Request& r : o.handles) abandoned.push_back(std::exchange(r, mpi::kNoRequest));
   for (auto& a : set_aside) {
-    for (MPI_Request& r : a->recvs) {
-      if (r != MPI_REQUEST_NULL) MPI_Cancel(&r);
-      abandoned.push_back(std::exchange(r, MPI_REQUEST_NULL));
+    for (mpi::Request& r : a->recvs) {
+      if (r != mpi::kNoRequest) mpi::World().Cancel(&r);
+      abandoned.push_back(std::exchange(r, mpi::kNoRequest));
     }
-    abandoned.push_back(std::exchange(a->send, MPI_REQUEST_NULL));
+    abandoned.push_back(std::exchange(a->send, mpi::kNoRequest));
   }
-  for (MPI_Request& r : abandoned) {
-    int done = 0;
-    MPI_Test(&r, &done, MPI_STATUS_IGNORE);
-    if (!done) MPI_Request_free(&r);
-  }
+  for (mpi::Request& r : abandoned)
+    if (!mpi::World().Test(&r)) mpi::World().Free(&r);
   abandoned.clear();
 }
 

@@ -2,7 +2,6 @@
 // processes (with their neighbours when fetching ahead), checked, and admitted to the node
 // cache; timeouts, retries from replicas and damaged transfers.
 #include <fcntl.h>
-#include <mpi.h>
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -68,9 +67,7 @@ void Agent::Loop::SetAside(std::unique_ptr<Attempt> a) {
 // Tests the sends nobody waits for and the attempts set aside; frees what MPI is done with.
 void Agent::Loop::TestLeftovers() {
   for (size_t i = 0; i < abandoned.size();) {
-    int done = 0;
-    MPI_Test(&abandoned[i], &done, MPI_STATUS_IGNORE);
-    if (done) {
+    if (mpi::World().Test(&abandoned[i])) {
       abandoned[i] = abandoned.back();
       abandoned.pop_back();
     } else {
@@ -79,9 +76,8 @@ void Agent::Loop::TestLeftovers() {
   }
   for (size_t i = 0; i < set_aside.size();) {
     Attempt& a = *set_aside[i];
-    int recvd = 0, sent = 0;
-    MPI_Testall(static_cast<int>(a.recvs.size()), a.recvs.data(), &recvd, MPI_STATUSES_IGNORE);
-    MPI_Test(&a.send, &sent, MPI_STATUS_IGNORE);
+    const bool recvd = mpi::World().Testall(static_cast<int>(a.recvs.size()), a.recvs.data());
+    const bool sent = mpi::World().Test(&a.send);
     if (recvd && sent) {  // MPI writes nothing there any more: the buffer can go
       set_aside[i] = std::move(set_aside.back());
       set_aside.pop_back();
@@ -103,7 +99,7 @@ int32_t Agent::Loop::SendToNextOwner(Fetch& f) {
     }
     if (!f.at && !(f.at = NewAttempt(f))) return -ENOMEM;
     Attempt& a = *f.at;  // new, or one whose receives have all completed (a CRC retry)
-    if (a.send != MPI_REQUEST_NULL) abandoned.push_back(a.send);
+    if (a.send != mpi::kNoRequest) abandoned.push_back(a.send);
     a.owner = static_cast<int>(o);
     // A reply tag still posted by an attempt set aside for this holder (its late reply may
     // yet come) is not given out again when the tags wrap round.
@@ -116,13 +112,14 @@ int32_t Agent::Loop::SendToNextOwner(Fetch& f) {
       if (next_tag > tag_ub) next_tag = kFirstReplyTag;
     } while (!set_aside.empty() && in_use(a.tag));
     a.req.reply_tag = a.tag;
-    MPI_Isend(&a.req, sizeof a.req, MPI_BYTE, a.owner, kTagRequest, MPI_COMM_WORLD, &a.send);
-    a.recvs.assign(1, MPI_REQUEST_NULL);
-    MPI_Irecv(&a.header, sizeof a.header, MPI_BYTE, a.owner, a.tag, MPI_COMM_WORLD, &a.recvs[0]);
+    mpi::World().Isend(&a.req, sizeof a.req, a.owner, kTagRequest, &a.send);
+    a.recvs.assign(1, mpi::kNoRequest);
+    mpi::World().Irecv(&a.header, sizeof a.header, a.owner, a.tag, &a.recvs[0]);
     for (uint64_t off = 0; off < a.req.length; off += kRemoteChunk) {
-      MPI_Request r;
-      MPI_Irecv(a.buf.get() + off, static_cast<int>(std::min(kRemoteChunk, a.req.length - off)),
-                MPI_BYTE, a.owner, a.tag, MPI_COMM_WORLD, &r);
+      mpi::Request r;
+      mpi::World().Irecv(a.buf.get() + off,
+                         static_cast<int>(std::min(kRemoteChunk, a.req.length - off)), a.owner,
+                         a.tag, &r);
       a.recvs.push_back(r);
     }
     f.deadline = now + std::chrono::duration_cast<Clock::duration>(
@@ -265,11 +262,8 @@ int Agent::Loop::MakeCopy(uint32_t entry, const uint8_t* bytes, uint64_t len) {
 void Agent::Loop::Complete(Fetch& f, int32_t status) {
   // An attempt still here has had all its receives completed; its request has reached the
   // holder, and a send MPI has not yet reported done is only tested from now on.
-  if (f.at && f.at->send != MPI_REQUEST_NULL) {
-    int sent = 0;
-    MPI_Test(&f.at->send, &sent, MPI_STATUS_IGNORE);
-    if (!sent) abandoned.push_back(f.at->send);
-  }
+  if (f.at && f.at->send != mpi::kNoRequest && !mpi::World().Test(&f.at->send))
+    abandoned.push_back(f.at->send);
   for (const Member& m : f.members) joined.erase(m.entry);
   if (status != 0) {
     Count(&AgentStats::failures);
@@ -393,9 +387,7 @@ bool Agent::Loop::ProgressFetches() {
   for (uint32_t entry : keys) {
     Fetch& f = *fetches.find(entry).value();
     Attempt& a = *f.at;
-    int done = 0;
-    MPI_Testall(static_cast<int>(a.recvs.size()), a.recvs.data(), &done, MPI_STATUSES_IGNORE);
-    if (done) {
+    if (mpi::World().Testall(static_cast<int>(a.recvs.size()), a.recvs.data())) {
       active = true;
       int32_t status = a.header.status;
       if (status == 0 && a.header.length != a.req.length) status = -EIO;

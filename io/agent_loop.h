@@ -6,7 +6,6 @@
 // other threads may call is in io/agent.h).
 #pragma once
 
-#include <mpi.h>
 #include <tsl/robin_map.h>
 
 #include <chrono>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "io/agent.h"
+#include "io/mpi.h"
 #include "io/node_cache.h"
 #include "io/pieces.h"
 #include "io/protocol.h"
@@ -55,12 +55,12 @@ struct Agent::Loop {
   // per receive: each MPI_Test drives the whole transport).
   static constexpr int kStopSlot = kPostedRequests;
   RemoteRequest posted_req[kPostedRequests];
-  MPI_Request server_handles[kPostedRequests + 1];
+  mpi::Request server_handles[kPostedRequests + 1];
   int stop_msg = 0;
   struct Outgoing {
     RemoteReplyHeader header;
     std::unique_ptr<uint8_t[]> buf;  // the bytes read (nullptr when sent from the mapping)
-    std::vector<MPI_Request> handles;
+    std::vector<mpi::Request> handles;
   };
   std::list<Outgoing> outgoing;
   uint64_t corrupt_left = 0;
@@ -78,8 +78,8 @@ struct Agent::Loop {
   struct Attempt {
     int owner = -1, tag = 0;
     RemoteRequest req{};
-    MPI_Request send = MPI_REQUEST_NULL;
-    std::vector<MPI_Request> recvs;  // the header, then the data chunks
+    mpi::Request send = mpi::kNoRequest;
+    std::vector<mpi::Request> recvs;  // the header, then the data chunks
     RemoteReplyHeader header{};
     std::unique_ptr<uint8_t[]> buf;  // the stored bytes
   };
@@ -103,7 +103,7 @@ struct Agent::Loop {
   tsl::robin_map<uint32_t, std::unique_ptr<Fetch>> fetches;
   tsl::robin_map<uint32_t, uint32_t> joined;        // every member in flight -> its fetch's key
   uint64_t ahead_bytes = 0;                         // the fetch-ahead block in use (0: off)
-  std::vector<MPI_Request> abandoned;               // sends nobody waits for, tested until done
+  std::vector<mpi::Request> abandoned;              // sends nobody waits for, tested until done
   std::vector<std::unique_ptr<Attempt>> set_aside;  // timed out, until MPI lets go of them
   std::vector<uint32_t> fetch_keys;                 // ProgressFetches' snapshot of `fetches`
   std::vector<Clock::time_point> suspect_until;
@@ -113,7 +113,7 @@ struct Agent::Loop {
   bool arena_failed = false;
 
   bool withdrawn = false;  // Withdraw has run: every MPI request is freed or completed
-  MPI_Request barrier = MPI_REQUEST_NULL;
+  mpi::Request barrier = mpi::kNoRequest;
   bool in_barrier = false;
 
   // A key's member (its entry, or the member a piece is of) and where its stored bytes are in
@@ -140,8 +140,8 @@ struct Agent::Loop {
   // connection; a client that has gone away is not an error for the agent.
   static void Reply(int conn, int32_t status, int fd);
   void PostRequest(int i) {
-    MPI_Irecv(&posted_req[i], sizeof(RemoteRequest), MPI_BYTE, MPI_ANY_SOURCE, kTagRequest,
-              MPI_COMM_WORLD, &server_handles[i]);
+    mpi::World().Irecv(&posted_req[i], sizeof(RemoteRequest), mpi::kAnySource, kTagRequest,
+                       &server_handles[i]);
   }
   bool ProgressServer();
   const uint8_t* Resident(uint32_t p, uint64_t off, uint64_t len);

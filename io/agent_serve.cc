@@ -1,6 +1,5 @@
 // The node agent's server side: other nodes' requests for the partitions this node holds,
 // answered from the blob's mapping when its pages are resident, else with pread.
-#include <mpi.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -55,16 +54,16 @@ void Agent::Loop::Serve(const RemoteRequest& req, int source) {
       out.buf[req.focus < len ? req.focus : len / 2] ^= 0x5a;  // in the member asked for
     }
   }
-  MPI_Request r;
-  MPI_Isend(&h, sizeof h, MPI_BYTE, source, req.reply_tag, MPI_COMM_WORLD, &r);
+  mpi::Request r;
+  mpi::World().Isend(&h, sizeof h, source, req.reply_tag, &r);
   out.handles.push_back(r);
   // Exactly the data messages the requester posted, empty after an error.
   const uint64_t chunks = RemoteChunks(len);
   for (uint64_t i = 0; i < chunks; ++i) {
     const uint64_t off = i * kRemoteChunk;
     const uint64_t n = h.status == 0 ? std::min(kRemoteChunk, len - off) : 0;
-    MPI_Isend(h.status == 0 ? data + off : nullptr, static_cast<int>(n), MPI_BYTE, source,
-              req.reply_tag, MPI_COMM_WORLD, &r);
+    mpi::World().Isend(h.status == 0 ? data + off : nullptr, static_cast<int>(n), source,
+                       req.reply_tag, &r);
     out.handles.push_back(r);
   }
   Count(&AgentStats::served);
@@ -72,10 +71,9 @@ void Agent::Loop::Serve(const RemoteRequest& req, int source) {
 }
 
 bool Agent::Loop::ProgressServer() {
-  int count = 0, done[kPostedRequests + 1];
-  MPI_Status st[kPostedRequests + 1];
-  MPI_Testsome(kPostedRequests + 1, server_handles, &count, done, st);
-  bool active = count > 0 && count != MPI_UNDEFINED;
+  int done[kPostedRequests + 1], sources[kPostedRequests + 1];
+  const int count = mpi::World().Testsome(kPostedRequests + 1, server_handles, done, sources);
+  bool active = count > 0;
   for (int k = 0; active && k < count; ++k) {
     const int i = done[k];
     if (i == kStopSlot) {
@@ -84,7 +82,7 @@ bool Agent::Loop::ProgressServer() {
     }
     const RemoteRequest req = posted_req[i];
     PostRequest(i);
-    if (!cfg.silent) Serve(req, st[k].MPI_SOURCE);
+    if (!cfg.silent) Serve(req, sources[k]);
   }
   active |= TestOutgoing();
   return active;
@@ -94,10 +92,7 @@ bool Agent::Loop::ProgressServer() {
 bool Agent::Loop::TestOutgoing() {
   bool any = false;
   for (auto it = outgoing.begin(); it != outgoing.end();) {
-    int done = 0;
-    MPI_Testall(static_cast<int>(it->handles.size()), it->handles.data(), &done,
-                MPI_STATUSES_IGNORE);
-    if (done) {
+    if (mpi::World().Testall(static_cast<int>(it->handles.size()), it->handles.data())) {
       it = outgoing.erase(it);
       any = true;
     } else {

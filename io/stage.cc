@@ -73,11 +73,42 @@ struct Slot {
   bool writing = false;
 };
 
+// The copy where the kernel offers no io_uring (RHEL 8's 4.18, a seccomp profile that
+// refuses it, kernel.io_uring_disabled): one chunk at a time, read then written.
+Status CopyPlain(int in, int out, uint64_t size, const std::string& src, const std::string& dst,
+                 const std::atomic<bool>* cancel, bool* no_room) {
+  std::unique_ptr<uint8_t[]> buf(new uint8_t[kChunk]);
+  for (uint64_t off = 0; off < size;) {
+    if (cancel && cancel->load(std::memory_order_relaxed))
+      return Status::Error(dst + ": copy cancelled");
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size - off));
+    const ssize_t got = ::pread(in, buf.get(), want, static_cast<off_t>(off));
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return Status::FromErrno(src, errno);
+    if (got == 0) return Status::Error(src + ": shorter than expected");
+    for (ssize_t put = 0; put < got;) {
+      const ssize_t n = ::pwrite(out, buf.get() + put, static_cast<size_t>(got - put),
+                                 static_cast<off_t>(off) + put);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) {
+        if (errno == ENOSPC || errno == EDQUOT) *no_room = true;
+        return Status::FromErrno(dst, errno);
+      }
+      put += n;
+    }
+    off += static_cast<uint64_t>(got);
+  }
+  return Status::Ok();
+}
+
 Status Copy(int in, int out, uint64_t size, const std::string& src, const std::string& dst,
             const std::atomic<bool>* cancel, bool* no_room) {
   io_uring ring;
-  if (const int rc = io_uring_queue_init(2 * kInFlight, &ring, 0); rc < 0)
+  if (const int rc = io_uring_queue_init(2 * kInFlight, &ring, 0); rc < 0) {
+    if (rc == -ENOSYS || rc == -EPERM || rc == -EACCES)
+      return CopyPlain(in, out, size, src, dst, cancel, no_room);
     return Status::FromErrno("io_uring_queue_init", -rc);
+  }
   std::vector<Slot> slots(kInFlight);
   uint64_t next = 0;
   unsigned busy = 0;

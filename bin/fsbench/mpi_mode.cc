@@ -1,79 +1,66 @@
 #include "bin/fsbench/mpi_mode.h"
 
-#include <dlfcn.h>
-
-#include <cstdlib>
+#include <cstdint>
 #include <string>
 
-#include "base/env_names.h"
-#include "bin/cli_util.h"
-#include "bin/fsbench/mpi_plugin.h"
 #include "bin/launcher.h"
+#include "bin/mpi_load.h"
+#include "io/mpi.h"
 
 namespace fanstore::fsbench {
-namespace {
-
-MpiPlugin* g_mpi = nullptr;
-
-// libfsbench_mpi.so: $FANSTORE_FSBENCH_MPI, else beside fsbench (the build tree), else in
-// the installed library directories.
-void* OpenPlugin(std::string* why) {
-  std::string path;
-  if (const char* p = std::getenv(fanstore::env::kFsbenchMpi); p && *p) path = p;
-  if (path.empty())
-    path = cli::FindBesideExecutable({"libfsbench_mpi.so", "../lib/libfsbench_mpi.so",
-                                      "../lib/x86_64-linux-gnu/libfsbench_mpi.so",
-                                      "../lib64/libfsbench_mpi.so"});
-  if (path.empty()) {
-    *why = "libfsbench_mpi.so is not beside fsbench or in its lib directory";
-    return nullptr;
-  }
-  // RTLD_GLOBAL: Open MPI's own components resolve libmpi's symbols through it.
-  void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-  if (!h) *why = ::dlerror();
-  return h;
-}
-
-}  // namespace
 
 MpiContext MpiStart(int* argc, char*** argv, std::string* error) {
+  (void)argc;
+  (void)argv;
   MpiContext c;
   if (!cli::LaunchedByMpi()) return c;
-  std::string why;
-  void* h = OpenPlugin(&why);
-  using StartFn = MpiPlugin* (*)(int*, char***);
-  auto start = h ? reinterpret_cast<StartFn>(::dlsym(h, "fanstore_fsbench_mpi_start")) : nullptr;
-  if (!start) {
-    *error = "launched by an MPI launcher, but the MPI plugin cannot be loaded: " +
-             (h ? std::string("it lacks fanstore_fsbench_mpi_start") : why);
+  auto loaded = cli::LoadMpi();
+  if (!loaded.ok()) {
+    *error = "launched by an MPI launcher, but " + loaded.status().message();
     return c;
   }
-  g_mpi = start(argc, argv);
-  if (!g_mpi) {
-    *error = "MPI_Init_thread failed";
-    return c;
-  }
-  c.rank = g_mpi->rank();
-  c.size = g_mpi->size();
+  if (!mpi::World().Init(error)) return c;
+  c.rank = mpi::World().Rank();
+  c.size = mpi::World().Size();
   c.active = true;
   return c;
 }
 
 void MpiBarrier(const MpiContext& c) {
-  if (c.active) g_mpi->Barrier();
+  if (c.active) mpi::World().Barrier();
 }
 
 std::vector<std::string> MpiGather(const MpiContext& c, const std::string& mine) {
   if (!c.active) return {mine};
-  return g_mpi->Gather(mine);
+  const int len = static_cast<int>(mine.size());
+  std::vector<int> lens(static_cast<size_t>(c.size)), displs(static_cast<size_t>(c.size));
+  mpi::World().GatherInt(len, lens.data(), 0);
+  std::string all;
+  if (c.rank == 0) {
+    int total = 0;
+    for (int i = 0; i < c.size; ++i) {
+      displs[i] = total;
+      total += lens[i];
+    }
+    all.resize(static_cast<size_t>(total));
+  }
+  mpi::World().Gatherv(mine.data(), len, all.data(), lens.data(), displs.data(), 0);
+  std::vector<std::string> out;
+  if (c.rank == 0)
+    for (int i = 0; i < c.size; ++i) out.push_back(all.substr(displs[i], lens[i]));
+  return out;
 }
 
 bool MpiAllOk(const MpiContext& c, bool ok) {
-  return c.active ? g_mpi->AllOk(ok) : ok;
+  if (!c.active) return ok;
+  const int64_t mine = ok ? 1 : 0;
+  int64_t all = 0;
+  mpi::World().AllreduceMinInt64(&mine, &all, 1);
+  return all == 1;
 }
 
 void MpiStop(const MpiContext& c) {
-  if (c.active) g_mpi->Finalize();
+  if (c.active) mpi::World().Finalize();
 }
 
 }  // namespace fanstore::fsbench

@@ -1,8 +1,8 @@
 // MPI mode: fsbench uses MPI only when an MPI launcher started it (cli::LaunchedByMpi:
 // MPICH's Hydra, srun --mpi=pmi2, PMIx, Open MPI); otherwise it never loads MPI and runs
-// alone. Then it dlopens its plugin (mpi_plugin.h), which is linked with the MPI the build
-// found, so fsbench needs no MPI installed to run natively (and MPI's memory hooks, UCX's,
-// stay out of processes that do not use them), and works with MPICH and Open MPI alike.
+// alone. Then it loads the launcher's MPI and FanStore's plugin for it (bin/mpi_load.h), so
+// fsbench needs no MPI installed to run natively (and MPI's memory hooks, UCX's, stay out
+// of processes that do not use them), and works with MPICH and Open MPI alike.
 // Thread-safety: call from the main thread only.
 #pragma once
 

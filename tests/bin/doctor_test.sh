@@ -48,6 +48,30 @@ SLURM_JOB_ID=7 SLURM_STEP_ID=0 SLURM_NTASKS=2 "$FANRUN" doctor >"$S/out" 2>&1
 [ $? = 1 ] && grep -q "^problem: srun started 2 tasks without a PMI.*--mpi=pmi2" "$S/out" && ok ||
   bad "srun without a PMI: $(cat "$S/out")"
 
+# MPI is chosen when fanrun runs (bin/mpi_load.h): the report names the family and the
+# library it would load; a FANSTORE_MPI no library answers is, under a launcher, a problem.
+"$FANRUN" doctor >"$S/out" 2>&1
+grep -qE "^MPI .*\((mpich|openmpi): /.*libmpi" "$S/out" && ok || bad "doctor names no MPI family and library: $(grep ^MPI "$S/out")"
+PMI_RANK=0 PMI_SIZE=1 FANSTORE_MPI=/nonexistent/libmpi.so.12 "$FANRUN" doctor >"$S/out" 2>&1
+[ $? = 1 ] && grep -q "^problem: FANSTORE_MPI=/nonexistent/libmpi.so.12: " "$S/out" && ok ||
+  bad "a FANSTORE_MPI that does not load, under a launcher: $(cat "$S/out")"
+FANSTORE_MPI=/nonexistent/libmpi.so.12 "$FANRUN" doctor >"$S/out" 2>&1
+! grep -q "^problem: FANSTORE_MPI" "$S/out" && ok || bad "without a launcher, an MPI that does not load is a problem: $(cat "$S/out")"
+# fanrun alone maps no MPI library and no plugin; one rank under mpiexec maps both.
+maps_of_fanrun() { "$@" -- sh -c 'cat /proc/$PPID/maps' 2>&1; }
+maps_of_fanrun "$FANRUN" --data "$S/ds" >"$S/maps"
+grep -q "/fanrun$" "$S/maps" && ! grep -qE "libmpi|libfanstore_mpi" "$S/maps" && ok ||
+  bad "fanrun alone: its maps name an MPI library (or are not fanrun's): $(grep -E 'libmpi|fanrun|rror' "$S/maps" | head -5)"
+if [ -n "${FANSTORE_TEST_SKIP_MPI:-}" ]; then
+  skip "fanrun under mpiexec maps the MPI: $FANSTORE_TEST_SKIP_MPI"
+elif ! command -v mpiexec >/dev/null; then
+  skip "fanrun under mpiexec maps the MPI: no mpiexec"
+else
+  maps_of_fanrun mpiexec -n 1 "$FANRUN" --data "$S/ds" >"$S/maps"
+  grep -q "libmpi" "$S/maps" && grep -q "libfanstore_mpi_" "$S/maps" && ok ||
+    bad "fanrun under mpiexec: no MPI library or plugin in its maps: $(grep -cE 'fanrun' "$S/maps") fanrun lines"
+fi
+
 # --libc: another file planned; a file that is not one is a usage error, one line.
 expect_rc 2 "doctor --libc of a text file" -- "$FANRUN" doctor --libc /etc/hostname
 expect_err_line "doctor --libc /etc/hostname: not an" "doctor --libc of a text file says why"
