@@ -64,6 +64,9 @@ if mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup" 2>/dev/null; then
   mount --make-rslave "$root/sys/fs/cgroup"
 fi
 mount --bind "$(pwd)" "$root/src" && binds+=("$root/src")
+# The root shares this machine's network and host name, so its name resolution too (a
+# minbase root has no /etc/hosts, and MPICH 3's TCP channel resolves the host's name).
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+cp /etc/hosts "$root/etc/hosts" 2>/dev/null || true
 chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
   HOME=/root TERM="${TERM:-dumb}" LANG=C.UTF-8 "$@" 9>&-

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The bundle (ci/bundle.sh) where a cluster user runs it: in Debian 11 roots (glibc 2.31)
+# that hold only python3 and one MPI's runtime packages, MPICH (`mpich`) in one and Open
+# MPI (`openmpi-bin`) in the other, no compiler and no -dev package. In each,
+# tests/bundle/cluster_test.sh: pack, verify, one node, two ranks under that MPI's launcher.
+# Usage: ci/bundle-suite.sh [TARBALL]   (as root; default: the newest build/bundle/*.tar.gz)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tarball=${1:-$(ls -t build/bundle/fanstore-*.tar.gz 2>/dev/null | head -1 || true)}
+[ -n "$tarball" ] && [ -f "$tarball" ] ||
+  { echo "bundle-suite: no bundle; make one with ci/bundle.sh" >&2; exit 1; }
+case $tarball in /*) ;; *) tarball=$(pwd)/$tarball ;; esac
+[[ $tarball == "$(pwd)"/* ]] || { echo "bundle-suite: $tarball is not inside the repository" >&2; exit 1; }
+rc=0
+for mpi in mpich openmpi; do
+  pkg=$mpi
+  [ "$mpi" = mpich ] || pkg=openmpi-bin
+  ci/debian-root.sh "bullseye:$mpi" bash -c "dpkg -s $pkg >/dev/null 2>&1 ||
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+        --no-install-recommends $pkg >/dev/null; }"
+  echo "== the bundle in Debian 11 with $pkg"
+  ci/debian-root.sh "bullseye:$mpi" bash "/src/tests/bundle/cluster_test.sh" \
+    "/src/${tarball#"$(pwd)"/}" "$mpi" || rc=1
+done
+exit $rc
