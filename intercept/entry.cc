@@ -44,15 +44,16 @@ __attribute__((constructor)) void FanstorePreloadInit() {
   const PatchStats& s = *stats;
   if (!LogEnabled(spdlog::level::debug)) return;
   Logger().debug(
-      "libc: {} syscall sites: {} patched ({} with moved instructions, {} with a run-time number "
+      "libc{}: {} syscall sites: {} patched ({} with moved instructions, {} with a run-time number "
       "check), {} left (not of "
       "interest), {} left (original frame), {} refused; plan {} in {:.2f} ms, total {:.2f} ms, "
       "{} stub bytes, vector state {} ({} bytes), clone mark {}, {} other thread(s) stopped ({} "
       "resumed in a stub)",
-      s.sites, s.patched, s.relocated, s.unknown_nr_patched, s.uninteresting, s.original_frame,
-      s.refused, s.plan_cached ? "from the cache" : "decoded", s.decode_ms, s.total_ms,
-      s.stub_bytes, VecModeName(), s.xsave_bytes,
-      s.clone_mark ? "complete" : "incomplete (getpid checks)", s.threads_stopped, s.threads_moved);
+      s.libraries > 1 ? " and libpthread" : "", s.sites, s.patched, s.relocated,
+      s.unknown_nr_patched, s.uninteresting, s.original_frame, s.refused,
+      s.plan_cached ? "from the cache" : "decoded", s.decode_ms, s.total_ms, s.stub_bytes,
+      VecModeName(), s.xsave_bytes, s.clone_mark ? "complete" : "incomplete (getpid checks)",
+      s.threads_stopped, s.threads_moved);
   for (const auto& [why, n] : s.refusals) Logger().debug("refused {} site(s): {}", n, why);
 }
 

@@ -83,10 +83,21 @@ void LibcImage::ReadFunctionEntries() {
 
 namespace {
 
+struct Search {
+  const char* soname;  // "libc.so.6"
+  LibcImage* img;
+};
+
+bool EndsWithSoname(const char* path, const char* soname) {
+  const size_t n = std::strlen(path), k = std::strlen(soname);
+  return n > k && path[n - k - 1] == '/' && std::strcmp(path + n - k, soname) == 0;
+}
+
 int Callback(dl_phdr_info* info, size_t, void* data) {
-  auto* img = static_cast<LibcImage*>(data);
+  auto* search = static_cast<Search*>(data);
+  LibcImage* img = search->img;
   const char* name = info->dlpi_name;
-  if (!name || !std::strstr(name, "/libc.so.6")) return 0;
+  if (!name || !EndsWithSoname(name, search->soname)) return 0;
   for (int i = 0; i < info->dlpi_phnum; ++i) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
     if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X)) {
@@ -103,10 +114,12 @@ int Callback(dl_phdr_info* info, size_t, void* data) {
 
 }  // namespace
 
-Result<LibcImage> LibcImage::Locate() {
+Result<LibcImage> LibcImage::Locate(const char* soname) {
   LibcImage img;
-  if (::dl_iterate_phdr(Callback, &img) == 0 || img.text_start == 0)
-    return Status::Error("libc.so.6 is not loaded (static binary?)");
+  Search search{soname, &img};
+  if (::dl_iterate_phdr(Callback, &search) == 0 || img.text_start == 0)
+    return Status::Error(std::string(soname) + " is not loaded" +
+                         (std::strcmp(soname, "libc.so.6") == 0 ? " (static binary?)" : ""));
   return img;
 }
 

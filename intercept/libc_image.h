@@ -19,8 +19,10 @@ struct LibcImage {
   std::string build_id;                    // hex of NT_GNU_BUILD_ID ("" if the file has none)
   std::vector<uint64_t> function_entries;  // filled by ReadFunctionEntries()
 
-  // Finds the loaded libc (cheap: loader data only).
-  static Result<LibcImage> Locate();
+  // Finds the loaded library of that soname, libc by default (cheap: loader data only).
+  // The patcher also locates libpthread.so.0, which before glibc 2.34 has system-call
+  // wrappers of its own (patcher.h).
+  static Result<LibcImage> Locate(const char* soname = "libc.so.6");
   // Adds the live addresses of the functions libc's .dynsym exports (reads the file).
   void ReadFunctionEntries();
 };

@@ -68,6 +68,67 @@ __attribute__((noinline)) long WritePatches(const std::vector<SitePlan>& plans,
                      PROT_READ | PROT_EXEC);
 }
 
+// One library's plan and what replaces its planned ranges: the stubs, written and
+// executable, and the bytes to write over each range.
+struct Prepared {
+  LibcImage img;
+  std::vector<SitePlan> plans;
+  std::vector<std::vector<uint8_t>> patches;
+  std::vector<StubMap> maps;
+  std::vector<uint64_t> stub_at;
+  uint64_t stub_bytes = 0;
+  bool plan_cached = false;
+};
+
+Result<Prepared> Prepare(LibcImage img, const Interest& interest) {
+  Prepared out;
+  const std::string cache = PlanCachePath(img, interest);
+  out.plan_cached = LoadPlan(cache, img, &out.plans);
+  if (!out.plan_cached) {
+    img.ReadFunctionEntries();
+    auto planned = PlanLibcText(img, reinterpret_cast<const uint8_t*>(img.text_start), interest);
+    if (!planned.ok()) return planned.status();
+    out.plans = std::move(*planned);
+    StorePlan(cache, img, out.plans);
+  }
+  std::vector<SitePlan>& plans = out.plans;
+  size_t want = 0;
+  for (const SitePlan& p : plans) want += p.decision == Decision::kPatch;
+  const uint64_t region_size = ((want * kMaxStubBytes + 8 + kPage - 1) / kPage) * kPage;
+  auto* region = static_cast<uint8_t*>(MapNear(img.text_start, img.text_end, region_size));
+  if (!region) return Status::Error("no address within 2 GiB of " + img.path + " for the stubs");
+
+  // The slot holding the entry's absolute address, then the stubs.
+  const uint64_t slot = reinterpret_cast<uint64_t>(region);
+  const uint64_t entry = reinterpret_cast<uint64_t>(&fanstore_intercept_entry);
+  std::memcpy(region, &entry, 8);
+  uint64_t off = 16;
+  out.patches.resize(plans.size());
+  out.maps.resize(plans.size());
+  out.stub_at.resize(plans.size());
+  for (size_t i = 0; i < plans.size(); ++i) {
+    SitePlan& p = plans[i];
+    if (p.decision != Decision::kPatch) continue;
+    const uint64_t at = reinterpret_cast<uint64_t>(region) + off;
+    std::vector<uint8_t> stub = BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot,
+                                          CloneMarkTlsOffset(), &out.maps[i]);
+    if (stub.empty() || off + stub.size() > region_size || !Rel32Reaches(p.start + 5, at)) {
+      p.decision = Decision::kRefused;
+      p.reason = "stub out of reach";
+      continue;
+    }
+    std::memcpy(region + off, stub.data(), stub.size());
+    out.patches[i] = BuildPatch(p, at);
+    out.stub_at[i] = at;
+    off += (stub.size() + 15) & ~uint64_t{15};
+  }
+  out.stub_bytes = off;
+  if (::mprotect(region, region_size, PROT_READ | PROT_EXEC) != 0)
+    return Status::FromErrno("mprotect of the stubs", errno);
+  out.img = std::move(img);
+  return out;
+}
+
 }  // namespace
 
 Result<PatchStats> Install(const HookSpec& spec) {
@@ -77,86 +138,72 @@ Result<PatchStats> Install(const HookSpec& spec) {
     return Status::Error(
         "the CPU or kernel lacks XSAVE, or the CPU LAHF/SAHF: interception stays off");
   st.xsave_bytes = static_cast<uint32_t>(fanstore_xsave_size);
-  auto img = LibcImage::Locate();
-  if (!img.ok()) return img.status();
   Interest interest = spec.interest;
   interest.nrs.set(SYS_execve);
   interest.nrs.set(SYS_execveat);
-  std::vector<SitePlan> plans;
-  const std::string cache = PlanCachePath(*img, interest);
-  st.plan_cached = LoadPlan(cache, *img, &plans);
-  if (!st.plan_cached) {
-    img->ReadFunctionEntries();
-    auto planned = PlanLibcText(*img, reinterpret_cast<const uint8_t*>(img->text_start), interest);
-    if (!planned.ok()) return planned.status();
-    plans = std::move(*planned);
-    StorePlan(cache, *img, plans);
-  }
-  st.decode_ms = MsSince(t0);
-
-  size_t want = 0;
-  for (const SitePlan& p : plans) want += p.decision == Decision::kPatch;
-  const uint64_t region_size = ((want * kMaxStubBytes + 8 + kPage - 1) / kPage) * kPage;
-  auto* region = static_cast<uint8_t*>(MapNear(img->text_start, img->text_end, region_size));
-  if (!region) return Status::Error("no address within 2 GiB of libc for the stubs");
-
-  // The slot holding the entry's absolute address, then the stubs.
-  const uint64_t slot = reinterpret_cast<uint64_t>(region);
-  const uint64_t entry = reinterpret_cast<uint64_t>(&fanstore_intercept_entry);
-  std::memcpy(region, &entry, 8);
-  uint64_t off = 16;
-  std::vector<std::vector<uint8_t>> patches(plans.size());
-  std::vector<StubMap> maps(plans.size());
-  std::vector<uint64_t> stub_at(plans.size());
-  for (size_t i = 0; i < plans.size(); ++i) {
-    SitePlan& p = plans[i];
-    if (p.decision != Decision::kPatch) continue;
-    const uint64_t at = reinterpret_cast<uint64_t>(region) + off;
-    std::vector<uint8_t> stub = BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot,
-                                          CloneMarkTlsOffset(), &maps[i]);
-    if (stub.empty() || off + stub.size() > region_size || !Rel32Reaches(p.start + 5, at)) {
-      p.decision = Decision::kRefused;
-      p.reason = "stub out of reach";
+  // libc, and libpthread.so.0 where it is loaded: before glibc 2.34 it has wrappers of its
+  // own for read, write, open, close, lseek, pread, fsync, ... (cancellation points), which
+  // a program linked with it (Python, PyTorch) calls instead of libc's. From 2.34 on it is
+  // an empty stub and its plan has no site.
+  std::vector<Prepared> images;
+  for (const char* soname : {"libc.so.6", "libpthread.so.0"}) {
+    auto img = LibcImage::Locate(soname);
+    if (!img.ok()) {
+      if (images.empty()) return img.status();
       continue;
     }
-    std::memcpy(region + off, stub.data(), stub.size());
-    patches[i] = BuildPatch(p, at);
-    stub_at[i] = at;
-    off += (stub.size() + 15) & ~uint64_t{15};
+    auto prepared = Prepare(std::move(*img), interest);
+    if (!prepared.ok())
+      return Status::Error(std::string(soname) + ": " + prepared.status().message());
+    images.push_back(std::move(*prepared));
   }
-  st.stub_bytes = off;
-  if (::mprotect(region, region_size, PROT_READ | PROT_EXEC) != 0)
-    return Status::FromErrno("mprotect of the stubs", errno);
+  st.decode_ms = MsSince(t0);
 
   // Threads started by an earlier constructor stop while the text changes; one stopped
   // inside a range resumes at the same instruction in its stub.
   std::vector<uint64_t*> resume_pcs;
   if (Status parked = ParkOtherThreads(&resume_pcs); !parked.ok()) return parked;
   for (uint64_t* pc : resume_pcs) {
-    for (size_t i = 0; i < plans.size(); ++i) {
-      if (patches[i].empty() || *pc < plans[i].start || *pc >= plans[i].end) continue;
-      *pc = StubPcFor(maps[i], plans[i], stub_at[i], *pc);
-      ++st.threads_moved;
-      break;
+    for (Prepared& im : images) {
+      bool moved = false;
+      for (size_t i = 0; i < im.plans.size(); ++i) {
+        if (im.patches[i].empty() || *pc < im.plans[i].start || *pc >= im.plans[i].end) continue;
+        *pc = StubPcFor(im.maps[i], im.plans[i], im.stub_at[i], *pc);
+        ++st.threads_moved;
+        moved = true;
+        break;
+      }
+      if (moved) break;
     }
   }
   st.threads_stopped = static_cast<uint32_t>(resume_pcs.size());
   SetHook(spec.hook);
   SetPrefilter(spec.prefilter, spec.prefilter_again, interest);
-  const long rc = WritePatches(plans, patches);
+  // libc's text last: a failure there leaves no library patched. (Both are the same
+  // mprotect of a library's own text; nothing seen here refuses one and not the other.)
+  long rc = 0;
+  for (size_t k = images.size(); rc == 0 && k-- > 0;)
+    rc = WritePatches(images[k].plans, images[k].patches);
   UnparkThreads();
   if (rc != 0) return Status::FromErrno("mprotect of libc's text", static_cast<int>(-rc));
 
-  // The clone mark can be trusted only if no way into clone/vfork through libc is left
-  // unpatched: every clone-family site and every site whose number is decided at run time.
+  // The clone mark can be trusted only if no way into clone/vfork through these libraries
+  // is left unpatched: every clone-family site and every site whose number is decided at
+  // run time.
+  std::vector<SitePlan> all;
+  for (const Prepared& im : images) {
+    all.insert(all.end(), im.plans.begin(), im.plans.end());
+    st.stub_bytes += im.stub_bytes;
+  }
   bool mark_complete = true;
-  for (const SitePlan& p : plans)
+  for (const SitePlan& p : all)
     if ((p.nr < 0 || IsCloneFamily(p.nr)) && p.decision != Decision::kPatch) mark_complete = false;
   SetCloneMarkComplete(mark_complete);
   st.clone_mark = mark_complete;
-  static_cast<PlanSummary&>(st) = Summarize(plans);
-  for (const SitePlan& p : plans)
-    st.unknown_nr_patched += p.decision == Decision::kPatch && p.nr < 0;
+  static_cast<PlanSummary&>(st) = Summarize(all);
+  for (const SitePlan& p : all) st.unknown_nr_patched += p.decision == Decision::kPatch && p.nr < 0;
+  st.plan_cached = images[0].plan_cached;
+  st.libraries = static_cast<uint32_t>(images.size());
   st.total_ms = MsSince(t0);
   return st;
 }

@@ -1,4 +1,5 @@
-// The patcher: decodes the loaded libc, plans every syscall site, writes stubs within
+// The patcher: decodes the loaded libc (and libpthread.so.0, whose wrappers before glibc
+// 2.34 are its own), plans every syscall site, writes stubs within
 // +-2 GiB of libc (mapped RW, then RX; never RWX) and replaces the planned ranges with
 // jumps to them. Call Install once, from a constructor. Libc's text is writable (not
 // executable) only while its bytes are rewritten, nothing in that window calls into libc,
@@ -23,6 +24,7 @@ struct PatchStats : PlanSummary {   // the plan's counts, after stubs out of rea
   uint32_t xsave_bytes = 0;
   uint32_t threads_stopped = 0;  // other threads stopped while libc changed
   uint32_t threads_moved = 0;    // of them, resumed in a stub (stopped inside a range)
+  uint32_t libraries = 1;        // patched: libc, and libpthread.so.0 where it is loaded
 };
 
 // Installs `spec.hook` for every planned site. On failure nothing was patched.

@@ -3,7 +3,7 @@
 # that holds python3 and one MPI's runtime packages, no compiler, no -dev package): unpacked
 # in a scratch directory, it packs and verifies a dataset, serves it to a Python reader on
 # one node, and under the MPI's launcher with two ranks and a local directory, each read
-# byte-exact against the same reader on the native files.
+# byte-exact against the same reader on the native files, with the native files moved away.
 # Usage: cluster_test.sh TARBALL mpich|openmpi
 TARBALL=$1
 MPI=$2
@@ -32,7 +32,7 @@ PYEOF
 cat >"$S/reader.py" <<'PYEOF'
 import hashlib, os, sys
 root, prefix = sys.argv[1], sys.argv[2]
-rank = os.environ.get("PMI_RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "0"
+rank = os.environ.get("FANSTORE_RANK", "0")  # (fanrun sets it for CMD)
 lines = []
 for d, dirs, files in os.walk(root):
     dirs.sort()
@@ -47,6 +47,9 @@ $PY "$S/reader.py" "$S/src" "$S/native"
 
 expect_rc 0 "fanstore pack" -- "$B/bin/fanstore" pack -q --partitions 4 "$S/src" "$S/ds"
 expect_rc 0 "fanstore verify" -- "$B/bin/fanstore" verify "$S/ds"
+# The source moves away: from here on only FanStore can give those bytes at that path (a
+# read that reached the kernel would find nothing there).
+mv "$S/src" "$S/src.orig"
 
 # One node: served in place at the source path.
 "$B/bin/fanrun" --data "$S/ds" --stats "$S/stats" -- $PY "$S/reader.py" "$S/src" "$S/one" 2>"$S/err" ||

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The planner over the libc of four Debian releases (11: glibc 2.31, 12: 2.36, 13: 2.41,
-# unstable: 2.43), through `fanrun doctor --libc FILE --json`: no refused site of interest
+# unstable: 2.43) and Debian 11's libpthread, through `fanrun doctor --libc FILE --json`: no refused site of interest
 # in any, and, for each libc whose build-id the golden file names, exactly its counts.
 # The libc files come from the Debian roots of ci/debian-root.sh (made before CTest by
 # ci/test.sh); a release without a root is skipped with its reason, and the test is
@@ -10,13 +10,19 @@ set -uo pipefail
 fanrun=$1 golden=$2
 roots=${FANSTORE_ROOTS:-/var/cache/fanstore-roots}
 fail=0 checked=0
-field() { python3 -c 'import json,sys; d=json.load(sys.stdin)["libc"]; print(*(d[k] for k in sys.argv[1:]))' "$@"; }
-for suite in bullseye bookworm trixie sid; do
+field() { python3 -c 'import json,sys; d=json.load(sys.stdin)["libc"]; print(*(d[k] if d[k] != "" else "?" for k in sys.argv[1:]))' "$@"; }
+# (Debian 11's libpthread.so.0 too: before glibc 2.34 it has system-call wrappers of its
+# own, which the patcher patches beside libc's; it is named bullseye/libpthread.)
+for entry in bullseye bullseye/libpthread bookworm trixie sid; do
+  suite=${entry%%/*}
+  file=libc.so.6
+  [ "$entry" = "$suite" ] || file=${entry#*/}.so.0
   if [ "$suite" = bookworm ] && grep -q '^VERSION_CODENAME=bookworm' /etc/os-release; then
-    libc=/lib/x86_64-linux-gnu/libc.so.6
+    libc=/lib/x86_64-linux-gnu/$file
   else
-    libc=$roots/$suite/lib/x86_64-linux-gnu/libc.so.6
+    libc=$roots/$suite/lib/x86_64-linux-gnu/$file
   fi
+  suite=$entry
   if [ ! -e "$libc" ]; then
     echo "libc-corpus: $suite: skipped, no $libc (make it with ci/debian-root.sh $suite)"
     continue
