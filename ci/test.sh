@@ -5,10 +5,13 @@
 # torchrun run, which the dev build covers), then the TSan build (the same; the
 # interception core and preload libraries are never instrumented, see
 # intercept/CMakeLists.txt); then the suite inside a Debian 13 root (ci/root-suite.sh),
-# the MPI suites against Open MPI in a Debian 12 root (ci/openmpi-suite.sh), and the
-# decoders' fuzz targets, 20 s each (ci/fuzz.sh; bench/fuzz.sh runs them for an hour).
+# the MPI suites against Open MPI in a Debian 12 root (ci/openmpi-suite.sh), the bundle
+# (ci/bundle.sh, made before the dev tests, whose bundle_elf test reads it) unpacked in
+# Debian 11 roots with each MPI (ci/bundle-suite.sh), and the decoders' fuzz targets, 20 s
+# each (ci/fuzz.sh; bench/fuzz.sh runs them for an hour).
 # The Debian roots (11, 13 and unstable for the planner's libc corpus, 13 and 12 with Open
-# MPI for the suites) are made once with debootstrap and kept in /var/cache/fanstore-roots.
+# MPI for the suites, 11 for the bundle's glibc and 11 with each MPI for its suite) are
+# made once with debootstrap and kept in /var/cache/fanstore-roots.
 # Usage: ci/test.sh            (as root on a fresh Debian 12 machine)
 #        ci/test.sh --quick    the edit loop: the dev build, the unit tier (CTest label
 #                              `unit`) and the format check; installs the dependencies only
@@ -28,6 +31,8 @@ CI_LOG=$(mktemp /tmp/fanstore-ci-XXXXXX.log)
 trap 'rm -f "$CI_LOG" "$CI_LOG.stage"' EXIT
 echo "== Debian roots (made once, then cached)"
 for r in bullseye trixie sid; do ci_stage "root-$r" ci/debian-root.sh "$r"; done
+echo "== the bundle (ci/bundle.sh), whose ELF files the bundle_elf test reads"
+ci_stage bundle ci/bundle.sh
 echo "== dev build: all tests"
 ci_stage dev-build ci/build.sh dev
 ci_stage dev-tests ctest --preset dev -j"$(nproc)"
@@ -44,6 +49,8 @@ echo "== Debian 13 root: build and suite"
 ci_stage debian13-suite ci/debian-root.sh trixie /src/ci/root-suite.sh
 echo "== Debian 12 root with Open MPI: the MPI suites"
 ci_stage openmpi-suite ci/debian-root.sh bookworm:openmpi /src/ci/openmpi-suite.sh
+echo "== the bundle in Debian 11 roots with MPICH and with Open MPI"
+ci_stage bundle-suite ci/bundle-suite.sh
 echo "== fuzz build (clang, libFuzzer): each decoder briefly"
 ci_stage fuzz ci/fuzz.sh 20
 ci_closing_line "$CI_LOG" "${CI_FAILED_STAGES[@]}"
