@@ -3,7 +3,8 @@
 # that holds python3 and one MPI's runtime packages, no compiler, no -dev package): unpacked
 # in a scratch directory, it packs and verifies a dataset, serves it to a Python reader on
 # one node, and under the MPI's launcher with two ranks and a local directory, each read
-# byte-exact against the same reader on the native files, with the native files moved away.
+# byte-exact against the same reader on the native files, with the native files moved away;
+# and fsbench runs two ranks under the same launcher.
 # Usage: cluster_test.sh TARBALL mpich|openmpi
 TARBALL=$1
 MPI=$2
@@ -68,6 +69,13 @@ timeout 300 "${launch[@]}" "$B/bin/fanrun" --data "$S/ds" --local-dir "$S/local"
   -- $PY "$S/reader.py" "$S/src" "$S/two" >"$S/out" 2>&1 || bad "${launch[*]} fanrun: $(tail -c 800 "$S/out")"
 expect_same "$S/native.0" "$S/two.0" "rank 0 under ${launch[0]}"
 expect_same "$S/native.0" "$S/two.1" "rank 1 under ${launch[0]}"
+# (each rank holds half of the partitions: the other half came from the other rank over MPI)
+remote=$($PY -c 'import json,sys; print(min(sum(json.loads(l)["remote"] for l in open(sys.argv[1]) if json.loads(l)["pid"] == p) for p in {json.loads(l)["pid"] for l in open(sys.argv[1])}))' "$S/stats" 2>/dev/null)
+[ "${remote:-0}" -gt 0 ] && ok || bad "two ranks: a rank fetched ${remote:-no} members from the other (expected some, over MPI)"
+# fsbench's MPI mode through the same layer: two ranks, each reading half of the files.
+timeout 120 "${launch[@]}" "$B/bin/fsbench" "$S/src.orig" --epochs 1 --json >"$S/fsb" 2>&1 &&
+  $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["config"]["ranks"] == 2 and sum(r["items"] for r in d["ranks"]) == 300, d["ranks"]' "$S/fsb" &&
+  ok || bad "${launch[0]} fsbench: $(tail -c 600 "$S/fsb")"
 "$B/bin/fanrun" doctor >"$S/doctor" 2>&1
 grep -qE "^MPI .*\($MPI: " "$S/doctor" && ok || bad "fanrun doctor does not find $MPI: $(grep ^MPI "$S/doctor")"
 finish
