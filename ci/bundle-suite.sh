@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The bundle (ci/bundle.sh) where a cluster user runs it: in Debian 11 roots (glibc 2.31)
-# that hold only python3 and one MPI's runtime packages, MPICH (`mpich`) in one and Open
-# MPI (`openmpi-bin`) in the other, no compiler and no -dev package. In each,
+# that hold only python3 and one MPI's runtime packages, MPICH 3.4 (`mpich`) in one and
+# Open MPI 4.1 (`openmpi-bin`) in the other, and a Debian 13 root with Open MPI 5; no
+# compiler and no -dev package. In each,
 # tests/bundle/cluster_test.sh: pack, verify, one node, two ranks under that MPI's launcher.
 # Usage: ci/bundle-suite.sh [TARBALL]   (as root; default: the newest build/bundle/*.tar.gz)
 set -euo pipefail
@@ -12,14 +13,15 @@ tarball=${1:-$(ls -t build/bundle/fanstore-*.tar.gz 2>/dev/null | head -1 || tru
 case $tarball in /*) ;; *) tarball=$(pwd)/$tarball ;; esac
 [[ $tarball == "$(pwd)"/* ]] || { echo "bundle-suite: $tarball is not inside the repository" >&2; exit 1; }
 rc=0
-for mpi in mpich openmpi; do
+for root in bullseye:mpich bullseye:openmpi trixie:openmpi; do
+  mpi=${root#*:}
   pkg=$mpi
   [ "$mpi" = mpich ] || pkg=openmpi-bin
-  ci/debian-root.sh "bullseye:$mpi" bash -c "dpkg -s $pkg >/dev/null 2>&1 ||
+  ci/debian-root.sh "$root" bash -c "dpkg -s $pkg >/dev/null 2>&1 ||
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
         --no-install-recommends $pkg >/dev/null; }"
-  echo "== the bundle in Debian 11 with $pkg"
-  ci/debian-root.sh "bullseye:$mpi" bash "/src/tests/bundle/cluster_test.sh" \
+  echo "== the bundle in ${root%%:*} with $pkg"
+  ci/debian-root.sh "$root" bash "/src/tests/bundle/cluster_test.sh" \
     "/src/${tarball#"$(pwd)"/}" "$mpi" || rc=1
 done
 exit $rc

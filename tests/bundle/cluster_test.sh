@@ -73,9 +73,9 @@ expect_same "$S/native.0" "$S/two.1" "rank 1 under ${launch[0]}"
 remote=$($PY -c 'import json,sys; print(min(sum(json.loads(l)["remote"] for l in open(sys.argv[1]) if json.loads(l)["pid"] == p) for p in {json.loads(l)["pid"] for l in open(sys.argv[1])}))' "$S/stats" 2>/dev/null)
 [ "${remote:-0}" -gt 0 ] && ok || bad "two ranks: a rank fetched ${remote:-no} members from the other (expected some, over MPI)"
 # fsbench's MPI mode through the same layer: two ranks, each reading half of the files.
-timeout 120 "${launch[@]}" "$B/bin/fsbench" "$S/src.orig" --epochs 1 --json >"$S/fsb" 2>&1 &&
+timeout 120 "${launch[@]}" "$B/bin/fsbench" "$S/src.orig" --epochs 1 --json >"$S/fsb" 2>"$S/fsb.err" &&
   $PY -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["config"]["ranks"] == 2 and sum(r["items"] for r in d["ranks"]) == 300, d["ranks"]' "$S/fsb" &&
-  ok || bad "${launch[0]} fsbench: $(tail -c 600 "$S/fsb")"
+  ok || bad "${launch[0]} fsbench: $(tail -c 600 "$S/fsb" "$S/fsb.err")"
 "$B/bin/fanrun" doctor >"$S/doctor" 2>&1
 grep -qE "^MPI .*\($MPI: " "$S/doctor" && ok || bad "fanrun doctor does not find $MPI: $(grep ^MPI "$S/doctor")"
 finish
