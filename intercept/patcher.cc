@@ -76,6 +76,7 @@ struct Prepared {
   std::vector<std::vector<uint8_t>> patches;
   std::vector<StubMap> maps;
   std::vector<uint64_t> stub_at;
+  std::vector<std::vector<uint8_t>> originals;  // each patched range's bytes before
   uint64_t stub_bytes = 0;
   bool plan_cached = false;
 };
@@ -158,6 +159,16 @@ Result<PatchStats> Install(const HookSpec& spec) {
     images.push_back(std::move(*prepared));
   }
   st.decode_ms = MsSince(t0);
+  // The bytes each patch replaces, kept to undo a partial write (below). Copied now: once
+  // other threads are stopped nothing may allocate (a stopped thread may hold malloc's lock).
+  for (Prepared& im : images) {
+    im.originals.resize(im.plans.size());
+    for (size_t i = 0; i < im.plans.size(); ++i)
+      if (!im.patches[i].empty())
+        im.originals[i].assign(
+            reinterpret_cast<const uint8_t*>(im.plans[i].start),
+            reinterpret_cast<const uint8_t*>(im.plans[i].start) + im.patches[i].size());
+  }
 
   // Threads started by an earlier constructor stop while the text changes; one stopped
   // inside a range resumes at the same instruction in its stub.
@@ -179,13 +190,19 @@ Result<PatchStats> Install(const HookSpec& spec) {
   st.threads_stopped = static_cast<uint32_t>(resume_pcs.size());
   SetHook(spec.hook);
   SetPrefilter(spec.prefilter, spec.prefilter_again, interest);
-  // libc's text last: a failure there leaves no library patched. (Both are the same
-  // mprotect of a library's own text; nothing seen here refuses one and not the other.)
+  // All or none: a library whose text cannot be written (an mprotect refused) gets the
+  // ones written before it restored, so that no call goes one way through libc and the
+  // other through libpthread.
   long rc = 0;
-  for (size_t k = images.size(); rc == 0 && k-- > 0;)
-    rc = WritePatches(images[k].plans, images[k].patches);
+  size_t written = 0;
+  for (; rc == 0 && written < images.size(); ++written)
+    rc = WritePatches(images[written].plans, images[written].patches);
+  if (rc != 0)
+    for (size_t k = 0; k + 1 < written; ++k) WritePatches(images[k].plans, images[k].originals);
   UnparkThreads();
-  if (rc != 0) return Status::FromErrno("mprotect of libc's text", static_cast<int>(-rc));
+  if (rc != 0)
+    return Status::FromErrno("mprotect of " + images[written - 1].img.path + "'s text",
+                             static_cast<int>(-rc));
 
   // The clone mark can be trusted only if no way into clone/vfork through these libraries
   // is left unpatched: every clone-family site and every site whose number is decided at
