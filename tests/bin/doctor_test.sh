@@ -70,6 +70,11 @@ else
   maps_of_fanrun mpiexec -n 1 "$FANRUN" --data "$S/ds" >"$S/maps"
   grep -q "libmpi" "$S/maps" && grep -q "libfanstore_mpi_" "$S/maps" && ok ||
     bad "fanrun under mpiexec: no MPI library or plugin in its maps: $(grep -cE 'fanrun' "$S/maps") fanrun lines"
+  # An MPI that cannot be chosen: exit 125 and one line saying why, not a crash.
+  FANSTORE_MPI=bogus mpiexec -n 1 "$FANRUN" --data "$S/ds" -- true >"$S/out" 2>"$SCRATCH/err"
+  rc=$?
+  [ $rc = 125 ] && ok || bad "fanrun with FANSTORE_MPI=bogus under mpiexec: exit $rc"
+  expect_err_line "fanrun: FANSTORE_MPI='bogus': expected mpich, openmpi or the path" "FANSTORE_MPI=bogus says why in one line"
 fi
 
 # --libc: another file planned; a file that is not one is a usage error, one line.
