@@ -18,6 +18,7 @@
 #include "bin/cli_util.h"
 #include "bin/launcher.h"
 #include "bin/read_calibration.h"
+#include "bin/static_program.h"
 #include "runtime/names/mount_ways.h"
 
 extern char** environ;
@@ -236,6 +237,11 @@ void SetPlaceEnv(int rank, const std::string& nodes, int local_rank) {
 }
 
 Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub, Node* node) {
+  if (const std::string what = WithoutRuntime(cmd[0]); !what.empty())
+    spdlog::warn(
+        "{}: the runtime cannot load into it, so it is not served (it sees the mount "
+        "point {} as the kernel has it)",
+        what, node->mount());
   const pid_t pid = ::fork();
   if (pid < 0) return Status::FromErrno("fork", errno);
   if (pid == 0) {

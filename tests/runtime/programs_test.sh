@@ -684,4 +684,24 @@ FANSTORE_MAPPED_READS=7 "$FANRUN" --data "$S/raw" --mount "$MNT" --log-level deb
   >"$S/calib.out" 2>"$S/calib.err"
 grep -qx "mapped=7" "$S/calib.out" && ! grep -q "reads of page-cached" "$S/calib.err" && ok ||
   bad "a FANSTORE_MAPPED_READS the user set is kept: $(cat "$S/calib.out" "$S/calib.err")"
+
+# A CMD the runtime cannot load into (a statically linked program, or a script run by one)
+# is named in one line before it starts; a dynamic one is not.
+static=
+for p in /sbin/ldconfig /usr/sbin/ldconfig; do
+  [ -x "$p" ] && ! readelf -l "$p" 2>/dev/null | grep -q INTERP && readelf -h "$p" >/dev/null 2>&1 && static=$p && break
+done
+if [ -z "$static" ]; then
+  skip "a static CMD is named: no statically linked ldconfig here"
+else
+  "$FANRUN" --data "$S/raw" --mount "$MNT" -- "$static" -p >/dev/null 2>"$S/static.err"
+  [ "$(grep -c . "$S/static.err")" = 1 ] && grep -q "^fanrun: $static is statically linked: the runtime cannot load into it" "$S/static.err" &&
+    ok || bad "a static CMD is named in one line: $(cat "$S/static.err")"
+  printf '#!%s\n' "$static" >"$S/by-static.sh" && chmod +x "$S/by-static.sh"
+  "$FANRUN" --data "$S/raw" --mount "$MNT" -- "$S/by-static.sh" -p >/dev/null 2>"$S/static.err"
+  grep -q "^fanrun: $S/by-static.sh runs with $static, which is statically linked" "$S/static.err" &&
+    ok || bad "a script run by a static program is named: $(cat "$S/static.err")"
+  "$FANRUN" --data "$S/raw" --mount "$MNT" -- true 2>"$S/static.err"
+  [ ! -s "$S/static.err" ] && ok || bad "a dynamic CMD is not named: $(cat "$S/static.err")"
+fi
 finish
