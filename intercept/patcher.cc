@@ -1,10 +1,12 @@
 #include "intercept/patcher.h"
 
+#include <gnu/libc-version.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "base/raw_syscall.h"
@@ -142,12 +144,17 @@ Result<PatchStats> Install(const HookSpec& spec) {
   Interest interest = spec.interest;
   interest.nrs.set(SYS_execve);
   interest.nrs.set(SYS_execveat);
-  // libc, and libpthread.so.0 where it is loaded: before glibc 2.34 it has wrappers of its
-  // own for read, write, open, close, lseek, pread, fsync, ... (cancellation points), which
-  // a program linked with it (Python, PyTorch) calls instead of libc's. From 2.34 on it is
-  // an empty stub and its plan has no site.
+  // libc, and libpthread.so.0 where it is loaded and glibc is older than 2.34: there it has
+  // wrappers of its own for read, write, open, close, lseek, pread, fsync, ...
+  // (cancellation points), which a program linked with it (Python, PyTorch) calls instead
+  // of libc's. From 2.34 on it is an empty stub, not worth a plan's load and a stub region
+  // in every process.
   std::vector<Prepared> images;
-  for (const char* soname : {"libc.so.6", "libpthread.so.0"}) {
+  int major = 0, minor = 0;
+  std::sscanf(gnu_get_libc_version(), "%d.%d", &major, &minor);
+  const bool own_pthread = major == 2 && minor < 34;
+  for (const char* soname : {"libc.so.6", own_pthread ? "libpthread.so.0" : nullptr}) {
+    if (!soname) continue;
     auto img = LibcImage::Locate(soname);
     if (!img.ok()) {
       if (images.empty()) return img.status();
