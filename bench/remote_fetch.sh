@@ -11,7 +11,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh  # drop_format_1
-[ $# -ge 2 ] || { sed -n '2,10s/^# \{0,1\}//p' "$0"; exit 2; }
+usage() { sed -n '2,10s/^# \{0,1\}//p' "$0"; }
+case ${1:-} in -h | --help) usage; exit 0 ;; esac
+[ $# -ge 2 ] || { usage >&2; exit 2; }
 bin_a=$(cd "$1" && pwd) bin_b=$(cd "$2" && pwd)
 shift 2
 files=6000 mean_kb=60 rounds=5 work=bench/work
@@ -21,7 +23,7 @@ while [ $# -gt 0 ]; do
     --mean-kb) mean_kb=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    *) echo "remote_fetch.sh: unknown argument '$1'" >&2; exit 2 ;;
+    *) echo "remote_fetch.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 mkdir -p "$work" bench/results

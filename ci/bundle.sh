@@ -44,8 +44,10 @@ copy_from_root() {
   shift
   for name in "$@"; do
     src=$root/$dir/$name
+    local hops=0 to
     while [ -L "$src" ]; do
-      local to
+      hops=$((hops + 1))
+      [ $hops -le 40 ] || { echo "bundle: $root/$dir/$name: a loop of symbolic links" >&2; exit 1; }
       to=$(readlink "$src")
       case $to in /*) src=$root$to ;; *) src=$(dirname "$src")/$to ;; esac
     done
