@@ -106,27 +106,35 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
 
 // The node's marks of raw members checked against their CRC32C (runtime/data/verified.h): a
 // file beside the image, which every served process of the node maps, with the raw
-// members of the partitions `checked` names marked and the rest zero (a sparse file).
+// members of the partitions `checked` names marked and the rest zero (a sparse file), and
+// the index of the members whose blocks are marked one by one.
 Status Node::MakeVerifiedMarks(const std::vector<uint8_t>& checked) {
   const std::string path = runtime::VerifiedPathBeside(image_path_);
   auto view = meta::NamespaceView::AttachLayout({image_, image_size_});
   if (!view.ok()) return Status::Error(image_path_ + ": " + view.status().message());
+  std::vector<uint64_t> index;
+  const runtime::VerifiedLayout l = runtime::ForEachBlockedMember(
+      *view, [&](uint32_t e, uint64_t first) { index.push_back(uint64_t{e} << 32 | first); });
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(path, errno);
   const uint64_t bytes = runtime::VerifiedBytes(view->size());
-  int err = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0 ? 0 : errno;
+  int err = ::ftruncate(fd, static_cast<off_t>(l.bytes())) == 0 ? 0 : errno;
   std::vector<uint64_t> words;
   for (uint32_t i = 0; i < view->size() && err == 0; ++i) {
     const meta::ImageEntry& e = view->entry(i);
-    if (e.kind != static_cast<uint8_t>(meta::Kind::kFile) ||
-        e.codec != static_cast<uint8_t>(meta::Codec::kRaw) || e.partition >= checked.size() ||
-        !checked[e.partition])
+    if (e.kind != static_cast<uint8_t>(meta::Kind::kFile) || !meta::StoredRaw(e.codec) ||
+        e.partition >= checked.size() || !checked[e.partition])
       continue;
     if (words.empty()) words.assign(bytes / 8, 0);
     words[i / 64] |= uint64_t{1} << (i % 64);
   }
   if (err == 0 && !words.empty() &&
       ::pwrite(fd, words.data(), bytes, 0) != static_cast<ssize_t>(bytes))
+    err = errno ? errno : EIO;
+  index.insert(index.begin(), l.indexed);
+  const uint64_t index_bytes = index.size() * 8;
+  if (err == 0 && ::pwrite(fd, index.data(), index_bytes, static_cast<off_t>(l.index_off())) !=
+                      static_cast<ssize_t>(index_bytes))
     err = errno ? errno : EIO;
   ::close(fd);
   return err == 0 ? Status::Ok() : Status::FromErrno(path, err);

@@ -194,8 +194,7 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size) {
   Status st;
   for (size_t i = 0; i < r.size() && st.ok(); ++i) {
     const meta::MemberView v = r.member(i);
-    if (v.kind() != meta::Kind::kFile || v.codec() != meta::Codec::kRaw || v.rec.size == 0)
-      continue;
+    if (v.kind() != meta::Kind::kFile || !meta::StoredRaw(v.codec()) || v.rec.size == 0) continue;
     // (the reader has checked every record's bytes against the file's data region)
     if (compress::Crc32c(0, bytes + v.rec.data_offset, v.rec.size) != v.rec.crc32c)
       st = Status::Error(

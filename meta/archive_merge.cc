@@ -182,7 +182,7 @@ Result<PackStats> Merge(std::vector<std::unique_ptr<GroupPacker>>& groups,
   for (const Member& m : sorted) {  // (the root counts as a directory, as the tree packer's)
     if (m.kind == Kind::kFile) {
       ++stats.files;
-      if (m.codec != Codec::kRaw) ++stats.compressed_members;
+      if (!StoredRaw(m.codec)) ++stats.compressed_members;
     } else if (m.kind == Kind::kDir) {
       ++stats.dirs;
     } else {

@@ -26,6 +26,11 @@ bool DecodeBlockTrailer(const uint8_t* in, uint64_t size, uint64_t stored_size, 
   return true;
 }
 
+bool CheckRawBlocksTrailer(const uint8_t* in, uint64_t size, uint64_t stored_size) {
+  return size > 0 && GetU32(in) == kDeflateBlockBytes && GetU32(in + 4) == BlockCount(size) &&
+         stored_size == RawBlocksStoredBytes(size);
+}
+
 bool DecodeBlockEntry(const uint8_t* in, const BlockTrailer& t, BlockEntry* out) {
   const BlockEntry e{GetU64(in), GetU32(in + 8), GetU32(in + 12)};
   if (e.length == 0 || e.offset > t.table_offset || e.length > t.table_offset - e.offset)

@@ -5,6 +5,12 @@
 //   stream 0, stream 1, ... stream n-1 | n x BlockEntry (16 bytes) | BlockTrailer (8 bytes)
 //
 // so that a read of part of a large compressed member inflates only the blocks it touches.
+// A raw member with block checksums (Codec::kRawBlocks, format 4) stores its bytes as they
+// are, then one CRC32C per block and the same trailer:
+//
+//   the member's size bytes | n x CRC32C (4 bytes) | BlockTrailer (8 bytes)
+//
+// so that a read of part of a large raw member checks only the blocks it touches.
 // The decoders check every field against the member's size and stored size and refuse what
 // does not fit (a damaged table gives an error, never a read outside the member).
 // Thread-safety: pure functions and plain values; no allocation (the runtime calls them).
@@ -46,12 +52,25 @@ inline uint64_t BlockTableBytes(uint64_t count) {
   return count * kBlockEntryBytes + kBlockTrailerBytes;
 }
 
+// Stored bytes of a raw member with block checksums: the member, the checksums, the trailer.
+inline constexpr size_t kRawBlockCrcBytes = 4;
+inline uint64_t RawBlocksStoredBytes(uint64_t size) {
+  return size + BlockCount(size) * kRawBlockCrcBytes + kBlockTrailerBytes;
+}
+// Where block b's checksum is, from the member's first stored byte.
+inline uint64_t RawBlockCrcOffset(uint64_t size, uint64_t b) {
+  return size + b * kRawBlockCrcBytes;
+}
+
 void EncodeBlockEntry(const BlockEntry& e, uint8_t* out);
 void EncodeBlockTrailer(uint32_t count, uint8_t* out);
 
 // `in`: the last kBlockTrailerBytes of the stored bytes. False when the trailer does not
 // fit a member of `size` bytes stored in `stored_size`.
 bool DecodeBlockTrailer(const uint8_t* in, uint64_t size, uint64_t stored_size, BlockTrailer* out);
+// `in`: the last kBlockTrailerBytes of a raw member's stored bytes (Codec::kRawBlocks). False
+// when it does not describe a member of `size` bytes stored in `stored_size`.
+bool CheckRawBlocksTrailer(const uint8_t* in, uint64_t size, uint64_t stored_size);
 // `in`: entry b of the table. False when its stream lies outside [0, table_offset) or is
 // empty.
 bool DecodeBlockEntry(const uint8_t* in, const BlockTrailer& t, BlockEntry* out);

@@ -167,8 +167,7 @@ bool BlockDecoder::Next(IndexRecord* rec) {
   IndexRecord r{};
   r.kind = head & 3;
   r.codec = (head >> 2) & 3;
-  if (r.kind == 0 || (head & kReservedBit) || r.codec > static_cast<uint8_t>(Codec::kDeflateBlocks))
-    return Fail("bad kind or codec");
+  if (r.kind == 0 || (head & kReservedBit) || r.codec > kMaxCodec) return Fail("bad kind or codec");
   uint64_t shared, rest;
   if (!varint(&shared) || !varint(&rest)) return Fail("truncated path");
   if (shared > prev_len_) return Fail("path shares more bytes than the previous one has");

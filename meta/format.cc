@@ -32,6 +32,8 @@ const char* CodecName(Codec c) {
       return "deflate";
     case Codec::kDeflateBlocks:
       return "deflate-blocks";
+    case Codec::kRawBlocks:
+      return "raw-blocks";
   }
   return "unknown";
 }

@@ -14,10 +14,11 @@
 
 namespace fanstore::meta {
 
-// Version 3 adds block-deflated members (Codec::kDeflateBlocks, meta/blocks.h); version 2
-// packs raw members under kBlockAlign bytes tight; version 1 aligned every raw member, so a
-// 3-byte file took 4 KiB. All three are read.
-inline constexpr uint32_t kFormatVersion = 3;
+// Version 4 adds raw members with a checksum per block (Codec::kRawBlocks, meta/blocks.h);
+// version 3 adds block-deflated members (Codec::kDeflateBlocks); version 2 packs raw members
+// under kBlockAlign bytes tight; version 1 aligned every raw member, so a 3-byte file took
+// 4 KiB. All four are read.
+inline constexpr uint32_t kFormatVersion = 4;
 inline constexpr uint32_t kMinFormatVersion = 1;
 inline constexpr uint64_t kBlockAlign = 4096;
 // A raw member of at least a block starts on a block boundary, so that it can be mapped
@@ -34,8 +35,19 @@ inline constexpr std::string_view kFooterMagic = "FANSTFTR";
 
 enum class Kind : uint8_t { kFile = 1, kDir = 2, kSymlink = 3 };
 // kDeflate: one raw deflate stream; kDeflateBlocks: independent streams of 1 MiB blocks
-// with a table (meta/blocks.h), for members over kStreamThreshold.
-enum class Codec : uint8_t { kRaw = 0, kDeflate = 1, kDeflateBlocks = 2 };
+// with a table (meta/blocks.h), for members over kStreamThreshold; kRawBlocks: the bytes as
+// they are, followed by a CRC32C per 1 MiB block (meta/blocks.h), for raw members over
+// kStreamThreshold, so that a read of part of one checks only the blocks it touches.
+enum class Codec : uint8_t { kRaw = 0, kDeflate = 1, kDeflateBlocks = 2, kRawBlocks = 3 };
+inline constexpr uint8_t kMaxCodec = static_cast<uint8_t>(Codec::kRawBlocks);
+// Whether a member's `size` bytes are stored as they are at its data_offset (and a mapping
+// of the blob is a mapping of the member).
+inline constexpr bool StoredRaw(Codec c) {
+  return c == Codec::kRaw || c == Codec::kRawBlocks;
+}
+inline constexpr bool StoredRaw(uint8_t c) {
+  return StoredRaw(static_cast<Codec>(c));
+}
 inline constexpr uint32_t kFlagBroadcast = 1u << 0;
 // At most this many sharded partitions (--partitions), plus one broadcast partition.
 inline constexpr uint32_t kMaxShardedPartitions = 65536;

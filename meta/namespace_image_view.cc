@@ -118,8 +118,7 @@ Status NamespaceView::CheckEntries(uint64_t child_slots, uint64_t string_bytes) 
         if (k == 0 || k >= n || entries_[k].parent != i)
           return Bad(at() + "a child that is not its own");
       }
-    } else if (e.partition >= h_->partition_count ||
-               e.codec > static_cast<uint8_t>(Codec::kDeflateBlocks)) {
+    } else if (e.partition >= h_->partition_count || e.codec > kMaxCodec) {
       return Bad(at() + "partition or codec out of range");
     }
   }

@@ -350,7 +350,7 @@ Result<PackStats> Pack(const PackOptions& o) {
         if (st.ok() && rec.kind == Kind::kFile) {
           ++prog.files_done;
           prog.bytes_done += rec.size;
-          if (rec.codec != Codec::kRaw) ++stats.compressed_members;
+          if (!StoredRaw(rec.codec)) ++stats.compressed_members;
           if (o.progress) o.progress(prog);
         }
       }

@@ -13,6 +13,7 @@
 #include "compress/crc32c.h"
 #include "meta/access.h"
 #include "meta/blocks.h"
+#include "meta/endian.h"
 
 namespace fanstore::meta::pack_parts {
 namespace fs = std::filesystem;
@@ -124,15 +125,18 @@ Status StreamLarge(LargeInput& in, const Member& m, const Policy& policy, compre
   if (!got.ok()) return got.status();
   size_t have = *got;  // bytes of the first chunk already in `chunk`
   // (a block table counts blocks in 32 bits: 4 PiB; such a member is stored raw)
-  bool deflate = policy.WantDeflateLarge(m.path) && policy.WantDeflate(chunk.data(), *got) &&
-                 BlockCount(m.size) <= UINT32_MAX;
+  if (BlockCount(m.size) > UINT32_MAX)
+    return Status::Error(in.Show() + ": " + std::to_string(m.size) +
+                         " bytes, more than a member can hold (4 PiB)");
+  bool deflate = policy.WantDeflateLarge(m.path) && policy.WantDeflate(chunk.data(), *got);
   if (deflate) {
     own.Compress({chunk.data(), std::min<size_t>(*got, kDeflateBlockBytes)}, packed);
     deflate = policy.Keep(packed.size(), std::min<size_t>(*got, kDeflateBlockBytes));
   }
   std::vector<uint8_t> table;
   for (int attempt = 0; attempt < 2; ++attempt) {
-    const Codec codec = deflate ? Codec::kDeflateBlocks : Codec::kRaw;
+    // (raw: the bytes, then a checksum per block, so that a reader checks what it reads)
+    const Codec codec = deflate ? Codec::kDeflateBlocks : Codec::kRawBlocks;
     auto start = w.BeginData(codec, deflate ? 0 : m.size);
     if (!start.ok()) return start.status();
     uint32_t crc = 0;
@@ -166,6 +170,12 @@ Status StreamLarge(LargeInput& in, const Member& m, const Policy& policy, compre
           FANSTORE_RETURN_IF_ERROR(w.Write(blocks[b]));
         }
       } else {
+        for (size_t at = 0; at < n; at += kDeflateBlockBytes) {
+          table.resize(table.size() + kRawBlockCrcBytes);
+          PutU32(
+              table.data() + table.size() - kRawBlockCrcBytes,
+              compress::Crc32c(0, chunk.data() + at, std::min<size_t>(n - at, kDeflateBlockBytes)));
+        }
         FANSTORE_RETURN_IF_ERROR(w.Write({chunk.data(), n}));
       }
       if (last) break;
@@ -173,12 +183,10 @@ Status StreamLarge(LargeInput& in, const Member& m, const Policy& policy, compre
     if (total != m.size)
       return Status::Error(in.Show() + ": file changed while packing (it shrank)");
     FANSTORE_RETURN_IF_ERROR(in.CheckAtEnd());
-    if (deflate) {
-      const size_t entries = table.size();
-      table.resize(entries + kBlockTrailerBytes);
-      EncodeBlockTrailer(static_cast<uint32_t>(entries / kBlockEntryBytes), table.data() + entries);
-      FANSTORE_RETURN_IF_ERROR(w.Write(table));
-    }
+    const size_t entries = table.size();
+    table.resize(entries + kBlockTrailerBytes);
+    EncodeBlockTrailer(static_cast<uint32_t>(BlockCount(m.size)), table.data() + entries);
+    FANSTORE_RETURN_IF_ERROR(w.Write(table));
     const uint64_t stored = w.offset() - *start;
     if (deflate && !policy.Keep(stored, m.size) && attempt == 0) {
       auto back = in.Rewind();

@@ -11,6 +11,7 @@
 #include "compress/crc32c.h"
 #include "compress/inflate.h"
 #include "meta/blocks.h"
+#include "meta/endian.h"
 
 namespace fanstore::meta {
 
@@ -124,10 +125,11 @@ Status PartitionReader::CheckRecords() {
     if (r.mode > 0xFFFF) return bad("mode beyond st_mode's 16 bits");  // (the image keeps 16)
     const auto kind = static_cast<Kind>(r.kind);
     const auto codec = static_cast<Codec>(r.codec);
-    if (codec != Codec::kRaw && codec != Codec::kDeflate && codec != Codec::kDeflateBlocks)
-      return bad("unknown codec");
+    if (r.codec > kMaxCodec) return bad("unknown codec");
     if (codec == Codec::kDeflateBlocks && header_.version < 3)
       return bad("block-deflated member in a partition of format 1 or 2");
+    if (codec == Codec::kRawBlocks && header_.version < 4)
+      return bad("raw member with block checksums in a partition of format 1 to 3");
     switch (kind) {
       case Kind::kDir:
         if (!S_ISDIR(r.mode) || r.stored_size != 0) return bad("inconsistent directory record");
@@ -145,7 +147,12 @@ Status PartitionReader::CheckRecords() {
         if (codec == Codec::kRaw &&
             (r.stored_size != r.size || (AlignedRaw(r.size) && r.data_offset % kBlockAlign != 0)))
           return bad("inconsistent raw member");
-        if (codec != Codec::kRaw && (r.stored_size == 0 || r.size == 0))
+        if (codec == Codec::kRawBlocks &&
+            (r.size == 0 || BlockCount(r.size) > UINT32_MAX ||
+             r.stored_size != RawBlocksStoredBytes(r.size) ||
+             (AlignedRaw(r.size) && r.data_offset % kBlockAlign != 0)))
+          return bad("inconsistent raw member with block checksums");
+        if (!StoredRaw(codec) && (r.stored_size == 0 || r.size == 0))
           return bad("inconsistent compressed member");
         if (codec == Codec::kDeflateBlocks &&
             (r.stored_size < BlockTableBytes(BlockCount(r.size)) ||
@@ -182,6 +189,7 @@ Status PartitionReader::ReadMember(size_t i,
   }
   auto mismatch = [&] { return Status::Error(Where(i) + ": checksum mismatch (damaged data)"); };
   if (m.codec() == Codec::kDeflateBlocks) return ReadBlocks(i, sink, chunk);
+  if (m.codec() == Codec::kRawBlocks) return ReadRawBlocks(i, sink);
 
   if (r.size <= chunk && r.stored_size <= chunk) {
     std::vector<uint8_t> stored(r.stored_size);
@@ -275,6 +283,32 @@ Status PartitionReader::ReadBlocks(size_t i,
     crc = compress::Crc32c(crc, out.data(), out.size());
     for (size_t at = 0; at < out.size(); at += chunk)
       if (!sink(out.subspan(at, std::min(chunk, out.size() - at)))) return Status::Ok();
+  }
+  if (crc != r.crc32c) return Status::Error(Where(i) + ": checksum mismatch (damaged data)");
+  return Status::Ok();
+}
+
+// A raw member with block checksums (meta/blocks.h), block by block: the trailer, every
+// block's checksum and then the member's must match.
+Status PartitionReader::ReadRawBlocks(
+    size_t i, const std::function<bool(std::span<const uint8_t>)>& sink) const {
+  const IndexRecord r = member(i).rec;
+  const uint64_t count = BlockCount(r.size);
+  std::vector<uint8_t> table(count * kRawBlockCrcBytes + kBlockTrailerBytes);
+  FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset + r.size, table.data(), table.size()));
+  if (!CheckRawBlocksTrailer(table.data() + table.size() - kBlockTrailerBytes, r.size,
+                             r.stored_size))
+    return Status::Error(Where(i) + ": damaged block checksums (trailer)");
+  std::vector<uint8_t> block(kDeflateBlockBytes);
+  uint32_t crc = 0;
+  for (uint64_t b = 0; b < count; ++b) {
+    const std::span<uint8_t> out(block.data(), BlockPlainBytes(r.size, b));
+    FANSTORE_RETURN_IF_ERROR(Pread(r.data_offset + b * kDeflateBlockBytes, out.data(), out.size()));
+    if (compress::Crc32c(0, out.data(), out.size()) != GetU32(table.data() + b * kRawBlockCrcBytes))
+      return Status::Error(Where(i) + ": checksum mismatch in block " + std::to_string(b) +
+                           " (damaged data)");
+    crc = compress::Crc32c(crc, out.data(), out.size());
+    if (!sink(out)) return Status::Ok();
   }
   if (crc != r.crc32c) return Status::Error(Where(i) + ": checksum mismatch (damaged data)");
   return Status::Ok();

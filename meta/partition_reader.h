@@ -60,6 +60,7 @@ class PartitionReader {
   Status CheckRecords();
   Status ReadBlocks(size_t i, const std::function<bool(std::span<const uint8_t>)>& sink,
                     size_t chunk) const;
+  Status ReadRawBlocks(size_t i, const std::function<bool(std::span<const uint8_t>)>& sink) const;
   std::string Where(size_t i) const;
 
   int fd_ = -1;

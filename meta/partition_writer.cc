@@ -66,7 +66,7 @@ Status PartitionWriter::Write(std::span<const uint8_t> bytes) {
 }
 
 Result<uint64_t> PartitionWriter::BeginData(Codec codec, uint64_t stored_size) {
-  if (codec == Codec::kRaw && AlignedRaw(stored_size)) {
+  if (StoredRaw(codec) && AlignedRaw(stored_size)) {
     const uint64_t pad = (kBlockAlign - offset_ % kBlockAlign) % kBlockAlign;
     if (pad) {
       static const uint8_t zeros[kBlockAlign] = {};

@@ -117,10 +117,13 @@ HookResult OnMmap(const long a[6]) {
   const meta::ImageEntry& e = Get()->ns.entry(f->entry);
   // (raw members under a block are packed tight, off page boundaries: a memfd copy; so is
   // a large member held elsewhere, made from its pieces rather than fetched whole)
-  if (e.codec == static_cast<uint8_t>(meta::Codec::kRaw) && meta::AlignedRaw(e.size) &&
+  if (meta::StoredRaw(e.codec) && meta::AlignedRaw(e.size) &&
       e.data_offset % meta::kBlockAlign == 0 && (a[5] & 4095) == 0 && !FetchedByPiece(f->entry)) {
     // (the mapping's pages come straight from the blob: the member is checked first)
-    if (const long rc = CheckRawMember(f->entry); rc < 0) return Handled(rc);
+    if (const long rc =
+            CheckRawMember(f->entry, static_cast<uint64_t>(a[5]), static_cast<uint64_t>(a[1]));
+        rc < 0)
+      return Handled(rc);
     MemberSource src;
     if (const long rc = MemberSource::Open(f->entry, /*want_fd=*/true, &src); rc < 0)
       return Handled(rc);

@@ -212,7 +212,7 @@ HookSpec PreloadHookSpec() {
   if (!s) return spec;  // no dataset configured: nothing to serve
   // The data side's per-process start: the node's marks of checked members, and what a
   // forked child forgets (registered after State's own fork handler, so it runs after it).
-  AttachVerified(VerifiedPathBeside(s->image_path), s->ns.size());
+  AttachVerified(VerifiedPathBeside(s->image_path), s->ns);
   pthread_atfork(nullptr, nullptr, MemberIoAfterFork);
   Fds();
   AdoptInherited();

@@ -80,7 +80,7 @@ long LoadFrom(State& s, const MemberSource& src, uint32_t entry, uint8_t* out) {
     return static_cast<long>(e.size);
   }
   const uint8_t* view = src.View(0, e.stored_size, ViewRule::kWhole);
-  if (e.codec == static_cast<uint8_t>(Codec::kRaw)) {
+  if (meta::StoredRaw(e.codec)) {
     long n = static_cast<long>(e.size);
     if (view)
       std::memcpy(out, view, e.size);
@@ -116,8 +116,9 @@ long LoadWhole(State& s, uint32_t entry, uint8_t* out) {
   return WithSource(entry, [&](const MemberSource& src) { return LoadFrom(s, src, entry, out); });
 }
 
-// Bytes [off, off + n) of a large raw member, read directly.
-long ReadRange(uint32_t entry, uint64_t off, void* dst, size_t n) {
+}  // namespace
+
+long ReadStored(uint32_t entry, uint64_t off, void* dst, size_t n) {
   auto* to = static_cast<uint8_t*>(dst);
   return WithSource(entry, [&](const MemberSource& src) {
     if (const uint8_t* view = src.View(off, n, ViewRule::kRange)) {
@@ -127,8 +128,6 @@ long ReadRange(uint32_t entry, uint64_t off, void* dst, size_t n) {
     return src.Read(off, n, to);
   });
 }
-
-}  // namespace
 
 bool FetchedByPiece(uint32_t entry) {
   State& s = *Get();
@@ -141,7 +140,7 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   if (off >= e.size || len == 0) return 0;
   const size_t n = static_cast<size_t>(std::min<uint64_t>(len, e.size - off));
   g_io.reads.Add(1);
-  const bool raw = e.codec == static_cast<uint8_t>(Codec::kRaw);
+  const bool raw = meta::StoredRaw(e.codec);
   // The whole member in one read: straight into the caller's buffer.
   if (off == 0 && n == e.size) {
     const long r = LoadWhole(s, entry, static_cast<uint8_t*>(dst));
@@ -151,14 +150,19 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   // A raw member not checked yet on this node (or under FANSTORE_VERIFY=all, up to 8 MiB)
   // is loaded whole, which checks it; a larger one is read once to check it first.
   const bool checked = !raw || s.trust_raw || (IsVerified(entry) && !s.verify_every_read);
+  if (!checked && e.codec == static_cast<uint8_t>(Codec::kRawBlocks)) {  // the blocks it touches
+    const long r = ReadRawBlocks(s, entry, off, static_cast<uint8_t*>(dst), n);
+    if (r > 0) g_io.bytes.Add(static_cast<uint64_t>(r));
+    return r;
+  }
   if (raw && !checked && e.size > kCacheMax)
-    if (const long rc = CheckRawMember(entry); rc < 0) return rc;
+    if (const long rc = CheckRawMember(entry, 0, e.size); rc < 0) return rc;
   const bool direct = n >= kDirectRead || off + n == e.size;  // long, or the member's tail
   if ((raw && (e.size > kCacheMax || (direct && checked))) ||
       e.codec == static_cast<uint8_t>(Codec::kDeflateBlocks)) {
     // a raw member's long range, or a large one's: read directly; a block-deflated
     // member: its blocks
-    const long r = raw ? ReadRange(entry, off, dst, n) : ReadBlocks(s, entry, off, dst, n);
+    const long r = raw ? ReadStored(entry, off, dst, n) : ReadBlocks(s, entry, off, dst, n);
     if (r > 0) g_io.bytes.Add(static_cast<uint64_t>(r));
     return r;
   }
@@ -177,10 +181,11 @@ ssize_t ReadMember(uint32_t entry, uint64_t off, void* dst, size_t len) {
   return static_cast<ssize_t>(n);
 }
 
-long CheckRawMember(uint32_t entry) {
+long CheckRawMember(uint32_t entry, uint64_t off, uint64_t len) {
   State& s = *Get();
   const ImageEntry& e = s.ns.entry(entry);
-  if (e.codec != static_cast<uint8_t>(Codec::kRaw) || s.trust_raw || IsVerified(entry)) return 0;
+  if (!meta::StoredRaw(e.codec) || s.trust_raw || IsVerified(entry)) return 0;
+  if (e.codec == static_cast<uint8_t>(Codec::kRawBlocks)) return CheckRawBlocks(s, entry, off, len);
   // (in slices, so that a member of gigabytes needs no buffer of its size)
   constexpr size_t kSlice = 8u << 20;
   auto buf = NewBuffer(std::min<uint64_t>(e.size, kSlice));
@@ -189,7 +194,7 @@ long CheckRawMember(uint32_t entry) {
   uint32_t crc = 0;
   for (uint64_t off = 0; off < e.size;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(e.size - off, kSlice));
-    const long r = ReadRange(entry, off, buf->data(), n);
+    const long r = ReadStored(entry, off, buf->data(), n);
     if (r < 0) return r;
     if (static_cast<size_t>(r) != n) return Damaged(s, e, "member shorter than packed");
     crc = compress::Crc32c(crc, buf->data(), n);

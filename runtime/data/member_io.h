@@ -33,10 +33,12 @@ bool FetchedByPiece(uint32_t entry);
 // A negative errno when there is no node cache or no room for it.
 long SharedCopyOf(uint32_t entry);
 
-// Checks raw member `entry` against its CRC32C, reading it whole, unless this node did so
-// before (runtime/data/verified.h): 0, or -EIO (logged and counted) when it is damaged, or
-// another negative errno. For the paths that do not read through ReadMember (a mapping).
-long CheckRawMember(uint32_t entry);
+// Checks bytes [off, off + len) of raw member `entry` against their CRC32C unless this node
+// did so before (runtime/data/verified.h): a member stored with block checksums the blocks
+// of the range, any other raw member whole. 0, or -EIO (logged and counted) when they are
+// damaged, or another negative errno. For the paths that do not read through ReadMember (a
+// mapping).
+long CheckRawMember(uint32_t entry, uint64_t off, uint64_t len);
 
 // In a fork child (the atfork handler): forgets which members the parent had read, whose
 // pages the child has not mapped.

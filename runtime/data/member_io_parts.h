@@ -85,6 +85,18 @@ long Damaged(const State& s, const meta::ImageEntry& e, const char* why, uint64_
 // Inflates `in` into exactly `out`, counted in SnapshotIoStats; 0 or an error code.
 long InflateTimed(std::span<const uint8_t> in, std::span<uint8_t> out);
 
+// Stored bytes [off, off + n) of member `entry`, read directly (no check): n, or a negative
+// errno.
+long ReadStored(uint32_t entry, uint64_t off, void* dst, size_t n);
+
+// member_raw_blocks.cc: raw members with block checksums (Codec::kRawBlocks).
+// Bytes [off, off + n) of such a member into `dst`: blocks this node has checked are read
+// directly, any other is read whole, checked against its checksum and marked, and the bytes
+// copied from what was checked. n, or a negative errno (EIO, logged: a damaged block).
+long ReadRawBlocks(State& s, uint32_t entry, uint64_t off, uint8_t* dst, size_t n);
+// Checks the blocks of [off, off + n) this node has not checked yet: 0 or a negative errno.
+long CheckRawBlocks(State& s, uint32_t entry, uint64_t off, uint64_t n);
+
 // member_blocks.cc: block-deflated members.
 // Block b of a block-deflated member, inflated and checked, into `out` (BlockPlainBytes
 // long). Reads the trailer and b's table entry, then b's stream only. kStale, and no damage

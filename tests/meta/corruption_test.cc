@@ -307,5 +307,59 @@ TEST(RecordChecks, ABlockOfRawDataOffItsBoundaryIsRefused) {
   }
 }
 
+// A raw member over 8 MiB carries a CRC32C per 1 MiB block (Codec::kRawBlocks): damage is
+// named with its block, in the bytes and in the checksums alike, and never read as data.
+class RawBlocksCorruption : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::WriteFile(t_ / "src/big.bin", testing::RandomBytes(9 * (1 << 20) + 12345, 3));
+    PackOptions o;
+    o.src = t_ / "src";
+    o.out = t_ / "out";
+    o.partitions = 1;
+    o.threads = 1;
+    auto st = Pack(o);
+    ASSERT_TRUE(st.ok()) << st.status().message();
+    part_ = t_ / "out/part-00000.fsb";
+    auto ds = Dataset::Open(t_ / "out");
+    ASSERT_TRUE(ds.ok());
+    rec_ = (*ds)->partitions()[0].member((*ds)->Lookup("big.bin")->index).rec;
+  }
+  Status ReadError() {
+    auto ds = Dataset::Open(t_ / "out");
+    if (!ds.ok()) return ds.status();
+    return (*ds)->ReadMember(*(*ds)->Lookup("big.bin"),
+                             [](std::span<const uint8_t>) { return true; });
+  }
+  TempDir t_;
+  std::string part_;
+  IndexRecord rec_;
+};
+
+TEST_F(RawBlocksCorruption, TheMemberIsStoredWithATableOfBlockChecksums) {
+  EXPECT_EQ(static_cast<Codec>(rec_.codec), Codec::kRawBlocks);
+  EXPECT_EQ(rec_.stored_size, rec_.size + 10 * 4 + 8);  // 10 blocks, then the trailer
+  EXPECT_EQ(rec_.data_offset % kBlockAlign, 0u);
+  EXPECT_TRUE(ReadError().ok());
+}
+
+TEST_F(RawBlocksCorruption, AFlippedDataByteIsNamedWithItsBlock) {
+  testing::FlipByte(part_, rec_.data_offset + 3 * (1 << 20) + 77);
+  const Status s = ReadError();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), part_ + ": member 'big.bin': checksum mismatch in block 3 (damaged data)");
+}
+
+TEST_F(RawBlocksCorruption, AFlippedChecksumOrTrailerByteIsAnError) {
+  for (uint64_t at = rec_.size; at < rec_.stored_size; ++at) {
+    testing::FlipByte(part_, rec_.data_offset + at);
+    const Status s = ReadError();
+    EXPECT_FALSE(s.ok()) << "stored byte " << at;
+    EXPECT_NE(s.message().find("member 'big.bin'"), std::string::npos) << s.message();
+    testing::FlipByte(part_, rec_.data_offset + at);
+  }
+  EXPECT_TRUE(ReadError().ok());
+}
+
 }  // namespace
 }  // namespace fanstore::meta
