@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <liburing.h>
 #include <linux/magic.h>
+#include <sys/mman.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -17,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "base/map_aligned.h"
 #include "bin/cli_util.h"
 #include "bin/launcher.h"
 #include "bin/mount_choice.h"
@@ -38,6 +41,15 @@ struct LibcReport {
   bool unreadable = false;  // not a libc file this can read
   intercept::PlanSummary plan;
   std::vector<intercept::SitePlan> refused;
+};
+
+// The kernel: its release, io_uring, and the page settings that change how fast staged
+// copies and page-cached blobs are read.
+struct KernelReport {
+  std::string release, uring_error;
+  std::string thp, shmem_thp;  // transparent_hugepage/enabled and shmem_enabled: the [choice]
+  bool collapse = false;       // MADV_COLLAPSE made a shmem file huge pages (as staging does)
+  std::string collapse_error;
 };
 
 struct SpaceReport {
@@ -145,6 +157,63 @@ std::string IoUringError() {
   return "";
 }
 
+// The bracketed choice of a transparent_hugepage setting ("never" in "always [never]"), or
+// "unknown".
+std::string ThpChoice(const char* name) {
+  std::string text;
+  if (FILE* f =
+          std::fopen((std::string("/sys/kernel/mm/transparent_hugepage/") + name).c_str(), "r")) {
+    char buf[256];
+    const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+    std::fclose(f);
+    text.assign(buf, n);
+  }
+  const size_t a = text.find('['), b = text.find(']');
+  return a == std::string::npos || b == std::string::npos || b < a ? "unknown"
+                                                                   : text.substr(a + 1, b - a - 1);
+}
+
+// Whether the kernel makes a shmem file huge pages on MADV_COLLAPSE, as staging asks of its
+// copies: tried on a 2 MiB memfd (shmem, as /dev/shm is).
+std::string CollapseError() {
+  constexpr int kMadvCollapse = 25;  // (Linux 6.1; glibc 2.36's headers predate it)
+  const int fd = static_cast<int>(::syscall(SYS_memfd_create, "fanrun-doctor", MFD_CLOEXEC));
+  if (fd < 0) return std::string("memfd_create: ") + std::strerror(errno);
+  std::string err;
+  if (::ftruncate(fd, base::kHugePage) != 0)
+    err = std::string("ftruncate: ") + std::strerror(errno);
+  const std::vector<char> ones(base::kHugePage, 1);
+  if (err.empty() && ::pwrite(fd, ones.data(), ones.size(), 0) != static_cast<ssize_t>(ones.size()))
+    err = "no memory for 2 MiB of shmem";
+  if (err.empty()) {
+    const long m = base::MapHugeAligned(fd, base::kHugePage);
+    if (m < 0) {
+      err = std::string("mmap: ") + std::strerror(static_cast<int>(-m));
+    } else {
+      if (::madvise(reinterpret_cast<void*>(m), base::kHugePage, kMadvCollapse) != 0)
+        err = errno == EINVAL ? "MADV_COLLAPSE unknown to this kernel (Linux 6.1+) or shmem huge "
+                                "pages denied"
+                              : std::string("MADV_COLLAPSE: ") + std::strerror(errno);
+      ::munmap(reinterpret_cast<void*>(m), base::kHugePage);
+    }
+  }
+  ::close(fd);
+  return err;
+}
+
+KernelReport CheckKernel() {
+  KernelReport k;
+  utsname u{};
+  ::uname(&u);
+  k.release = std::string(u.release) + " " + u.machine;
+  k.uring_error = IoUringError();
+  k.thp = ThpChoice("enabled");
+  k.shmem_thp = ThpChoice("shmem_enabled");
+  k.collapse_error = CollapseError();
+  k.collapse = k.collapse_error.empty();
+  return k;
+}
+
 // The MPI fanrun would use under a launcher (bin/mpi_load.h): its family, the library's
 // own one-line version and its path; or why none loads, a problem only under a launcher (a
 // process alone needs no MPI).
@@ -188,9 +257,9 @@ DataReport CheckData(const std::string& dir, std::vector<Problem>* problems) {
   return r;
 }
 
-void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const std::string& kernel,
-                const std::string& uring_error, const SpaceReport& shm, const SpaceReport* local,
-                const std::string& mpi, const std::string& launcher, const DataReport* data,
+void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const KernelReport& kernel,
+                const SpaceReport& shm, const SpaceReport* local, const std::string& mpi,
+                const std::string& launcher, const DataReport* data,
                 const std::vector<Problem>& problems) {
   std::printf("fanrun doctor, fanrun %s\n", FANSTORE_VERSION);
   if (!libc.error.empty()) {
@@ -212,12 +281,19 @@ void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const std::str
       std::printf("          refused %s (syscall %d): %s\n", Hex(s.syscall_addr).c_str(), s.nr,
                   s.reason.c_str());
   }
-  std::printf("kernel    %s; io_uring %s\n", kernel.c_str(),
-              uring_error.empty() ? "available"
-                                  : ("unavailable: " + uring_error +
-                                     " (staging copies with plain reads and writes, a member "
-                                     "not in the page cache is read with pread)")
-                                        .c_str());
+  std::printf("kernel    %s; io_uring %s\n", kernel.release.c_str(),
+              kernel.uring_error.empty()
+                  ? "available"
+                  : ("unavailable: " + kernel.uring_error +
+                     " (staging copies with plain reads and writes, a member "
+                     "not in the page cache is read with pread)")
+                        .c_str());
+  std::printf(
+      "pages     transparent huge pages %s, shmem %s; staged copies %s\n", kernel.thp.c_str(),
+      kernel.shmem_thp.c_str(),
+      kernel.collapse
+          ? "in huge pages (MADV_COLLAPSE)"
+          : ("in 4 KiB pages: " + kernel.collapse_error + " (reads from them are slower)").c_str());
   for (const SpaceReport* s : {&shm, local}) {
     if (!s) continue;
     if (s->error.empty())
@@ -267,9 +343,9 @@ std::string SpaceJson(const SpaceReport* s) {
          ",\"free_bytes\":" + N(s->free) + "}";
 }
 
-void PrintJson(const DoctorOptions& opt, const LibcReport& libc, const std::string& kernel,
-               const std::string& uring_error, const SpaceReport& shm, const SpaceReport* local,
-               const std::string& mpi, const std::string& launcher, const DataReport* data,
+void PrintJson(const DoctorOptions& opt, const LibcReport& libc, const KernelReport& kernel,
+               const SpaceReport& shm, const SpaceReport* local, const std::string& mpi,
+               const std::string& launcher, const DataReport* data,
                const std::vector<Problem>& problems) {
   std::string o = "{\"fanrun\":" + J(FANSTORE_VERSION);
   const auto& p = libc.plan;
@@ -284,9 +360,12 @@ void PrintJson(const DoctorOptions& opt, const LibcReport& libc, const std::stri
          ",\"nr\":" + std::to_string(libc.refused[i].nr) +
          ",\"reason\":" + J(libc.refused[i].reason) + "}";
   o += "]}";
-  o += ",\"kernel\":{\"release\":" + J(kernel) +
-       ",\"io_uring\":" + (uring_error.empty() ? "true" : "false") +
-       ",\"io_uring_error\":" + J(uring_error) + "}";
+  o += ",\"kernel\":{\"release\":" + J(kernel.release) +
+       ",\"io_uring\":" + (kernel.uring_error.empty() ? "true" : "false") +
+       ",\"io_uring_error\":" + J(kernel.uring_error) + ",\"thp\":" + J(kernel.thp) +
+       ",\"shmem_thp\":" + J(kernel.shmem_thp) +
+       ",\"staged_huge_pages\":" + (kernel.collapse ? "true" : "false") +
+       ",\"staged_huge_pages_error\":" + J(kernel.collapse_error) + "}";
   o += ",\"shm\":" + SpaceJson(&shm) + ",\"local_dir\":" + SpaceJson(local);
   o += ",\"mpi\":{\"library\":" + J(mpi) + ",\"launcher\":" + J(launcher) + "}";
   if (!data) {
@@ -314,10 +393,7 @@ int Doctor(const DoctorOptions& opt) {
     cli::Error("fanrun", "doctor --libc " + libc.error);
     return cli::kExitUsage;
   }
-  utsname u{};
-  ::uname(&u);
-  const std::string kernel = std::string(u.release) + " " + u.machine;
-  const std::string uring_error = IoUringError();
+  const KernelReport kernel = CheckKernel();
   const SpaceReport shm = CheckSpace("/dev/shm");
   if (!shm.error.empty())
     problems.push_back(
@@ -357,9 +433,9 @@ int Doctor(const DoctorOptions& opt) {
                         "install FanStore with cmake --install, or set FANSTORE_PRELOAD"});
   const DataReport* data = opt.data.empty() ? nullptr : &data_report;
   if (opt.json)
-    PrintJson(opt, libc, kernel, uring_error, shm, local, mpi, launcher, data, problems);
+    PrintJson(opt, libc, kernel, shm, local, mpi, launcher, data, problems);
   else
-    PrintHuman(opt, libc, kernel, uring_error, shm, local, mpi, launcher, data, problems);
+    PrintHuman(opt, libc, kernel, shm, local, mpi, launcher, data, problems);
   return problems.empty() ? 0 : 1;
 }
 

@@ -44,6 +44,7 @@ struct Node::StartUp {
   std::vector<uint8_t> broadcast;
   std::vector<meta::PartitionReader> readers;
   uint64_t staged_bytes = 0, exchanged = 0;
+  std::string small_pages_why;  // why a staged tmpfs copy is not in huge pages ("": it is)
   double stage_s = 0, exchange_s = 0, build_s = 0;  // seconds
 };
 

@@ -25,6 +25,19 @@
 
 namespace fanstore::fanrun {
 
+namespace {
+
+// Once per rank: a staged copy on tmpfs that the kernel did not make huge pages, and why
+// (reads from 4 KiB pages are slower: docs/performance.md).
+void SaySmallPages(const std::string& where, const std::string& dir, const std::string& why) {
+  cli::Say(
+      "fanrun: %sthe staged copy in %s is in 4 KiB pages, not huge pages (%s): reads from "
+      "it are slower\n",
+      where.c_str(), dir.c_str(), why.c_str());
+}
+
+}  // namespace
+
 // This rank's partitions (placement), copied to its local directory and checked, or checked
 // in place; then the rest of the node's local storage: the agent maps the blobs and makes
 // the node cache (allocated ahead once every rank has staged, up to what this node may
@@ -91,6 +104,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
       if (r.ok()) {
         path = dst;
         s->staged_bytes += r->bytes;
+        if (s->small_pages_why.empty()) s->small_pages_why = r->small_pages_why;
       } else if (no_room) {
         if (s->in_place.empty()) room_error = r.status().message();
         s->in_place.push_back(p);
@@ -109,6 +123,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     if (some_blob_.empty()) some_blob_ = path;
   }
   if (overlap && st.ok()) staging_from_ = rank_dir_ + "/data";
+  if (st.ok() && !s->small_pages_why.empty())
+    SaySmallPages(s->where, in.local_where, s->small_pages_why);
   if (st.ok() && !s->in_place.empty())
     cli::Say(
         "fanrun: %sno room in %s for %zu of this node's partitions (%s): read in "
@@ -212,6 +228,8 @@ void Node::StartCopier(const meta::Manifest& manifest) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const auto t0 = Clock::now();
     uint64_t bytes = 0;
+    std::string small_pages_why;
+    bool huge = false;
     for (const Copy& c : copies_) {
       auto r = io::StagePartition(c.src, c.dst, manifest, c.partition, &cancel_copy_);
       if (cancel_copy_.load()) return;
@@ -221,14 +239,23 @@ void Node::StartCopier(const meta::Manifest& manifest) {
         return;
       }
       bytes += r->bytes;
+      huge = huge || r->huge_pages;
+      if (small_pages_why.empty() && !r->small_pages_why.empty()) {
+        small_pages_why = r->small_pages_why;
+        SaySmallPages("", local_dir_, small_pages_why);
+      }
     }
     // (its absence tells `fanrun attach` and anyone watching the job that the copy is done)
     ::unlink((rank_dir_ + "/staging-from").c_str());
     const double secs = Since(t0);
     if (!std::getenv(fanstore::env::kQuiet))
-      cli::Say("fanrun: staged %s in %.2f s (%.0f MB/s); reads now go to %s\n",
+      cli::Say("fanrun: staged %s in %.2f s (%.0f MB/s)%s; reads now go to %s\n",
                cli::HumanBytes(static_cast<double>(bytes)).c_str(), secs,
-               secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0, local_dir_.c_str());
+               secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0,
+               !small_pages_why.empty() ? " in 4 KiB pages"
+               : huge                   ? " in huge pages"
+                                        : "",
+               local_dir_.c_str());
   });
 }
 

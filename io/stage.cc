@@ -12,9 +12,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <vector>
 
+#include "base/map_aligned.h"
 #include "compress/crc32c.h"
 #include "meta/dataset.h"
 #include "meta/member.h"
@@ -25,29 +27,6 @@ namespace {
 
 // (glibc 2.36's headers predate it; Linux 6.1)
 constexpr int kMadvCollapse = 25;
-constexpr size_t kHuge = 2u << 20;
-
-// `fd` mapped read-only at a 2 MiB-aligned address, so that its 2 MiB-aligned extents can
-// be huge pages (a tmpfs mounted huge=never aligns nothing by itself); MAP_FAILED as mmap.
-void* MapHugeAligned(int fd, size_t size) {
-  void* span =
-      ::mmap(nullptr, size + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (span == MAP_FAILED) return ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-  const uintptr_t at = (reinterpret_cast<uintptr_t>(span) + kHuge - 1) & ~uintptr_t{kHuge - 1};
-  void* m = ::mmap(reinterpret_cast<void*>(at), size, PROT_READ, MAP_SHARED | MAP_FIXED, fd, 0);
-  if (m == MAP_FAILED) {
-    ::munmap(span, size + kHuge);
-    return m;
-  }
-  // (what is left of the reservation on either side)
-  if (at > reinterpret_cast<uintptr_t>(span))
-    ::munmap(span, at - reinterpret_cast<uintptr_t>(span));
-  const uintptr_t end = at + ((size + 4095) & ~size_t{4095});
-  const uintptr_t span_end = reinterpret_cast<uintptr_t>(span) + size + kHuge;
-  if (span_end > end) ::munmap(reinterpret_cast<void*>(end), span_end - end);
-  return m;
-}
-
 constexpr size_t kChunk = 4 << 20;
 constexpr unsigned kInFlight = 4;
 
@@ -178,10 +157,11 @@ Status Copy(int in, int out, uint64_t size, const std::string& src, const std::s
 // memory: 0.26-0.44 s per GiB here, against 4-18 s for the copy itself). Raw members are not
 // checked when read (compressed ones are, when inflated), so a member damaged in DATA
 // would otherwise reach readers as wrong bytes; now it stops the job at start, named.
-Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size) {
+Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, StageResult* out) {
   if (size == 0) return Status::Ok();
-  void* m = MapHugeAligned(fd, size);
-  if (m == MAP_FAILED) return Status::FromErrno("mmap", errno);
+  const long mapped = base::MapHugeAligned(fd, size);
+  if (mapped < 0) return Status::FromErrno("mmap", static_cast<int>(-mapped));
+  void* m = reinterpret_cast<void*>(mapped);
   // A copy on tmpfs goes into huge pages first (MADV_COLLAPSE does so whatever the mount's
   // huge= option, /dev/shm's default "never" included): the kernel then copies a member
   // out of one 2 MiB folio instead of 21 small ones, and a new process's pread of an
@@ -189,7 +169,15 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size) {
   // Where the kernel cannot (an older one, no memory for huge pages), the copy stays as it
   // is.
   struct statfs fs;
-  if (::fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC) ::madvise(m, size, kMadvCollapse);
+  // (a copy under 2 MiB has no huge page to make: neither said)
+  if (::fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC && size >= base::kHugePage) {
+    out->huge_pages = ::madvise(m, size, kMadvCollapse) == 0;
+    if (!out->huge_pages)
+      out->small_pages_why = errno == EINVAL
+                                 ? "the kernel has no MADV_COLLAPSE (Linux 6.1+) or "
+                                   "shmem huge pages are denied"
+                                 : std::string("MADV_COLLAPSE: ") + std::strerror(errno);
+  }
   const auto* bytes = static_cast<const uint8_t*>(m);
   Status st;
   for (size_t i = 0; i < r.size() && st.ok(); ++i) {
@@ -251,7 +239,8 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
     ::unlink(tmp.c_str());
     return Status::Error(src + ": " + s.message());
   }
-  if (Status s = CheckRawMembers(reader, reader.fd(), size); !s.ok()) {
+  StageResult r;
+  if (Status s = CheckRawMembers(reader, reader.fd(), size, &r); !s.ok()) {
     ::unlink(tmp.c_str());
     return Status::Error(src + ": " + s.message());
   }
@@ -260,7 +249,6 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
     ::unlink(tmp.c_str());
     return Status::FromErrno(dst, e);
   }
-  StageResult r;
   r.bytes = size;
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -19,6 +19,10 @@ namespace fanstore::io {
 struct StageResult {
   uint64_t bytes = 0;
   double seconds = 0;
+  // The copy is on tmpfs and the kernel made it huge pages (MADV_COLLAPSE); else
+  // `small_pages_why` says why not ("" for a copy not on tmpfs or under 2 MiB).
+  bool huge_pages = false;
+  std::string small_pages_why;
 };
 
 // Copies `src` to `dst` and validates it as partition `id` of `manifest`. Errors name the
