@@ -14,6 +14,7 @@
 #include <cstring>
 #include <iterator>  // std::size
 
+#include "base/map_aligned.h"
 #include "base/raw_syscall.h"
 #include "intercept/clone_mark.h"
 #include "io/resident.h"
@@ -124,7 +125,8 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
     if (fd >= 0 && base::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
         st.st_size > 0) {
       len = st.st_size;
-      const long r = base::RawSyscall6(SYS_mmap, 0, len, PROT_READ, MAP_SHARED, fd, 0);
+      // (2 MiB-aligned: a staged copy's huge folios are then mapped whole, one fault each)
+      const long r = base::MapHugeAligned(fd, static_cast<size_t>(len));
       if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095))
         made = static_cast<uintptr_t>(r);
     }
