@@ -114,6 +114,9 @@ class Node {
   std::string abs_data_;  // DATA, absolute  // DATA's blobs, open for the job's life (HoldBlob)
   std::string some_blob_;
   std::string cache_dir_;  // "" = local_dir_/cache
+  // Or DATA's blobs read into the page cache in huge folios while CMD runs (io/warm.h), by
+  // the same thread.
+  std::vector<std::string> warm_;
   std::thread copier_;
   std::atomic<bool> cancel_copy_{false};
   void StartCopier(const meta::Manifest& manifest);

@@ -21,11 +21,24 @@
 #include "io/node_cache.h"
 #include "io/pieces.h"
 #include "io/stage.h"
+#include "io/warm.h"
 #include "meta/dataset.h"
 
 namespace fanstore::fanrun {
 
 namespace {
+
+// MemAvailable of /proc/meminfo in bytes, 0 when unknown.
+uint64_t MemAvailable() {
+  FILE* f = std::fopen("/proc/meminfo", "r");
+  if (!f) return 0;
+  char line[256];
+  unsigned long long kb = 0;
+  while (std::fgets(line, sizeof line, f))
+    if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) break;
+  std::fclose(f);
+  return static_cast<uint64_t>(kb) * 1024;
+}
 
 // Once per rank: a staged copy on tmpfs that the kernel did not make huge pages, and why
 // (reads from 4 KiB pages are slower: docs/performance.md).
@@ -68,6 +81,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (::statvfs(local_dir_.c_str(), &local_fs) == 0)
     in.local_free = static_cast<uint64_t>(local_fs.f_bavail) * local_fs.f_frsize;
   in.local_where = opt.local_dir.empty() ? "/dev/shm" : opt.local_dir;
+  in.mem_available = MemAvailable();
   // Under a launcher even one rank copies before the exchange, as several do: the rank's
   // clean-up and the job's agreement on damaged members cover a copy made then, not one
   // still running when a rank is killed or a member found damaged.
@@ -121,8 +135,15 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     }
     s->local_paths[p] = overlap ? copies_.back().dst : path;
     if (some_blob_.empty()) some_blob_ = path;
+    if (decision.warm) warm_.push_back(src);
   }
   if (overlap && st.ok()) staging_from_ = rank_dir_ + "/data";
+  // (its absence tells a test or a benchmark that the blobs are warm)
+  if (st.ok() && !warm_.empty()) st = WriteFile(rank_dir_ + "/warming", "1");
+  // (DATA served in place from a local disk stays silent, as it was: --log-level debug)
+  if (st.ok() && !warm_.empty())
+    spdlog::debug("reading {} of DATA into the page cache in huge folios while the command runs",
+                  cli::HumanBytes(static_cast<double>(in.share_bytes)));
   if (st.ok() && !s->small_pages_why.empty())
     SaySmallPages(s->where, in.local_where, s->small_pages_why);
   if (st.ok() && !s->in_place.empty())
@@ -219,6 +240,16 @@ Result<std::string> Node::HoldBlob(const std::string& path) {
 // runtime looks for (runtime/process/state.h staging_from); a failed copy leaves that partition
 // read in place, and says so.
 void Node::StartCopier(const meta::Manifest& manifest) {
+  if (copies_.empty() && !warm_.empty()) {
+    copier_ = std::thread([this] {
+      for (const std::string& blob : warm_) {
+        auto r = io::WarmHuge(blob, &cancel_copy_);
+        if (cancel_copy_.load() || !r.ok() || !r->supported) break;
+      }
+      ::unlink((rank_dir_ + "/warming").c_str());
+    });
+    return;
+  }
   if (copies_.empty()) return;
   // (tests: hold the copy back, so that reads are seen going to DATA first)
   const char* delay = std::getenv(fanstore::env::kTestCopyDelayMs);

@@ -66,7 +66,9 @@ const char* LocalFsName(long t) {
   }
 }
 
-StageDecision DecideStaging(const StageInputs& in) {
+namespace {
+
+StageDecision DecideCopy(const StageInputs& in) {
   StageDecision d;
   if (in.no_stage_flag) {
     d.why = "--no-stage";
@@ -100,6 +102,16 @@ StageDecision DecideStaging(const StageInputs& in) {
   }
   d.stage = d.overlap = true;
   d.why = std::string("DATA is on ") + shared;
+  return d;
+}
+
+}  // namespace
+
+StageDecision DecideStaging(const StageInputs& in) {
+  StageDecision d = DecideCopy(in);
+  constexpr long kTmpfs = 0x01021994;  // (always in memory: nothing to read in)
+  d.warm = !d.stage && !SharedFsName(in.data_fs_type) && in.data_fs_type != kTmpfs &&
+           in.share_bytes > 0 && in.share_bytes <= in.mem_available / 2;
   return d;
 }
 

@@ -18,6 +18,7 @@ struct StageInputs {
   uint64_t share_bytes = 0;      // this node's partitions
   uint64_t local_free = 0;       // free bytes where the copies would go
   std::string local_where;       // that place, for the reason
+  uint64_t mem_available = 0;    // MemAvailable of /proc/meminfo
 };
 
 struct StageDecision {
@@ -27,6 +28,11 @@ struct StageDecision {
   // to the others).
   bool overlap = false;
   std::string why;  // "DATA is on NFS", "--no-stage", ...
+  // Served in place from a local file system, with the node's share fitting in half of the
+  // available memory: fanrun reads the blobs into the page cache in huge folios while CMD
+  // runs (io/warm.h), so that a warm epoch copies out of 2 MiB folios whatever order the
+  // first one read in.
+  bool warm = false;
 };
 
 StageDecision DecideStaging(const StageInputs& in);

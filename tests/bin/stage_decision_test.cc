@@ -80,5 +80,27 @@ TEST(StageDecision, TooLittleRoomServesInPlaceAndSaysWhy) {
   EXPECT_TRUE(DecideStaging(in).stage);
 }
 
+TEST(StageDecision, ALocalShareThatFitsInHalfOfMemoryIsWarmedInHugeFolios) {
+  StageInputs in = OneNode(kExt4);
+  in.mem_available = 1ull << 30;
+  EXPECT_TRUE(DecideStaging(in).warm);
+  in.no_stage_flag = true;  // (served in place all the same)
+  EXPECT_TRUE(DecideStaging(in).warm);
+  in.no_stage_flag = false;
+  in.share_bytes = (512ull << 20) + 1;  // more than half of the memory
+  EXPECT_FALSE(DecideStaging(in).warm);
+  in.share_bytes = 10u << 20;
+  in.mem_available = 0;  // (unknown)
+  EXPECT_FALSE(DecideStaging(in).warm);
+  for (long t : {kNfs, kFuse, kTmpfs}) {  // staged, or in memory already
+    StageInputs other = OneNode(t);
+    other.mem_available = 1ull << 30;
+    EXPECT_FALSE(DecideStaging(other).warm) << std::hex << t;
+  }
+  in.mem_available = 1ull << 30;
+  in.stage_flag = true;  // a copy instead
+  EXPECT_FALSE(DecideStaging(in).warm);
+}
+
 }  // namespace
 }  // namespace fanstore::fanrun

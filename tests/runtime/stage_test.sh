@@ -7,7 +7,8 @@
 # DATA on a local file system is served in place; --no-stage and --stage override.
 # Without io_uring (refused by a seccomp filter, as on RHEL 8's kernel) the copy is made
 # with plain reads and writes; without huge pages for tmpfs (MADV_COLLAPSE refused) the copy
-# is made in 4 KiB pages, and fanrun and doctor say so.
+# is made in 4 KiB pages, and fanrun and doctor say so. DATA on a local disk that fits in
+# memory is read into the page cache in huge folios while CMD runs.
 # Usage: stage_test.sh FANSTORE FANRUN SOURCE_DIR KERNEL_REFUSES
 FANSTORE=$1
 FANRUN=$2
@@ -160,5 +161,41 @@ grep -q "^pages .*staged copies in 4 KiB pages: MADV_COLLAPSE unknown to this ke
 grep -q "in 4 KiB pages.*(the kernel has no MADV_COLLAPSE" "$S/err" &&
   grep -q "^then 0 .*local" "$S/out" && ok ||
   bad "--stage without huge pages copies, says so, and reads the copy: $(cat "$S/err" "$S/out")"
+
+# 8. DATA on a local file system, with the share fitting in half of the free memory, is read
+# into the page cache in huge folios while CMD runs (io/warm.h), silently. Counted by
+# FileHugePages after the page cache is dropped, where a probe shows that this kernel and
+# file system make huge folios for such a mapping at all.
+huge_kb() { awk '/^FileHugePages:/ {print $2}' /proc/meminfo; }
+head -c $((24 << 20)) /dev/urandom >"$S/probe.bin"
+probe_huge() {  # the kB of huge folios a MADV_HUGEPAGE mapping of probe.bin brings in
+  sync && echo 3 >/proc/sys/vm/drop_caches 2>/dev/null || return 1
+  local before
+  before=$(huge_kb)
+  /usr/bin/python3 -c "
+import mmap, sys
+f = open(sys.argv[1], 'rb')
+m = mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ)
+m.madvise(mmap.MADV_HUGEPAGE); m.madvise(mmap.MADV_RANDOM); m.madvise(22)  # POPULATE_READ
+" "$S/probe.bin" 2>/dev/null || return 1
+  echo $(($(huge_kb) - before))
+}
+probe=$(probe_huge || echo none)
+if [ -z "$(huge_kb)" ] || [ "$probe" = none ] || [ "$probe" -lt 8192 ]; then
+  skip "part 8: this kernel or file system makes no huge page-cache folios (probe: ${probe:-?} kB), or the cache cannot be dropped"
+else
+  mkdir -p "$S/warmsrc" && cp -r "$S/src/." "$S/probe.bin" "$S/warmsrc/" &&
+    $FANSTORE pack -q "$S/warmsrc" "$S/warm" --partitions 1 || bad "pack for the warm"
+  sync && echo 3 >/proc/sys/vm/drop_caches
+  before=$(huge_kb)
+  "$FANRUN" --data "$S/warm" --mount "$S/mnt" -- sh -c \
+    'i=0; while [ -e "$(dirname "$FANSTORE_IMAGE")/warming" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; awk "/^FileHugePages:/ {print \$2}" /proc/meminfo' \
+    >"$S/huge" 2>"$S/err"
+  during=$(cat "$S/huge")
+  # (28 MiB of blob; fanrun's read calibration caches its first 8 MiB in small folios)
+  [ -n "$during" ] && [ "$during" -ge $((before + 8192)) ] && ok ||
+    bad "in-place DATA is warmed in huge folios: FileHugePages $before kB before, ${during:-?} kB after: $(cat "$S/err")"
+  [ ! -s "$S/err" ] && ok || bad "in-place DATA stays silent while warmed: $(cat "$S/err")"
+fi
 
 finish
