@@ -18,7 +18,7 @@
 namespace fanstore::io {
 
 struct WarmResult {
-  uint64_t bytes = 0;  // of the blob, walked
+  uint64_t bytes = 0;     // of the blob, walked
   bool supported = true;  // false: the kernel has no MADV_POPULATE_READ (nothing was read)
 };
 

@@ -33,8 +33,8 @@ long LoadCheckedBlock(State& s, uint32_t entry, uint64_t b, uint8_t* out) {
   return WithSource(entry, [&](const MemberSource& src) -> long {
     uint8_t crc_buf[meta::kRawBlockCrcBytes];
     long err = 0;
-    const uint8_t* crc = src.ViewOrRead(meta::RawBlockCrcOffset(e.size, b), sizeof crc_buf,
-                                        crc_buf, ViewRule::kAny, &err);
+    const uint8_t* crc = src.ViewOrRead(meta::RawBlockCrcOffset(e.size, b), sizeof crc_buf, crc_buf,
+                                        ViewRule::kAny, &err);
     if (!crc) return err;
     const uint32_t want = meta::GetU32(crc);
     const uint8_t* bytes = src.View(b * kDeflateBlockBytes, len, ViewRule::kRange);
@@ -64,7 +64,8 @@ long ReadRawBlocks(State& s, uint32_t entry, uint64_t off, uint8_t* dst, size_t 
     uint64_t end = start + meta::BlockPlainBytes(e.size, b);
     const bool checked = !s.verify_every_read && IsBlockVerified(entry, b);
     if (checked)
-      while (end < off + n && !s.verify_every_read && IsBlockVerified(entry, end / kDeflateBlockBytes))
+      while (end < off + n && !s.verify_every_read &&
+             IsBlockVerified(entry, end / kDeflateBlockBytes))
         end += meta::BlockPlainBytes(e.size, end / kDeflateBlockBytes);
     const size_t take = static_cast<size_t>(std::min<uint64_t>(end, off + n) - at);
     if (checked) {
