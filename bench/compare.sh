@@ -13,11 +13,16 @@
 # configuration, so that a ratio compares runs seconds apart (this VM's speed drifts by a
 # third within minutes); the report gives the median of the rounds and each round's ratio.
 # Writes bench/results/compare.json and, with gnuplot, bench/results/compare.png.
+# With --states, only the training pattern's warm epoch, in the states the page cache can
+# hold FanStore's data in: native; blobs read by `cat` after the cache was dropped; blobs
+# read by fanrun's own cold epoch after the cache was dropped; staged (--stage), once the
+# copy has landed. Each state is made again before each of its rounds.
 # Usage: bench/compare.sh [--files N] [--mean-kb K] [--seconds S] [--rounds R] [--work DIR]
+#                         [--states]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-files=22000 mean_kb=85 seconds=2 rounds=5 work=bench/work
+files=22000 mean_kb=85 seconds=2 rounds=5 work=bench/work states=0
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
@@ -25,7 +30,8 @@ while [ $# -gt 0 ]; do
     --seconds) seconds=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --states) states=1; shift ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -37,6 +43,7 @@ work=$(cd "$work" && pwd)
 tree=$work/compare-$files-$mean_kb
 [ -d "$tree" ] || bench/gen_dataset.py imagenet "$tree" --files "$files" --classes 100 --mean-kb "$mean_kb"
 out=bench/results/compare.json
+[ $states = 1 ] && out=bench/results/compare_states.json
 rows=()
 can_drop=0
 if (sync && echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then can_drop=1; fi
@@ -109,6 +116,33 @@ if [ -x "$FANRUN" ]; then
   targets+=("fanstore-staged	fanstore --stage	$FANRUN	--stage	--data	$packed	--	sh	-c	$wait_staged	sh	$FSBENCH	$tree")
 else
   echo "   fanstore: fanrun is not built yet (the single-node runtime issue): skipped"
+fi
+
+# The states of --states: each made, then the warm epoch measured in it.
+state_rows() {  # state_rows ROUND
+  local round=$1 w
+  IFS=$'\t' read -r -a w <<<"${targets[0]}"
+  run "$round" native "${w[1]}" read 2 epoch -- "$FSBENCH" "$tree"
+  [ $can_drop = 1 ] || { echo "   (cannot drop the page cache here: the blob states are skipped)"; return; }
+  sync && echo 3 >/proc/sys/vm/drop_caches
+  cat "$packed"/part-*.fsb >/dev/null
+  run "$round" fanstore-seq "fanstore, blobs by cat" read 2 epoch -- "$FANRUN" --data "$packed" -- "$FSBENCH" "$tree"
+  sync && echo 3 >/proc/sys/vm/drop_caches
+  "$FANRUN" --data "$packed" -- "$FSBENCH" --op read --epochs 1 --fresh-processes --processes 2 "$tree" >/dev/null 2>&1
+  run "$round" fanstore-own "fanstore, own cold" read 2 epoch -- "$FANRUN" --data "$packed" -- "$FSBENCH" "$tree"
+  IFS=$'\t' read -r -a w <<<"${targets[-1]}"
+  [ "${w[0]}" = fanstore-staged ] && run "$round" "${w[0]}" "${w[1]}" read 2 epoch -- "${w[@]:2}"
+}
+if [ $states = 1 ]; then
+  [ -n "${packed:-}" ] || { echo "compare.sh: --states needs fanrun built" >&2; exit 1; }
+  for round in $(seq "$rounds"); do state_rows "$round"; done
+  {
+    echo "{\"benchmark\": \"compare-states\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"files\": $files, \"mean_kb\": $mean_kb, \"seconds\": $seconds, \"rounds\": $rounds, \"thp\": \"$(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null)\", \"shmem_thp\": \"$(cat /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null)\", \"rows\": ["
+    (IFS=,; echo "${rows[*]}")
+    echo "]}"
+  } >"$out"
+  /usr/bin/python3 bench/compare_report.py "$out"
+  exit 0
 fi
 
 # Configurations: OP THREADS CACHE, the training pattern first. "epoch": one epoch by
