@@ -6,6 +6,7 @@
 #include <sys/sysinfo.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 
@@ -113,9 +114,50 @@ bool StartWindowRead(int fd, uint64_t off, uint64_t len) {
   return true;  // submitted together with the member's read
 }
 
+// Reads left to ask mincore before reading (PreadBlob): set by a read that found its blob
+// cold, counted down by reads that find theirs cached. A warm process never asks.
+constexpr int kColdProbes = 64;
+thread_local int t_cold_probes = 0;
+
+// The 2 MiB-aligned window of the blob around `at`, faulted into the page cache through the
+// blob's mapping, which State::BlobMap marks MADV_HUGEPAGE and MADV_RANDOM: the kernel
+// reads a range not cached yet as one 2 MiB folio (file systems with large folios), and
+// later epochs copy members out of huge folios (1.3-1.5x native warm, against 1.1x from the
+// small folios of 1 MiB windows; docs/performance.md). Synchronous: the window is what the
+// member's own read would have waited for, and the members beside it are read by the
+// same epoch. False where the kernel has no MADV_POPULATE_READ (5.14) or the range
+// cannot be read (then the ordinary read says why).
+bool HugeWindow(const uint8_t* map, uint64_t map_size, uint64_t at) {
+  constexpr uint64_t kWindow = 2u << 20;
+  constexpr long kMadvPopulateRead = 22;
+  const uint64_t start = at / kWindow * kWindow;
+  if (start >= map_size) return false;
+  const uint64_t len = std::min(kWindow, map_size - start);
+  return base::RawSyscall6(SYS_madvise, reinterpret_cast<long>(map + start),
+                           static_cast<long>((len + 4095) & ~uint64_t{4095}),
+                           kMadvPopulateRead) == 0;
+}
+
 }  // namespace
 
-long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
+long PreadBlob(int fd, void* buf, size_t len, uint64_t off, const uint8_t* map, uint64_t map_size) {
+  bool windowed = false;  // (one huge window per call: a window evicted at once is read)
+  // While reads find the blob cold, the window is brought in before the read: a read that
+  // misses the page cache starts the kernel's own readahead in small folios even with
+  // RWF_NOWAIT, so it must not be the first to touch the range. mincore of the first page
+  // tells; a process stops asking after kColdProbes reads in a row found theirs cached.
+  if (map && t_cold_probes > 0 && off < map_size && ReadaheadBytes(*Get())) {
+    unsigned char v = 0;
+    const uint64_t page = off & ~uint64_t{4095};
+    if (base::RawSyscall6(SYS_mincore, reinterpret_cast<long>(map + page), 4096,
+                          reinterpret_cast<long>(&v)) == 0 &&
+        !(v & 1)) {
+      t_cold_probes = kColdProbes;
+      windowed = HugeWindow(map, map_size, off);
+    } else {
+      --t_cold_probes;
+    }
+  }
   const bool known = fd >= 0 && fd < (1 << 16);
   std::atomic<uint64_t>* word = known ? &s_no_nowait[fd / 64] : nullptr;
   const uint64_t bit = uint64_t{1} << (fd & 63);
@@ -141,7 +183,13 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off) {
         t_ring.window_in_flight = false;
         t_ring.scratch = nullptr;
       }
-      if (const uint64_t w = ReadaheadBytes(*Get())) {  // bring in the members around it too
+      const uint64_t w = ReadaheadBytes(*Get());
+      if (map) t_cold_probes = kColdProbes;  // (the next reads ask mincore first)
+      if (w && map && !windowed && HugeWindow(map, map_size, off + done)) {
+        windowed = true;
+        continue;  // cached now: the copy above
+      }
+      if (w) {  // bring in the members around it too
         const uint64_t at_off = (off + done) / w * w;
         if (!StartWindowRead(fd, at_off, w))
           base::RawSyscall6(SYS_fadvise64, fd, static_cast<long>(at_off), static_cast<long>(w),
