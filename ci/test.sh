@@ -38,8 +38,11 @@ ci_stage dev-build ci/build.sh dev
 ci_stage dev-tests ctest --preset dev -j"$(nproc)"
 echo "== asan build (AddressSanitizer + UBSan)"
 ci_stage asan-build ci/build.sh asan
-# (the long tests run once, in the dev build: the large member, torchrun, the 20-epoch soak)
-ci_stage asan-tests env ASAN_OPTIONS=detect_leaks=1 ctest --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun|runtime_soak'
+# (the long tests run once, in the dev build: the large member, torchrun, the 20-epoch soak;
+# UCX_MEM_EVENTS=no: with MPICH's UCX memory hooks in fanrun, LeakSanitizer's tracer dies at
+# exit on some kernels, "Tracer caught signal 11", failing 2 to 7 multinode and slurm checks
+# here, before and after this change alike; third-party code, as under ThreadSanitizer)
+ci_stage asan-tests env ASAN_OPTIONS=detect_leaks=1 UCX_MEM_EVENTS=no ctest --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun|runtime_soak'
 echo "== tsan build (ThreadSanitizer)"
 ci_stage tsan-build ci/build.sh tsan
 # (UCX_MEM_EVENTS=no: MPICH's UCX memory hooks crash inside ThreadSanitizer's interceptors
