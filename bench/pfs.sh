@@ -10,7 +10,9 @@
 # (mpiexec -n 2, both ranks staging from MooseFS); and one epoch while another client
 # stats other files in a loop. Per job: wall time with start-up, files/s, the time to the
 # first read, the master's operations (mfscli -SMO) and CPU time, and the bytes the client
-# pulled from the daemons (the veth's counters). JSON in bench/results/pfs.json, a plot in
+# pulled from the daemons (the veth's counters). Beside each job, in the same round, the
+# floor: the packed dataset's bytes read once in order by a new client (`cat part-*`), and
+# the job's wall time as a multiple of it. JSON in bench/results/pfs.json, a plot in
 # bench/results/pfs.png. Installs MooseFS from Debian's packages if missing.
 # Usage: bench/pfs.sh [--files N] [--rounds R]   (root; default 4,000 files of ~100 KB, 3 rounds)
 set -euo pipefail
@@ -118,15 +120,23 @@ def summarize(rs):
     row["stderr_example"] = rs[0]["stderr"]
     return row
 results = []
+def floor_cmd(m):  # every packed byte across once, in order: the least a first epoch can take
+    return ["sh", "-c", "cat %s/packed/part-*.fsb >/dev/null" % m]
 def compare(name, native_cmd, fanrun_cmd, **kw):
     rs = {"native": [], "fanrun": []}
     for _ in range(rounds):
-        rs["native"].append(job(native_cmd, **kw)); rs["fanrun"].append(job(fanrun_cmd, **kw))
+        floor = job(floor_cmd, parse=False)["wall_s"]
+        for kind, cmd in (("native", native_cmd), ("fanrun", fanrun_cmd)):
+            r = job(cmd, **kw)
+            r["floor_s"], r["wall_to_floor"] = floor, r["wall_s"] / floor
+            rs[kind].append(r)
     for kind in ("native", "fanrun"):
         row = summarize(rs[kind]); row.update({"run": name, "reader": kind}); results.append(row)
         m = lambda k: row[k]["median"] if k in row else float("nan")
-        print("%-28s %-7s wall %6.2f s  cold %7.0f  warm %7.0f files/s  1st read %.3f s  master %6.0f ops %5.2f s cpu  %7.1f MB pulled%s" % (
-            name, kind, m("wall_s"), m("cold_files_per_s"), m("warm_files_per_s"), m("first_read_s"),
+        print("%-28s %-7s wall %6.2f s (%.2fx the floor: %s)  cold %7.0f  warm %7.0f files/s  1st read %.3f s  master %6.0f ops %5.2f s cpu  %7.1f MB pulled%s" % (
+            name, kind, m("wall_s"), m("wall_to_floor"),
+            " ".join("%.2f/%.2f" % (r["wall_s"], r["floor_s"]) for r in rs[kind]),
+            m("cold_files_per_s"), m("warm_files_per_s"), m("first_read_s"),
             m("master_ops"), m("master_cpu_s"), m("mfs_bytes") / 1e6,
             ("  other client %.0f stat/s" % m("other_stats_per_s")) if "other_stats_per_s" in row else ""), flush=True)
 idle = Stats(); idle.start(); time.sleep(3); idle.stop = True; idle.join()
