@@ -176,7 +176,6 @@ std::string ThpChoice(const char* name) {
 // Whether the kernel makes a shmem file huge pages on MADV_COLLAPSE, as staging asks of its
 // copies: tried on a 2 MiB memfd (shmem, as /dev/shm is).
 std::string CollapseError() {
-  constexpr int kMadvCollapse = 25;  // (Linux 6.1; glibc 2.36's headers predate it)
   const int fd = static_cast<int>(::syscall(SYS_memfd_create, "fanrun-doctor", MFD_CLOEXEC));
   if (fd < 0) return std::string("memfd_create: ") + std::strerror(errno);
   std::string err;
@@ -190,10 +189,8 @@ std::string CollapseError() {
     if (m < 0) {
       err = std::string("mmap: ") + std::strerror(static_cast<int>(-m));
     } else {
-      if (::madvise(reinterpret_cast<void*>(m), base::kHugePage, kMadvCollapse) != 0)
-        err = errno == EINVAL ? "MADV_COLLAPSE unknown to this kernel (Linux 6.1+) or shmem huge "
-                                "pages denied"
-                              : std::string("MADV_COLLAPSE: ") + std::strerror(errno);
+      if (::madvise(reinterpret_cast<void*>(m), base::kHugePage, base::kMadvCollapse) != 0)
+        err = base::CollapseRefusal(errno);
       ::munmap(reinterpret_cast<void*>(m), base::kHugePage);
     }
   }

@@ -25,8 +25,6 @@
 namespace fanstore::io {
 namespace {
 
-// (glibc 2.36's headers predate it; Linux 6.1)
-constexpr int kMadvCollapse = 25;
 constexpr size_t kChunk = 4 << 20;
 constexpr unsigned kInFlight = 4;
 
@@ -171,12 +169,8 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, St
   struct statfs fs;
   // (a copy under 2 MiB has no huge page to make: neither said)
   if (::fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC && size >= base::kHugePage) {
-    out->huge_pages = ::madvise(m, size, kMadvCollapse) == 0;
-    if (!out->huge_pages)
-      out->small_pages_why = errno == EINVAL
-                                 ? "the kernel has no MADV_COLLAPSE (Linux 6.1+) or "
-                                   "shmem huge pages are denied"
-                                 : std::string("MADV_COLLAPSE: ") + std::strerror(errno);
+    out->huge_pages = ::madvise(m, size, base::kMadvCollapse) == 0;
+    if (!out->huge_pages) out->small_pages_why = base::CollapseRefusal(errno);
   }
   const auto* bytes = static_cast<const uint8_t*>(m);
   Status st;

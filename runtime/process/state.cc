@@ -125,17 +125,11 @@ const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
     if (fd >= 0 && base::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 &&
         st.st_size > 0) {
       len = st.st_size;
-      // (2 MiB-aligned: a staged copy's huge folios are then mapped whole, one fault each)
-      const long r = base::MapHugeAligned(fd, static_cast<size_t>(len));
-      if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095)) {
+      // (2 MiB-aligned: a staged copy's huge folios are then mapped whole, one fault each;
+      // device reads bring blob ranges in through it as 2 MiB folios, blob_read.cc)
+      const long r = base::MapForHugeReads(fd, static_cast<size_t>(len));
+      if (static_cast<unsigned long>(r) < static_cast<unsigned long>(-4095))
         made = static_cast<uintptr_t>(r);
-        // Device reads bring blob ranges in through this mapping as 2 MiB folios
-        // (runtime/data/blob_read.cc HugeWindow); MADV_RANDOM keeps the kernel's small
-        // readahead out of it. Copies from it touch only cached pages, so neither changes
-        // them.
-        base::RawSyscall6(SYS_madvise, r, len, MADV_HUGEPAGE);
-        base::RawSyscall6(SYS_madvise, r, len, MADV_RANDOM);
-      }
     }
     // Racing threads both map; the size goes out before the mapping is published. Both
     // store this blob's size; should a cut blob make them differ, mincore (ResidentView)
