@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cerrno>
 
+#include "base/map_aligned.h"
 #include "base/raw_syscall.h"
 #include "runtime/data/member_io_parts.h"
 
@@ -120,33 +121,41 @@ constexpr int kColdProbes = 64;
 thread_local int t_cold_probes = 0;
 
 // The 2 MiB-aligned window of the blob around `at`, faulted into the page cache through the
-// blob's mapping, which State::BlobMap marks MADV_HUGEPAGE and MADV_RANDOM: the kernel
-// reads a range not cached yet as one 2 MiB folio (file systems with large folios), and
+// blob's mapping (State::BlobMap, base/map_aligned.h MapForHugeReads): the kernel reads a
+// range not cached yet as one 2 MiB folio (file systems with large folios), and
 // later epochs copy members out of huge folios (1.3-1.5x native warm, against 1.1x from the
 // small folios of 1 MiB windows; docs/performance.md). Synchronous: the window is what the
 // member's own read would have waited for, and the members beside it are read by the
 // same epoch. False where the kernel has no MADV_POPULATE_READ (5.14) or the range
 // cannot be read (then the ordinary read says why).
 bool HugeWindow(const uint8_t* map, uint64_t map_size, uint64_t at) {
-  constexpr uint64_t kWindow = 2u << 20;
-  constexpr long kMadvPopulateRead = 22;
-  const uint64_t start = at / kWindow * kWindow;
+  const uint64_t start = at / base::kHugePage * base::kHugePage;
   if (start >= map_size) return false;
-  const uint64_t len = std::min(kWindow, map_size - start);
-  return base::RawSyscall6(SYS_madvise, reinterpret_cast<long>(map + start),
-                           static_cast<long>((len + 4095) & ~uint64_t{4095}),
-                           kMadvPopulateRead) == 0;
+  return base::PopulateRead(map, start, std::min<uint64_t>(base::kHugePage, map_size - start)) == 0;
+}
+
+// The in-place blob of `partition` as mapped by State::BlobMap, or nullptr (none asked for,
+// a staged copy on tmpfs, no mapping).
+const uint8_t* InPlaceMap(uint32_t partition, uint64_t* size) {
+  if (partition == kNoPartition) return nullptr;
+  bool resident = false;
+  const uint8_t* map = Get()->BlobMap(partition, size, &resident);
+  return resident ? nullptr : map;
 }
 
 }  // namespace
 
-long PreadBlob(int fd, void* buf, size_t len, uint64_t off, const uint8_t* map, uint64_t map_size) {
+long PreadBlob(int fd, void* buf, size_t len, uint64_t off, uint32_t partition) {
   bool windowed = false;  // (one huge window per call: a window evicted at once is read)
+  // (the mapping is looked up only by reads that may need it: a warm process never does)
+  uint64_t map_size = 0;
+  const uint8_t* map = nullptr;
   // While reads find the blob cold, the window is brought in before the read: a read that
   // misses the page cache starts the kernel's own readahead in small folios even with
   // RWF_NOWAIT, so it must not be the first to touch the range. mincore of the first page
   // tells; a process stops asking after kColdProbes reads in a row found theirs cached.
-  if (map && t_cold_probes > 0 && off < map_size && ReadaheadBytes(*Get())) {
+  if (t_cold_probes > 0 && (map = InPlaceMap(partition, &map_size)) && off < map_size &&
+      ReadaheadBytes(*Get())) {
     unsigned char v = 0;
     const uint64_t page = off & ~uint64_t{4095};
     if (base::RawSyscall6(SYS_mincore, reinterpret_cast<long>(map + page), 4096,
@@ -184,6 +193,7 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off, const uint8_t* map, 
         t_ring.scratch = nullptr;
       }
       const uint64_t w = ReadaheadBytes(*Get());
+      if (!map) map = InPlaceMap(partition, &map_size);
       if (map) t_cold_probes = kColdProbes;  // (the next reads ask mincore first)
       if (w && map && !windowed && HugeWindow(map, map_size, off + done)) {
         windowed = true;

@@ -31,11 +31,11 @@ extern IoCounters g_io;
 // blob_read.cc: `len` bytes of blob `fd` at `off` into `buf`: copied by the kernel when they
 // are in the page cache, else read through this thread's io_uring together with the
 // readahead window around them. len, or a negative errno (EIO: the blob ends early).
-// `map` (map_size bytes), when given, is the blob's mapping (State::BlobMap): a device read
-// then brings in the 2 MiB around `off` through it as one huge folio (HugeWindow), where
-// the readahead rule reads ahead at all.
-long PreadBlob(int fd, void* buf, size_t len, uint64_t off, const uint8_t* map = nullptr,
-               uint64_t map_size = 0);
+// `partition`, when given, is the blob's (an in-place blob: `fd` is State::BlobFd's): a
+// device read then brings in the 2 MiB around `off` through the blob's mapping as one huge
+// folio (HugeWindow), where the readahead rule reads ahead at all.
+inline constexpr uint32_t kNoPartition = ~uint32_t{0};
+long PreadBlob(int fd, void* buf, size_t len, uint64_t off, uint32_t partition = kNoPartition);
 
 // residency.cc: blob bytes [off, off + len) of `partition` as a view of the blob's mapping,
 // when they are all in the page cache and copying them from there pays; else nullptr (the

@@ -106,12 +106,8 @@ const uint8_t* MemberSource::View(uint64_t off, size_t n, ViewRule rule) const {
 
 long MemberSource::Read(uint64_t off, size_t n, uint8_t* dst) const {
   switch (kind_) {
-    case Kind::kBlob: {
-      uint64_t size = 0;
-      bool resident = false;
-      const uint8_t* map = Get()->BlobMap(partition_, &size, &resident);
-      return PreadBlob(fd_, dst, n, base_ + off, resident ? nullptr : map, size);
-    }
+    case Kind::kBlob:
+      return PreadBlob(fd_, dst, n, base_ + off, partition_);
     case Kind::kFile:
       return PreadBlob(fd_, dst, n, off);
     case Kind::kArena:
