@@ -28,9 +28,10 @@ Result<WarmResult> WarmHuge(const std::string& path, const std::atomic<bool>* ca
   }
   WarmResult r;
   const uint64_t size = static_cast<uint64_t>(st.st_size);
-  const long m = size ? base::MapForHugeReads(fd, size) : -EINVAL;
+  const long m = size ? base::MapForHugeReads(fd, size) : 0;
   ::close(fd);  // (the mapping holds the file)
-  if (m < 0) return size ? Status::FromErrno(path, static_cast<int>(-m)) : Result<WarmResult>(r);
+  if (size == 0) return r;
+  if (m < 0) return Status::FromErrno(path, static_cast<int>(-m));
   const auto* map = reinterpret_cast<const uint8_t*>(m);
   for (uint64_t off = 0; off < size && !(cancel && cancel->load(std::memory_order_relaxed));
        off += kStep) {

@@ -64,8 +64,7 @@ long ReadRawBlocks(State& s, uint32_t entry, uint64_t off, uint8_t* dst, size_t 
     uint64_t end = start + meta::BlockPlainBytes(e.size, b);
     const bool checked = !s.verify_every_read && IsBlockVerified(entry, b);
     if (checked)
-      while (end < off + n && !s.verify_every_read &&
-             IsBlockVerified(entry, end / kDeflateBlockBytes))
+      while (end < off + n && IsBlockVerified(entry, end / kDeflateBlockBytes))
         end += meta::BlockPlainBytes(e.size, end / kDeflateBlockBytes);
     const size_t take = static_cast<size_t>(std::min<uint64_t>(end, off + n) - at);
     if (checked) {

@@ -26,20 +26,20 @@ struct BlockMarks {
 std::atomic<const BlockMarks*> g_blocks{nullptr};
 const meta::NamespaceView* g_ns = nullptr;  // for the private marks, made at first use
 
-void* MapShared(const std::string& path, uint64_t entry_bytes, BlockMarks* blocks) {
+void* MapShared(const std::string& path, uint64_t entries, BlockMarks* blocks) {
+  VerifiedLayout l;
+  l.entries = entries;
   const int fd = ::open(path.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return nullptr;
   struct stat st;
   void* m = MAP_FAILED;
   if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == ::geteuid() &&
-      !(st.st_mode & 022) && static_cast<uint64_t>(st.st_size) >= entry_bytes + 8)
+      !(st.st_mode & 022) && static_cast<uint64_t>(st.st_size) >= l.index_off() + 8)
     m = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
   if (m == MAP_FAILED) return nullptr;
   auto* base = static_cast<uint8_t*>(m);
   const uint64_t bytes = static_cast<uint64_t>(st.st_size);
-  VerifiedLayout l;
-  l.entries = entry_bytes * 8;
   l.indexed = *reinterpret_cast<const uint64_t*>(base + l.index_off());
   if (l.indexed > (bytes - l.index_off() - 8) / 8) {  // not a layout of ours: no block marks
     ::munmap(m, bytes);
@@ -101,7 +101,7 @@ void AttachVerified(const std::string& path, const meta::NamespaceView& ns) {
   const uint64_t bytes = VerifiedBytes(ns.size());
   if (bytes == 0) return;
   static BlockMarks shared_blocks;
-  void* shared = path.empty() ? nullptr : MapShared(path, bytes, &shared_blocks);
+  void* shared = path.empty() ? nullptr : MapShared(path, ns.size(), &shared_blocks);
   g_shared = shared != nullptr;
   auto* bits = static_cast<std::atomic<uint64_t>*>(shared);
   if (!bits) {  // (zero pages: only the words of members read are ever touched)
