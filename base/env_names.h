@@ -62,6 +62,12 @@ inline constexpr char kAgentTimeout[] = "FANSTORE_AGENT_TIMEOUT";
 inline constexpr char kStaged[] = "FANSTORE_STAGED";
 // DATA while this node's copies are still being made: where partitions not copied yet are read.
 inline constexpr char kStagingFrom[] = "FANSTORE_STAGING_FROM";
+// A file the runtime creates once it serves a process: fanrun sets it for a container
+// runtime's CMD (bin/container.h), and says so when no process inside made it.
+inline constexpr char kServedMark[] = "FANSTORE_SERVED_MARK";
+// "HOST\nINSIDE": the job's directory as fanrun made it and where a container sees it (the
+// other variables name it there already); the namespace image's blob paths are read through it.
+inline constexpr char kPathMap[] = "FANSTORE_PATH_MAP";
 // Set by the runtime for a program it execs, read and removed by that program's runtime:
 // the open-file slab's fd and the virtual fds it inherits (runtime/calls/inherit.h), and its
 // virtual working directory.

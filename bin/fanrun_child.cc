@@ -16,6 +16,7 @@
 
 #include "base/env_names.h"
 #include "bin/cli_util.h"
+#include "bin/container.h"
 #include "bin/launcher.h"
 #include "bin/read_calibration.h"
 #include "bin/static_program.h"
@@ -237,7 +238,10 @@ void SetPlaceEnv(int rank, const std::string& nodes, int local_rank) {
 }
 
 Result<int> RunCommand(std::vector<std::string>& cmd, bool scrub, Node* node) {
-  if (const std::string what = WithoutRuntime(cmd[0]); !what.empty())
+  // (a container runtime runs without the library, its processes inside with it)
+  if (const std::string what =
+          RecognizeContainer(cmd) == ContainerRuntime::kNone ? WithoutRuntime(cmd[0]) : "";
+      !what.empty())
     spdlog::warn(
         "{}: the runtime cannot load into it, so it is not served (it sees the mount "
         "point {} as the kernel has it)",

@@ -18,6 +18,7 @@
 
 #include "base/env_names.h"
 #include "bin/cli_util.h"
+#include "bin/container.h"
 #include "bin/fanrun_child.h"
 #include "bin/fanrun_doctor.h"
 #include "bin/fanrun_node.h"
@@ -197,7 +198,22 @@ int main(int argc, char** argv) {
   // The application's bound on one answer of its agent: every holder's timeout, and slack.
   ::setenv(env::kAgentTimeout, std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(), 1);
   SetPlaceEnv(node.rank(), std::to_string(node.nodes()), node.local_rank());
+  // A container runtime as CMD: handed the library, the job's files and the variables in
+  // its own way (bin/container.h).
+  const ContainerRuntime container = RecognizeContainer(cmd);
+  std::string served_mark;
+  if (container != ContainerRuntime::kNone) {
+    const std::string& rank_dir = node.rank_dir();
+    auto mark = HandToContainer(container,
+                                {rank_dir.substr(0, rank_dir.rfind('/')), rank_dir,
+                                 node.local_dir(), node.data_dir(), FindPreload()},
+                                &cmd);
+    if (!mark.ok()) return Fail(mark.status().message());
+    served_mark = *mark;
+  }
   auto status = RunCommand(cmd, mpi, &node);
+  if (status.ok() && !served_mark.empty())
+    SayIfUnserved(container, served_mark, FindPreload(), node.mount());
   // Under mpiexec: serves the other nodes until every CMD has finished.
   node.Finish(status.ok() ? ExitCodeOf(*status) : kExitFanrun);
   if (!status.ok()) return Fail(status.status().message());

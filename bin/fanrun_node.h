@@ -59,6 +59,7 @@ class Node {
   int local_rank() const { return local_rank_; }
   const std::string& job() const { return job_; }
   const std::string& rank_dir() const { return rank_dir_; }
+  const std::string& local_dir() const { return local_dir_; }  // the staged copies' directory
   const std::string& image_path() const { return image_path_; }
   const std::string& socket_path() const { return socket_path_; }
   const std::string& mount() const { return mount_; }
@@ -89,7 +90,7 @@ class Node {
   void Teardown();
   void FinalizeBounded();
   Status MakeVerifiedMarks(const std::vector<uint8_t>& checked);
-  Result<std::string> HoldBlob(const std::string& path);
+  Result<std::string> HoldBlob(uint32_t partition, const std::string& path);
   Status PublishImage(std::string_view exchanged, const std::vector<std::string>& local_paths,
                       uint64_t dataset_id);
 

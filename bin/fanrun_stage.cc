@@ -23,6 +23,7 @@
 #include "io/stage.h"
 #include "io/warm.h"
 #include "meta/dataset.h"
+#include "runtime/process/held_blobs.h"
 
 namespace fanstore::fanrun {
 
@@ -100,7 +101,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     if (!s->placement.Holds(static_cast<uint32_t>(rank_), p, s->broadcast[p])) continue;
     // DATA's blob through fanrun's own descriptor: the job reads the dataset it started
     // with even if DATA is repacked, moved or deleted while it runs (HoldBlob).
-    auto held = HoldBlob(s->abs_data + "/" + meta::PartitionFileName(p));
+    auto held = HoldBlob(p, s->abs_data + "/" + meta::PartitionFileName(p));
     if (!held.ok()) {
       st = held.status();
       break;
@@ -221,13 +222,25 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
 // a symlink to /proc/<fanrun>/fd/<fd>), which everything reads the blob through from here
 // on: the checks against the manifest, the copies, the agent and the served processes.
 // `fanstore pack --force` swaps a new dataset in with renames, so the old files live on
-// while a job holds them; a path opened later would be the new dataset's.
-Result<std::string> Node::HoldBlob(const std::string& path) {
+// while a job holds them; a path opened later would be the new dataset's. The blob's
+// identity goes to the rank's `held-ids` file: where the link cannot be followed (a
+// container), DATA itself is read, and only while it is still this file
+// (runtime/process/held_blobs.h).
+Result<std::string> Node::HoldBlob(uint32_t partition, const std::string& path) {
   const std::string dir = rank_dir_ + "/data";
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) return Status::FromErrno(dir, errno);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(path, errno);
   held_blobs_.push_back(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(path, errno);
+  const std::string ids = runtime::HeldIdsPathBeside(rank_dir_ + "/namespace.img");
+  const int out = ::open(ids.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (out < 0) return Status::FromErrno(ids, errno);
+  const std::string line = runtime::HeldIdLine(partition, st);
+  const bool wrote = ::write(out, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  ::close(out);
+  if (!wrote) return Status::FromErrno(ids, errno);
   const std::string link = dir + path.substr(path.rfind('/'));
   const std::string target = "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(fd);
   ::unlink(link.c_str());

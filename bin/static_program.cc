@@ -12,15 +12,17 @@
 namespace fanstore::fanrun {
 namespace {
 
-std::string FindOnPath(const std::string& program) {
-  if (program.find('/') != std::string::npos) return program;
-  const char* path = std::getenv("PATH");
+constexpr char kUsualPath[] = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+std::string FindOnPath(const std::string& program, const std::string& root) {
+  if (program.find('/') != std::string::npos) return root + program;
+  const char* path = root.empty() ? std::getenv("PATH") : kUsualPath;
   std::string_view dirs = path && *path ? path : "/usr/local/bin:/usr/bin:/bin";
   while (!dirs.empty()) {
     const size_t colon = dirs.find(':');
     std::string dir(dirs.substr(0, colon));
     dirs = colon == std::string_view::npos ? "" : dirs.substr(colon + 1);
-    const std::string candidate = (dir.empty() ? "." : dir) + "/" + program;
+    const std::string candidate = root + (dir.empty() ? "." : dir) + "/" + program;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate;
   }
   return "";
@@ -66,17 +68,18 @@ Kind Classify(const std::string& file, std::string* interpreter) {
 
 }  // namespace
 
-std::string WithoutRuntime(const std::string& program) {
-  const std::string file = FindOnPath(program);
+std::string WithoutRuntime(const std::string& program, const std::string& root) {
+  const std::string file = FindOnPath(program, root);
   if (file.empty()) return "";
+  const std::string shown = file.substr(root.size());
   std::string interpreter;
   switch (Classify(file, &interpreter)) {
     case Kind::kStatic:
-      return file + " is statically linked";
+      return shown + " is statically linked";
     case Kind::kScript: {
       std::string unused;
-      if (Classify(interpreter, &unused) == Kind::kStatic)
-        return file + " runs with " + interpreter + ", which is statically linked";
+      if (Classify(root + interpreter, &unused) == Kind::kStatic)
+        return shown + " runs with " + interpreter + ", which is statically linked";
       return "";
     }
     default:

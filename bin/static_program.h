@@ -11,7 +11,9 @@ namespace fanstore::fanrun {
 
 // `program` found as execvp(3) would (along PATH unless it holds a '/'); "" when it loads
 // the runtime (or is not found, or is not an ELF file or a script: exec will say), else a
-// few words naming what it is ("/sbin/ldconfig is statically linked").
-std::string WithoutRuntime(const std::string& program);
+// few words naming what it is ("/sbin/ldconfig is statically linked"). With `root` (a
+// container image's directory), the program and its interpreter are looked for there,
+// along the usual PATH.
+std::string WithoutRuntime(const std::string& program, const std::string& root = "");
 
 }  // namespace fanstore::fanrun

@@ -37,6 +37,13 @@ Env ReadEnv() {
     e.agent_timeout_ms = static_cast<int>(std::atof(t) * 1000);
   e.staged = Get(kStaged) == "1";
   e.staging_from = Absolute(kStagingFrom);
+  e.served_mark = Absolute(kServedMark);
+  const std::string map = Get(kPathMap);
+  if (const size_t nl = map.find('\n');
+      nl != std::string::npos && map[0] == '/' && map.compare(nl + 1, 1, "/") == 0) {
+    e.map_from = map.substr(0, nl);
+    e.map_to = map.substr(nl + 1);
+  }
   return e;
 }
 

@@ -30,7 +30,9 @@ struct Env {
   std::string node_cache;
   std::optional<int> agent_timeout_ms;  // unset (or not a positive number): the default
   bool staged = false;
-  std::string staging_from;  // "" unless absolute
+  std::string staging_from;      // "" unless absolute
+  std::string served_mark;       // "" unless absolute
+  std::string map_from, map_to;  // FANSTORE_PATH_MAP ("" unless both absolute)
 };
 
 Env ReadEnv();

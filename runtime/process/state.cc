@@ -17,9 +17,11 @@
 #include "base/map_aligned.h"
 #include "base/raw_syscall.h"
 #include "intercept/clone_mark.h"
+#include "intercept/preload_log.h"
 #include "io/resident.h"
 #include "runtime/process/env.h"
 #include "runtime/process/fd_table.h"
+#include "runtime/process/held_blobs.h"
 
 namespace fanstore::runtime {
 namespace {
@@ -70,6 +72,23 @@ int Publish(std::atomic<int>* slot, long raw, int reserved_lo) {
   return static_cast<int>(target);
 }
 
+// The held blobs' identities fanrun wrote beside the image (none: nothing to check).
+std::vector<BlobId> ReadHeldIds(const std::string& image, size_t parts) {
+  std::vector<BlobId> ids;
+  const std::string path = HeldIdsPathBeside(image);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ids;
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) text.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  ids.resize(parts);
+  ForEachHeldId(text, [&](uint32_t p, BlobId id) {
+    if (p < parts) ids[p] = id;
+  });
+  return ids;
+}
+
 int64_t MonotonicNs() {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC_COARSE, &t);  // (vDSO: no system call)
@@ -85,6 +104,27 @@ std::string State::ShownPartition(uint32_t p) const {
   return data + path.substr(slash);
 }
 
+long State::CheckHeld(uint32_t p, long fd) {
+  if (fd < 0) {
+    // (a container's DATA, bound in its place: gone when DATA was repacked or moved)
+    if (!said_not_held.exchange(true))
+      intercept::Logger().error("{}: cannot be opened ({}): its members are not read",
+                                ShownPartition(p), std::strerror(static_cast<int>(-fd)));
+    return -EIO;
+  }
+  if (p >= held_ids.size() || !held_ids[p].known()) return fd;
+  struct stat st;
+  if (base::RawSyscall6(SYS_fstat, fd, reinterpret_cast<long>(&st)) == 0 && held_ids[p].Same(st))
+    return fd;
+  base::RawSyscall6(SYS_close, fd);
+  if (!said_not_held.exchange(true))
+    intercept::Logger().error(
+        "{}: not the file this job started with (DATA was repacked or moved while the job "
+        "runs): its members are not read",
+        ShownPartition(p));
+  return -EIO;
+}
+
 int State::BlobFd(uint32_t p) {
   if (p >= parts.size() || parts[p].empty()) return -EIO;
   int fd = blob_fds[p].load(std::memory_order_acquire);
@@ -95,8 +135,8 @@ int State::BlobFd(uint32_t p) {
     if (provisional >= 0 && MonotonicNs() < recheck_at_ns[p].load(std::memory_order_relaxed))
       return provisional;
   }
-  const long raw = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(parts[p].c_str()),
-                                     O_RDONLY | O_CLOEXEC);
+  long raw = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(parts[p].c_str()),
+                               O_RDONLY | O_CLOEXEC);
   if (raw == -ENOENT && !staging_from.empty()) {
     // Not copied yet: the blob in place. (A provisional fd is never closed: another thread
     // may be reading through it.)
@@ -104,11 +144,13 @@ int State::BlobFd(uint32_t p) {
     if (provisional >= 0) return provisional;
     const std::string& final_path = parts[p];
     const std::string in_place = staging_from + final_path.substr(final_path.rfind('/'));
-    const long ip = base::RawSyscall6(
-        SYS_openat, AT_FDCWD, reinterpret_cast<long>(in_place.c_str()), O_RDONLY | O_CLOEXEC);
+    const long ip = CheckHeld(
+        p, base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(in_place.c_str()),
+                             O_RDONLY | O_CLOEXEC));
     if (ip < 0) return static_cast<int>(ip);
     return Publish(&provisional_fds[p], ip, reserved_lo);
   }
+  if (parts[p].compare(0, held_dir.size(), held_dir) == 0) raw = CheckHeld(p, raw);
   if (raw < 0) return static_cast<int>(raw);
   // Partition p at reserved top - 1 - p, top down.
   return Publish(&blob_fds[p], raw, reserved_lo);
@@ -227,8 +269,14 @@ Status Init() {
       s->aliases.push_back(a);
     }
   }
-  for (uint32_t p = 0; p < s->ns.partition_count(); ++p)
-    s->parts.emplace_back(s->ns.partition_path(p));
+  for (uint32_t p = 0; p < s->ns.partition_count(); ++p) {
+    std::string path(s->ns.partition_path(p));
+    // (in a container: where the job's directory is seen there, bin/container.h)
+    if (!e.map_from.empty() && path.compare(0, e.map_from.size(), e.map_from) == 0 &&
+        path[e.map_from.size()] == '/')
+      path = e.map_to + path.substr(e.map_from.size());
+    s->parts.push_back(std::move(path));
+  }
   s->blob_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
   for (size_t p = 0; p <= s->parts.size(); ++p) s->blob_fds[p].store(-1);
   s->blob_maps.reset(new std::atomic<uintptr_t>[s->parts.size() + 1]);
@@ -257,6 +305,8 @@ Status Init() {
     s->recheck_at_ns[p].store(0);
   }
   if (e.agent_timeout_ms) s->agent_timeout_ms = *e.agent_timeout_ms;
+  s->held_ids = ReadHeldIds(e.image, s->parts.size());
+  s->held_dir = e.image.substr(0, e.image.rfind('/') + 1) + "data/";
   struct rlimit rl;
   ::getrlimit(RLIMIT_NOFILE, &rl);
   const long soft = static_cast<long>(rl.rlim_cur);
@@ -268,6 +318,11 @@ Status Init() {
   s->pid.store(::getpid());
   pthread_atfork(nullptr, nullptr, AfterFork);
   g_state = s;
+  if (!e.served_mark.empty()) {  // (fanrun asks whether any process of CMD got this far)
+    const int mark =
+        ::open(e.served_mark.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (mark >= 0) ::close(mark);
+  }
   return Status::Ok();
 }
 

@@ -18,6 +18,7 @@
 #include "base/status.h"
 #include "meta/namespace_image.h"
 #include "runtime/names/fast_key.h"
+#include "runtime/process/held_blobs.h"
 
 namespace fanstore::runtime {
 
@@ -88,6 +89,14 @@ struct State {
   std::unique_ptr<std::atomic<int>[]> provisional_fds;
   std::unique_ptr<std::atomic<int64_t>[]> recheck_at_ns;
   static constexpr int64_t kRecheckNs = 200'000'000;
+  // The identities of DATA's blobs fanrun holds (runtime/process/held_blobs.h), by
+  // partition, and the directory of their links (the image's `data/`).
+  std::vector<BlobId> held_ids;
+  std::string held_dir;
+  // `fd` (partition p's blob opened through its link, or a negative errno) if it is the held
+  // file, else -EIO (fd closed; said once per process).
+  long CheckHeld(uint32_t p, long fd);
+  std::atomic<bool> said_not_held{false};
 
   // Partition p's blob as a message names it: DATA's file for a blob read in place (whose
   // path here is a link to fanrun's descriptor), else the path read.
