@@ -9,7 +9,8 @@
 # (ci/bundle.sh, made before the dev tests, whose bundle_elf test reads it) unpacked in
 # Debian 11 roots with each MPI (ci/bundle-suite.sh), and the decoders' fuzz targets, 20 s
 # each (ci/fuzz.sh; bench/fuzz.sh runs them for an hour).
-# The Debian roots (11, 13 and unstable for the planner's libc corpus, 13 and 12 with Open
+# The Debian roots (11, 13 and unstable for the planner's libc corpus and 11 and unstable as
+# the container tests' images, unstable with Apptainer for its test, 13 and 12 with Open
 # MPI for the suites, 11 for the bundle's glibc and 11 with each MPI for its suite) are
 # made once with debootstrap and kept in /var/cache/fanstore-roots.
 # Usage: ci/test.sh            (as root on a fresh Debian 12 machine)
@@ -31,6 +32,11 @@ CI_LOG=$(mktemp /tmp/fanstore-ci-XXXXXX.log)
 trap 'rm -f "$CI_LOG" "$CI_LOG.stage"' EXIT
 echo "== Debian roots (made once, then cached)"
 for r in bullseye trixie sid; do ci_stage "root-$r" ci/debian-root.sh "$r"; done
+# (Apptainer exists in unstable only; the container test runs it from this root)
+ci_stage root-sid-apptainer ci/debian-root.sh sid:apptainer bash -c \
+  'dpkg -s apptainer mpich >/dev/null 2>&1 || { apt-get update -qq &&
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends apptainer mpich >/dev/null; }'
+
 echo "== the bundle (ci/bundle.sh), whose ELF files the bundle_elf test reads"
 ci_stage bundle ci/bundle.sh
 echo "== dev build: all tests"

@@ -108,8 +108,10 @@ long State::CheckHeld(uint32_t p, long fd) {
   if (fd < 0) {
     // (a container's DATA, bound in its place: gone when DATA was repacked or moved)
     if (!said_not_held.exchange(true))
-      intercept::Logger().error("{}: cannot be opened ({}): its members are not read",
-                                ShownPartition(p), std::strerror(static_cast<int>(-fd)));
+      intercept::Logger().error(
+          "{}: cannot be opened ({}; DATA repacked or moved while the job runs?): its "
+          "members are not read",
+          ShownPartition(p), std::strerror(static_cast<int>(-fd)));
     return -EIO;
   }
   if (p >= held_ids.size() || !held_ids[p].known()) return fd;
