@@ -269,8 +269,9 @@ void SayIfUnserved(ContainerRuntime rt, const std::string& mark, const std::stri
              std::string("no process in the ") + ContainerRuntimeName(rt) +
                  " container loaded the runtime (" + preload + "), so none was served and " +
                  mount +
-                 " was the image's own: the program is statically linked, the image has no "
-                 "dynamic loader, or an option of the container runtime dropped LD_PRELOAD");
+                 " was the image's own: the container did not start, the program is statically "
+                 "linked, the image has no dynamic loader, or an option of the container "
+                 "runtime dropped LD_PRELOAD");
 }
 
 }  // namespace fanstore::fanrun
