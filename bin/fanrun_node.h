@@ -19,6 +19,7 @@
 #include "base/status.h"
 #include "bin/private_dir.h"
 #include "io/agent.h"
+#include "io/landing.h"
 #include "meta/manifest.h"
 
 namespace fanstore::fanrun {
@@ -110,6 +111,9 @@ class Node {
   };
   std::vector<Copy> copies_;
   meta::Manifest copies_manifest_;
+  // Which chunks of those copies have landed, and which ones readers wait for: a file in
+  // the rank's directory, mapped by every served process (io/landing.h).
+  io::LandingMap landing_;
   std::string staging_from_;
   std::vector<int> held_blobs_;
   std::string abs_data_;  // DATA, absolute  // DATA's blobs, open for the job's life (HoldBlob)

@@ -138,7 +138,16 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     if (some_blob_.empty()) some_blob_ = path;
     if (decision.warm) warm_.push_back(src);
   }
-  if (overlap && st.ok()) staging_from_ = rank_dir_ + "/data";
+  if (overlap && st.ok()) {
+    staging_from_ = rank_dir_ + "/data";
+    std::vector<uint64_t> sizes(parts, 0);
+    for (const Copy& c : copies_) sizes[c.partition] = manifest.partitions[c.partition].file_size;
+    auto map = io::LandingMap::Create(io::LandingPathBeside(rank_dir_ + "/namespace.img"), sizes);
+    if (map.ok())
+      landing_ = *map;
+    else
+      st = map.status();
+  }
   // (its absence tells a test or a benchmark that the blobs are warm)
   if (st.ok() && !warm_.empty()) st = WriteFile(rank_dir_ + "/warming", "1");
   // (DATA served in place from a local disk stays silent, as it was: --log-level debug)
@@ -156,16 +165,17 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   // Said once per node, as the job starts: what happens to DATA's bytes, and why.
   if (st.ok() && !std::getenv(fanstore::env::kQuiet) && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type)))
-    cli::Say(
-        "fanrun: %s (%s)\n",
-        overlap
-            ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " of DATA to " +
-               local_dir_ + " while the command runs; reads go to DATA until then")
-                  .c_str()
-        : s->stage ? (nodes_ == 1 ? "staging DATA before the command starts"
-                                  : "staging each node's share of DATA before the command starts")
-                   : "serving DATA in place",
-        decision.why.c_str());
+    cli::Say("fanrun: %s (%s)\n",
+             overlap ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
+                        " of DATA to " + local_dir_ +
+                        " while the command runs; reads take their 4 MiB chunks from the copy, "
+                        "which copies the chunks they wait for first")
+                           .c_str()
+             : s->stage
+                 ? (nodes_ == 1 ? "staging DATA before the command starts"
+                                : "staging each node's share of DATA before the command starts")
+                 : "serving DATA in place",
+             decision.why.c_str());
   socket_path_ = rank_dir_ + "/agent.sock";
   if (!st.ok() || !(mpi_ || opt.serve)) return;
   io::AgentConfig cfg;
@@ -274,20 +284,28 @@ void Node::StartCopier(const meta::Manifest& manifest) {
     uint64_t bytes = 0;
     std::string small_pages_why;
     bool huge = false;
-    for (const Copy& c : copies_) {
-      auto r = io::StagePartition(c.src, c.dst, manifest, c.partition, &cancel_copy_);
-      if (cancel_copy_.load()) return;
-      if (!r.ok()) {
-        cli::Say("fanrun: staging stopped, the rest is read in place from DATA: %s\n",
-                 r.status().message().c_str());
-        return;
-      }
-      bytes += r->bytes;
-      huge = huge || r->huge_pages;
-      if (small_pages_why.empty() && !r->small_pages_why.empty()) {
-        small_pages_why = r->small_pages_why;
-        SaySmallPages("", local_dir_, small_pages_why);
-      }
+    std::vector<io::LandingCopy> copies;
+    for (const Copy& c : copies_) copies.push_back({c.partition, c.src, c.dst});
+    io::LandingOptions opt;  // (tests: a slow copy, a copy that fails midway)
+    if (const char* d = std::getenv(fanstore::env::kTestChunkDelayMs))
+      opt.chunk_delay_ms = std::atoi(d);
+    if (const char* f = std::getenv(fanstore::env::kTestCopyFailAfter))
+      opt.fail_after = std::atoll(f);
+    const Status st =
+        io::StageLanding(copies, manifest, &landing_, opt, &cancel_copy_,
+                         [&](const io::LandingCopy&, const io::StageResult& r) {
+                           bytes += r.bytes;
+                           huge = huge || r.huge_pages;
+                           if (small_pages_why.empty() && !r.small_pages_why.empty()) {
+                             small_pages_why = r.small_pages_why;
+                             SaySmallPages("", local_dir_, small_pages_why);
+                           }
+                         });
+    if (cancel_copy_.load()) return;
+    if (!st.ok()) {
+      cli::Say("fanrun: staging stopped, the rest is read in place from DATA: %s\n",
+               st.message().c_str());
+      return;
     }
     // (its absence tells `fanrun attach` and anyone watching the job that the copy is done)
     ::unlink((rank_dir_ + "/staging-from").c_str());

@@ -18,6 +18,7 @@
 
 #include "base/map_aligned.h"
 #include "compress/crc32c.h"
+#include "io/stage_parts.h"
 #include "meta/dataset.h"
 #include "meta/member.h"
 #include "meta/partition_reader.h"
@@ -169,7 +170,11 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, St
   struct statfs fs;
   // (a copy under 2 MiB has no huge page to make: neither said)
   if (::fstatfs(fd, &fs) == 0 && fs.f_type == TMPFS_MAGIC && size >= base::kHugePage) {
-    out->huge_pages = ::madvise(m, size, base::kMadvCollapse) == 0;
+    // (EAGAIN: a page was busy, e.g. copied out by a reader of a landed chunk; again)
+    for (int tries = 0; tries < 4; ++tries) {
+      out->huge_pages = ::madvise(m, size, base::kMadvCollapse) == 0;
+      if (out->huge_pages || errno != EAGAIN) break;
+    }
     if (!out->huge_pages) out->small_pages_why = base::CollapseRefusal(errno);
   }
   const auto* bytes = static_cast<const uint8_t*>(m);
@@ -189,41 +194,10 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, St
 
 }  // namespace
 
-Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
-                                   const meta::Manifest& manifest, uint32_t id,
-                                   const std::atomic<bool>* cancel, bool* no_room) {
-  const auto t0 = std::chrono::steady_clock::now();
-  bool room_unused = false;
-  if (!no_room) no_room = &room_unused;
-  *no_room = false;
-  Fd in(::open(src.c_str(), O_RDONLY | O_CLOEXEC));
-  if (in.get() < 0) return Status::FromErrno(src, errno);
-  struct stat st;
-  if (::fstat(in.get(), &st) != 0) return Status::FromErrno(src, errno);
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  if (id < manifest.partitions.size() && manifest.partitions[id].file_size != size)
-    return Status::Error(src + ": " + std::to_string(size) + " bytes, the manifest says " +
-                         std::to_string(manifest.partitions[id].file_size) +
-                         " (truncated or replaced)");
-  const std::string tmp = dst + ".staging";
-  {
-    Fd out(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
-    if (out.get() < 0) {
-      *no_room = errno == ENOSPC || errno == EDQUOT;
-      return Status::FromErrno(tmp, errno);
-    }
-    // Reserve the space first: a full local disk fails here, at once, not half-way.
-    if (const int rc = ::posix_fallocate(out.get(), 0, static_cast<off_t>(size));
-        rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
-      ::unlink(tmp.c_str());
-      *no_room = rc == ENOSPC || rc == EDQUOT;
-      return Status::FromErrno(dst, rc);
-    }
-    if (Status s = Copy(in.get(), out.get(), size, src, dst, cancel, no_room); !s.ok()) {
-      ::unlink(tmp.c_str());
-      return s;
-    }
-  }
+// The copy at `tmp` checked as partition `id` and renamed to `dst`; removed when it fails.
+Result<StageResult> FinishCopy(const std::string& src, const std::string& tmp,
+                               const std::string& dst, const meta::Manifest& manifest, uint32_t id,
+                               uint64_t size) {
   meta::PartitionReader reader;
   if (Status s = reader.Open(tmp); !s.ok()) {
     ::unlink(tmp.c_str());
@@ -244,7 +218,56 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
     return Status::FromErrno(dst, e);
   }
   r.bytes = size;
-  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return r;
+}
+
+// Opens `src`, checks its size against the manifest, and makes `tmp` with room for it.
+Result<uint64_t> OpenCopy(const std::string& src, const std::string& tmp, const std::string& dst,
+                          const meta::Manifest& manifest, uint32_t id, int* in, int* out,
+                          bool* no_room) {
+  *in = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  if (*in < 0) return Status::FromErrno(src, errno);
+  struct stat st;
+  if (::fstat(*in, &st) != 0) return Status::FromErrno(src, errno);
+  const uint64_t size = static_cast<uint64_t>(st.st_size);
+  if (id < manifest.partitions.size() && manifest.partitions[id].file_size != size)
+    return Status::Error(src + ": " + std::to_string(size) + " bytes, the manifest says " +
+                         std::to_string(manifest.partitions[id].file_size) +
+                         " (truncated or replaced)");
+  *out = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (*out < 0) {
+    *no_room = errno == ENOSPC || errno == EDQUOT;
+    return Status::FromErrno(tmp, errno);
+  }
+  // Reserve the space first: a full local disk fails here, at once, not half-way.
+  if (const int rc = ::posix_fallocate(*out, 0, static_cast<off_t>(size));
+      rc != 0 && rc != EOPNOTSUPP && rc != EINVAL) {
+    ::unlink(tmp.c_str());
+    *no_room = rc == ENOSPC || rc == EDQUOT;
+    return Status::FromErrno(dst, rc);
+  }
+  return size;
+}
+
+Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
+                                   const meta::Manifest& manifest, uint32_t id,
+                                   const std::atomic<bool>* cancel, bool* no_room) {
+  const auto t0 = std::chrono::steady_clock::now();
+  bool room_unused = false;
+  if (!no_room) no_room = &room_unused;
+  *no_room = false;
+  const std::string tmp = dst + ".staging";
+  int in_fd = -1, out_fd = -1;
+  auto size = OpenCopy(src, tmp, dst, manifest, id, &in_fd, &out_fd, no_room);
+  Fd in(in_fd), out(out_fd);
+  if (!size.ok()) return size.status();
+  if (Status s = Copy(in.get(), out.get(), *size, src, dst, cancel, no_room); !s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  auto r = FinishCopy(src, tmp, dst, manifest, id, *size);
+  if (r.ok())
+    r->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;
 }
 

@@ -9,9 +9,12 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
+#include "io/landing.h"
 #include "meta/manifest.h"
 
 namespace fanstore::io {
@@ -34,5 +37,24 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
                                    const meta::Manifest& manifest, uint32_t id,
                                    const std::atomic<bool>* cancel = nullptr,
                                    bool* no_room = nullptr);
+
+// The copies one node makes while CMD runs, all at once, chunk by chunk (io/landing.h): each
+// chunk is marked in `map` as it lands, so readers read it from the copy at once; chunks
+// readers want go first, the rest in order; a partition whose chunks have all landed is
+// checked and renamed as StagePartition does, and `landed` is called for it. On an error
+// (named as StagePartition names it) every copy not finished is removed and marked
+// kFailed, so that readers read those partitions where they are.
+struct LandingCopy {
+  uint32_t partition;
+  std::string src, dst;
+};
+struct LandingOptions {     // (for tests)
+  int chunk_delay_ms = 0;   // before each chunk is started
+  int64_t fail_after = -1;  // chunks landed before the copy fails
+};
+using LandedFn = std::function<void(const LandingCopy&, const StageResult&)>;
+Status StageLanding(const std::vector<LandingCopy>& copies, const meta::Manifest& manifest,
+                    LandingMap* map, const LandingOptions& opt, const std::atomic<bool>* cancel,
+                    const LandedFn& landed);
 
 }  // namespace fanstore::io

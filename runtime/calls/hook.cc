@@ -174,7 +174,8 @@ void WriteStats() {
       "\"bytes\": %llu, \"cache_hits\": %llu, \"inflates\": %llu, \"inflate_ms\": %.3f, "
       "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu, "
       "\"mapped_reads\": %llu, \"trusted_reads\": %llu, \"node_cache_hits\": %llu, "
-      "\"raw_checks\": %llu, \"checks_shared\": %s}\n",
+      "\"raw_checks\": %llu, \"landed_reads\": %llu, \"landing_waits\": %llu, "
+      "\"checks_shared\": %s}\n",
       static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.Load()),
       static_cast<unsigned long long>(s_opens.Load()),
       static_cast<unsigned long long>(s_stats.Load() + g_prefilter.answered_stats.Load()),
@@ -186,7 +187,9 @@ void WriteStats() {
       static_cast<unsigned long long>(io.mapped_reads),
       static_cast<unsigned long long>(io.trusted_reads),
       static_cast<unsigned long long>(io.node_cache_hits),
-      static_cast<unsigned long long>(io.raw_checks), VerifiedShared() ? "true" : "false");
+      static_cast<unsigned long long>(io.raw_checks),
+      static_cast<unsigned long long>(io.landed_reads),
+      static_cast<unsigned long long>(io.landing_waits), VerifiedShared() ? "true" : "false");
   if (s->stats_target == "1") {
     const int fd = s->stats_fd >= 0 ? s->stats_fd : 2;
     base::RawSyscall6(SYS_write, fd, reinterpret_cast<long>(line),

@@ -218,6 +218,8 @@ IoStats SnapshotIoStats() {
   st.trusted_reads = g_io.trusted.Load();
   st.node_cache_hits = g_io.arena.Load();
   st.raw_checks = g_io.raw_checks.Load();
+  st.landed_reads = g_io.landed.Load();
+  st.landing_waits = g_io.landing_waits.Load();
   return st;
 }
 

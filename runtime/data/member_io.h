@@ -52,6 +52,8 @@ struct IoStats {
   uint64_t mapped_reads = 0;     // members copied from a mapping of their page-cached blob
   uint64_t trusted_reads = 0;    // of those, re-reads copied without a page check (ReuseTrust)
   uint64_t raw_checks = 0;       // raw members checked against their CRC32C by this process
+  uint64_t landed_reads = 0;     // reads from a copy still being made (its chunks had landed)
+  uint64_t landing_waits = 0;    // of those, reads that asked for their chunks and waited
 };
 IoStats SnapshotIoStats();
 

@@ -107,6 +107,10 @@ const uint8_t* MemberSource::View(uint64_t off, size_t n, ViewRule rule) const {
 long MemberSource::Read(uint64_t off, size_t n, uint8_t* dst) const {
   switch (kind_) {
     case Kind::kBlob:
+      if (State& s = *Get(); !s.BlobSettled(partition_)) {  // copied while CMD runs
+        if (const long r = ReadLanded(s, partition_, dst, n, base_ + off); r != kNotLanded)
+          return r;
+      }
       return PreadBlob(fd_, dst, n, base_ + off, partition_);
     case Kind::kFile:
       return PreadBlob(fd_, dst, n, off);

@@ -158,6 +158,19 @@ int State::BlobFd(uint32_t p) {
   return Publish(&blob_fds[p], raw, reserved_lo);
 }
 
+int State::LandingFd(uint32_t p) {
+  if (p >= parts.size() || parts[p].empty() || !landing_fds) return -EIO;
+  if (const int fd = landing_fds[p].load(std::memory_order_acquire); fd >= 0) return fd;
+  const std::string copying = parts[p] + ".staging";
+  long raw = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(copying.c_str()),
+                               O_RDONLY | O_CLOEXEC);
+  if (raw == -ENOENT)  // done and renamed since
+    raw = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(parts[p].c_str()),
+                            O_RDONLY | O_CLOEXEC);
+  if (raw < 0) return static_cast<int>(raw);
+  return Publish(&landing_fds[p], raw, reserved_lo);
+}
+
 const uint8_t* State::BlobMap(uint32_t p, uint64_t* size, bool* resident) {
   uintptr_t m = blob_maps[p].load(std::memory_order_acquire);
   if (m == 0) {
@@ -308,6 +321,11 @@ Status Init() {
   }
   if (e.agent_timeout_ms) s->agent_timeout_ms = *e.agent_timeout_ms;
   s->held_ids = ReadHeldIds(e.image, s->parts.size());
+  if (!s->staging_from.empty()) {
+    s->landing = io::LandingMap::Attach(io::LandingPathBeside(e.image));
+    s->landing_fds.reset(new std::atomic<int>[s->parts.size() + 1]);
+    for (size_t p = 0; p <= s->parts.size(); ++p) s->landing_fds[p].store(-1);
+  }
   s->held_dir = e.image.substr(0, e.image.rfind('/') + 1) + "data/";
   struct rlimit rl;
   ::getrlimit(RLIMIT_NOFILE, &rl);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "io/landing.h"
 #include "meta/namespace_image.h"
 #include "runtime/names/fast_key.h"
 #include "runtime/process/held_blobs.h"
@@ -91,6 +92,13 @@ struct State {
   static constexpr int64_t kRecheckNs = 200'000'000;
   // The identities of DATA's blobs fanrun holds (runtime/process/held_blobs.h), by
   // partition, and the directory of their links (the image's `data/`).
+  // While staging: which chunks of the copies have landed (io/landing.h), and the copies
+  // being made ("PART.staging"), opened on first use.
+  io::LandingMap landing;
+  std::unique_ptr<std::atomic<int>[]> landing_fds;
+  // The copy of partition p being made (or made by now: the same file, renamed), opened on
+  // first use; a negative errno on failure.
+  int LandingFd(uint32_t p);
   std::vector<BlobId> held_ids;
   std::string held_dir;
   // `fd` (partition p's blob opened through its link, or a negative errno) if it is the held

@@ -1,0 +1,77 @@
+// The landing map: while one node copies its partitions to local storage as CMD runs, which
+// 4 MiB chunks of each copy have landed (readers read those from the copy at once) and which
+// ones readers wait for (the copier takes those next). A small file in the rank's directory
+// under /dev/shm, mapped shared by fanrun's copier and every served process; a reader waits
+// on a partition's landing count with a futex.
+//
+// Layout (64-bit words): magic, partition count, whether the copier is at work, unused; per
+// partition 4 words: the landing count
+// (low 32 bits, the futex word) and the state (high 32), chunks, the word of its landed
+// bits, the word of its wanted bits; then the bits.
+// Thread-safety: every operation is atomic on the shared words; Create and Close are the
+// owner's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace fanstore::io {
+
+inline constexpr uint64_t kLandingChunk = 4 << 20;
+
+// The map fanrun makes beside `image_path` (the namespace image).
+inline std::string LandingPathBeside(const std::string& image_path) {
+  return image_path.substr(0, image_path.rfind('/') + 1) + "landing";
+}
+
+// A partition's copy: being made, complete and checked (renamed to its final name), or given
+// up (read where it is).
+enum class LandingState : uint32_t { kCopying = 0, kDone = 1, kFailed = 2 };
+
+class LandingMap {
+ public:
+  LandingMap() = default;
+  // Makes the file at `path` for partitions of these sizes (0: not copied) and maps it.
+  static Result<LandingMap> Create(const std::string& path, const std::vector<uint64_t>& sizes);
+  // Maps an existing file; !valid() when there is none or it is not a landing map.
+  static LandingMap Attach(const std::string& path);
+  void Close();
+
+  bool valid() const { return words_ != nullptr; }
+  uint32_t parts() const { return valid() ? static_cast<uint32_t>(words_[1]) : 0; }
+  uint64_t chunks(uint32_t p) const { return p < parts() ? Slot(p)[1] : 0; }
+
+  bool Landed(uint32_t p, uint64_t chunk) const { return Bit(Slot(p)[2], chunk); }
+  // Whether every chunk of [off, off + len) has landed.
+  bool RangeLanded(uint32_t p, uint64_t off, uint64_t len) const;
+  // Marks the chunks of [off, off + len) not landed yet as wanted.
+  void Want(uint32_t p, uint64_t off, uint64_t len);
+  // The first chunk wanted, not landed and not in `issued` (one bit per chunk), or -1.
+  int64_t NextWanted(uint32_t p, const std::vector<uint64_t>& issued) const;
+
+  // Marks `chunk` landed and wakes the partition's waiters.
+  void Land(uint32_t p, uint64_t chunk);
+  LandingState State(uint32_t p) const;
+  void SetState(uint32_t p, LandingState s);  // wakes the waiters
+  uint32_t Count(uint32_t p) const;           // the landing count
+  // Whether the copier is at work: readers ask for chunks and wait only then (it starts once
+  // CMD runs, and stops at the end of the copy, a failure or CMD's end); wakes every waiter.
+  void SetCopying(bool on);
+  bool Copying() const;
+  // Sleeps until the landing count is no longer `seen`, or `timeout_ns`.
+  void Wait(uint32_t p, uint32_t seen, int64_t timeout_ns) const;
+
+ private:
+  static constexpr uint64_t kHead = 4;  // magic, partitions, copying, (unused)
+  uint64_t* Slot(uint32_t p) const { return words_ + kHead + 4 * static_cast<size_t>(p); }
+  bool Bit(uint64_t first_word, uint64_t i) const;
+  void Wake(uint32_t p) const;
+
+  uint64_t* words_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+}  // namespace fanstore::io

@@ -1,0 +1,27 @@
+// The steps of a copy that the one-partition stage-in (io/stage.cc) and the landing copy of
+// several (io/stage_landing.cc) share.
+// Thread-safety: reentrant.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "base/status.h"
+#include "io/stage.h"
+#include "meta/manifest.h"
+
+namespace fanstore::io {
+
+// Opens `src` into *in, checks its size against the manifest's partition `id`, and makes
+// `tmp` (*out) with room for it; returns the size. *no_room: failed for want of room only.
+Result<uint64_t> OpenCopy(const std::string& src, const std::string& tmp, const std::string& dst,
+                          const meta::Manifest& manifest, uint32_t id, int* in, int* out,
+                          bool* no_room);
+// The complete copy at `tmp` checked as partition `id` (header, footer, index, manifest,
+// every raw member's CRC32C; made huge pages on tmpfs) and renamed to `dst`; removed when
+// it fails.
+Result<StageResult> FinishCopy(const std::string& src, const std::string& tmp,
+                               const std::string& dst, const meta::Manifest& manifest, uint32_t id,
+                               uint64_t size);
+
+}  // namespace fanstore::io

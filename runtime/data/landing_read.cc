@@ -1,0 +1,45 @@
+// Reads of a partition while fanrun copies it to local storage (io/landing.h): the first
+// epoch of a job on a shared file system. A read whose chunks have landed is served from the
+// copy; one whose chunks have not asks for them, and the copier, which reads large chunks in
+// a few streams, takes them next: the shared file system then sees each byte once, in 4 MiB
+// reads, instead of the copy's stream and the readers' small random reads competing for it.
+#include <time.h>
+
+#include "runtime/data/member_io_parts.h"
+
+namespace fanstore::runtime {
+namespace {
+
+int64_t NowNs() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+}
+
+}  // namespace
+
+long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off) {
+  io::LandingMap& m = s.landing;
+  if (!m.valid() || p >= m.parts() || m.chunks(p) == 0 || m.State(p) == io::LandingState::kFailed)
+    return kNotLanded;
+  if (!m.RangeLanded(p, off, len)) {
+    if (!m.Copying()) return kNotLanded;  // (not started yet, or stopped)
+    g_io.landing_waits.Add(1);
+    m.Want(p, off, len);
+    const int64_t until = NowNs() + kLandingWaitNs;
+    for (;;) {
+      const uint32_t seen = m.Count(p);
+      if (m.RangeLanded(p, off, len)) break;
+      if (m.State(p) == io::LandingState::kFailed || !m.Copying()) return kNotLanded;
+      const int64_t left = until - NowNs();
+      if (left <= 0) return kNotLanded;  // (a copy this slow: DATA it is)
+      m.Wait(p, seen, std::min<int64_t>(left, 50'000'000));
+    }
+  }
+  const int fd = s.LandingFd(p);
+  if (fd < 0) return kNotLanded;
+  g_io.landed.Add(1);
+  return PreadBlob(fd, buf, len, off);
+}
+
+}  // namespace fanstore::runtime

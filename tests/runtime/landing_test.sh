@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# One node copying DATA (on FUSE, as a shared file system) while CMD reads: the copy's 4 MiB
+# chunks are tracked in the landing map (io/landing.h). A read of a region not copied yet
+# asks for its chunk, which the copier takes next, and is served from the copy once it has
+# landed; a second read of a landed region is served from the copy without waiting; a
+# copy that fails midway leaves no partial copy, and every file still reads byte-exact
+# from DATA. Each check reads the map itself, and the runtime's statistics say where the
+# bytes came from.
+# Usage: landing_test.sh FANSTORE FANRUN SOURCE_DIR
+FANSTORE=$1
+FANRUN=$2
+SRCDIR=$3
+. "$SRCDIR/tests/bin/lib.sh"
+S=$SCRATCH
+for tool in mksquashfs squashfuse fusermount; do
+  command -v $tool >/dev/null || { echo "SKIP: $tool not installed (ci/install-deps.sh installs it)"; exit 77; }
+done
+[ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+# 2 partitions of about 12 MiB: 3 chunks each.
+/usr/bin/python3 "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src" --files 600 --classes 3 --mean-kb 40 >/dev/null
+$FANSTORE pack -q --compress none "$S/src" "$S/packed" --partitions 2 || bad "pack"
+mksquashfs "$S/packed" "$S/packed.sqfs" -quiet -no-progress >/dev/null || bad "mksquashfs"
+mkdir -p "$S/fuse"
+squashfuse "$S/packed.sqfs" "$S/fuse" || { echo "SKIP: squashfuse could not mount here"; exit 77; }
+trap 'fusermount -u "$S/fuse" 2>/dev/null; [ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$S"' EXIT
+# The member stored last in partition 1 (in its last chunk), and one in partition 0's first.
+cat >"$S/probe.py" <<'PY'
+# probe.py MODE MNT SRC: MODE late: wait until the copier runs, read the member stored at the
+# end of the last partition (not copied yet) twice; MODE fail: wait until the copier has
+# stopped, list partial copies, read everything. Prints what it saw.
+import glob, os, struct, sys, time
+mode, mnt, src = sys.argv[1:4]
+rank = os.path.dirname(os.environ["FANSTORE_IMAGE"])
+def words():
+    b = open(os.path.join(rank, "landing"), "rb").read()
+    return struct.unpack("<%dQ" % (len(b) // 8), b)
+def landed(w, p, c):
+    slot = 4 + 4 * p
+    return (w[w[slot + 2] + c // 64] >> (c % 64)) & 1
+def same(rel):
+    return open(os.path.join(mnt, rel), "rb").read() == open(os.path.join(src, rel), "rb").read()
+deadline = time.time() + 120
+if mode == "late":
+    while not words()[2] and time.time() < deadline: time.sleep(0.01)
+    w = words()
+    chunks = w[4 + 4 * 1 + 1]
+    print("before", landed(w, 1, chunks - 1), flush=True)
+    rel = sys.argv[4]
+    print("read", same(rel), same(rel), flush=True)
+else:
+    while (not os.path.exists(os.path.join(rank, "landing")) or words()[2] == 0) and time.time() < deadline:
+        time.sleep(0.01)
+    while words()[2] and time.time() < deadline: time.sleep(0.01)
+    print("partial", len(glob.glob(os.path.join(rank, "*.staging"))), flush=True)
+    bad = 0
+    for root, _, files in os.walk(src):
+        for f in files:
+            rel = os.path.relpath(os.path.join(root, f), src)
+            bad += not same(rel)
+    print("bad", bad, flush=True)
+PY
+stat_of() { /usr/bin/python3 -c "import json,sys; print(sum(json.loads(l)['$1'] for l in open(sys.argv[1])))" "$2"; }
+
+# 1. A region not copied yet: the read asks for its chunk, waits, and is served from the copy.
+# (the member at the highest offset of partition 1: `fanstore stat` gives partition and offset)
+best=""; best_off=-1
+for rel in $(cd "$S/src" && find . -type f | sed 's|^\./||'); do
+  line=$($FANSTORE stat "$S/packed" "$rel" | awk '/Partition/ {p=$2} /Offset/ {o=$2} END {print p, o}')
+  p=${line% *}; o=${line#* }
+  if [ "$p" = part-00001.fsb ] && [ "$o" -gt "$best_off" ]; then best=$rel; best_off=$o; fi
+done
+[ -n "$best" ] && ok || bad "fanstore stat names the last member of partition 1"
+FANSTORE_TEST_CHUNK_DELAY_MS=200 "$FANRUN" --stats "$S/stats1" --data "$S/fuse" --mount "$S/mnt" -- \
+  /usr/bin/python3 "$S/probe.py" late "$S/mnt" "$S/src" "$best" >"$S/out1" 2>"$S/err1"
+grep -qx "before 0" "$S/out1" && ok || bad "the region was not copied when read: $(cat "$S/out1" "$S/err1")"
+grep -qx "read True True" "$S/out1" && ok || bad "it reads byte-exact, twice: $(cat "$S/out1" "$S/err1")"
+[ "$(stat_of landing_waits "$S/stats1")" = 1 ] && ok || bad "the first read waited for its chunk, the second did not: $(cat "$S/stats1")"
+[ "$(stat_of landed_reads "$S/stats1")" -ge 2 ] && ok || bad "both reads came from the copy: $(cat "$S/stats1")"
+
+# 2. A copy that fails midway (after 2 chunks): no partial copy is left, every file reads
+# byte-exact (from DATA), and the failure is said.
+FANSTORE_TEST_CHUNK_DELAY_MS=50 FANSTORE_TEST_COPY_FAIL_AFTER=2 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
+  /usr/bin/python3 "$S/probe.py" fail "$S/mnt" "$S/src" >"$S/out2" 2>"$S/err2"
+grep -qx "partial 0" "$S/out2" && ok || bad "no partial copy is left: $(cat "$S/out2" "$S/err2")"
+grep -qx "bad 0" "$S/out2" && ok || bad "every file reads byte-exact after the failure: $(cat "$S/out2" "$S/err2")"
+grep -q "^fanrun: staging stopped, the rest is read in place from DATA: .*copy failed" "$S/err2" && ok ||
+  bad "the failure is said: $(cat "$S/err2")"
+finish
