@@ -194,7 +194,12 @@ int main(int argc, char** argv) {
     return Fail(s.message());
   SetStagingFrom(node.staging_from());
   ::setenv(env::kData, node.data_dir().c_str(), 1);
-  ChooseMappedReads(node.some_blob());
+  // (a copy being made from a shared file system: measured on a file of the local directory,
+  // where the copy is)
+  if (node.staging_from().empty())
+    ChooseMappedReads(node.some_blob());
+  else
+    ChooseMappedReads("", node.local_dir());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.
   ::setenv(env::kAgentTimeout, std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(), 1);
   SetPlaceEnv(node.rank(), std::to_string(node.nodes()), node.local_rank());

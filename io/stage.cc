@@ -156,7 +156,8 @@ Status Copy(int in, int out, uint64_t size, const std::string& src, const std::s
 // memory: 0.26-0.44 s per GiB here, against 4-18 s for the copy itself). Raw members are not
 // checked when read (compressed ones are, when inflated), so a member damaged in DATA
 // would otherwise reach readers as wrong bytes; now it stops the job at start, named.
-Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, StageResult* out) {
+Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, StageResult* out,
+                       bool check_members) {
   if (size == 0) return Status::Ok();
   const long mapped = base::MapHugeAligned(fd, size);
   if (mapped < 0) return Status::FromErrno("mmap", static_cast<int>(-mapped));
@@ -179,7 +180,7 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, St
   }
   const auto* bytes = static_cast<const uint8_t*>(m);
   Status st;
-  for (size_t i = 0; i < r.size() && st.ok(); ++i) {
+  for (size_t i = 0; check_members && i < r.size() && st.ok(); ++i) {
     const meta::MemberView v = r.member(i);
     if (v.kind() != meta::Kind::kFile || !meta::StoredRaw(v.codec()) || v.rec.size == 0) continue;
     // (the reader has checked every record's bytes against the file's data region)
@@ -194,10 +195,9 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, St
 
 }  // namespace
 
-// The copy at `tmp` checked as partition `id` and renamed to `dst`; removed when it fails.
 Result<StageResult> FinishCopy(const std::string& src, const std::string& tmp,
                                const std::string& dst, const meta::Manifest& manifest, uint32_t id,
-                               uint64_t size) {
+                               uint64_t size, bool check_members) {
   meta::PartitionReader reader;
   if (Status s = reader.Open(tmp); !s.ok()) {
     ::unlink(tmp.c_str());
@@ -208,7 +208,7 @@ Result<StageResult> FinishCopy(const std::string& src, const std::string& tmp,
     return Status::Error(src + ": " + s.message());
   }
   StageResult r;
-  if (Status s = CheckRawMembers(reader, reader.fd(), size, &r); !s.ok()) {
+  if (Status s = CheckRawMembers(reader, reader.fd(), size, &r, check_members); !s.ok()) {
     ::unlink(tmp.c_str());
     return Status::Error(src + ": " + s.message());
   }
@@ -265,7 +265,7 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
     ::unlink(tmp.c_str());
     return s;
   }
-  auto r = FinishCopy(src, tmp, dst, manifest, id, *size);
+  auto r = FinishCopy(src, tmp, dst, manifest, id, *size, true);
   if (r.ok())
     r->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   return r;

@@ -169,7 +169,7 @@ class Lander {
     ::close(p.out);
     p.out = -1;
     auto r = FinishCopy(p.copy->src, p.copy->dst + ".staging", p.copy->dst, manifest_,
-                        p.copy->partition, p.size);
+                        p.copy->partition, p.size, /*check_members=*/false);
     if (!r.ok()) return r.status();
     r->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - p.t0).count();
     map_->SetState(p.copy->partition, LandingState::kDone);

@@ -18,10 +18,13 @@ Result<uint64_t> OpenCopy(const std::string& src, const std::string& tmp, const 
                           const meta::Manifest& manifest, uint32_t id, int* in, int* out,
                           bool* no_room);
 // The complete copy at `tmp` checked as partition `id` (header, footer, index, manifest,
-// every raw member's CRC32C; made huge pages on tmpfs) and renamed to `dst`; removed when
-// it fails.
+// and with `check_members` every raw member's CRC32C; made huge pages on tmpfs) and renamed
+// to `dst`; removed when it fails. A copy read while it is made is not checked member by
+// member here: its readers check each raw member at its first read on the node, as they
+// do for DATA's (runtime/data/verified.h), and a second pass would put the CRC of the whole
+// share on the first epoch's path.
 Result<StageResult> FinishCopy(const std::string& src, const std::string& tmp,
                                const std::string& dst, const meta::Manifest& manifest, uint32_t id,
-                               uint64_t size);
+                               uint64_t size, bool check_members);
 
 }  // namespace fanstore::io

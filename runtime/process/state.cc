@@ -330,7 +330,10 @@ Status Init() {
   struct rlimit rl;
   ::getrlimit(RLIMIT_NOFILE, &rl);
   const long soft = static_cast<long>(rl.rlim_cur);
-  const long need = static_cast<long>(s->parts.size()) + 8;
+  // (a blob fd per partition; while fanrun stages, also the in-place blob's and the copy
+  // being made's: three)
+  const long per_part = s->staging_from.empty() ? 1 : 3;
+  const long need = static_cast<long>(s->parts.size()) * per_part + 8;
   s->reserved_lo = static_cast<int>(soft - need > 64 ? soft - need : 0);
   if (s->stats_target == "1" && s->reserved_lo > 0)
     s->stats_fd =

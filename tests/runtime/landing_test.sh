@@ -4,8 +4,8 @@
 # asks for its chunk, which the copier takes next, and is served from the copy once it has
 # landed; a second read of a landed region is served from the copy without waiting; a
 # copy that fails midway leaves no partial copy, and every file still reads byte-exact
-# from DATA. Each check reads the map itself, and the runtime's statistics say where the
-# bytes came from.
+# from DATA; eight partitions read whole while copied read byte-exact. Each check reads the
+# map itself, and the runtime's statistics say where the bytes came from.
 # Usage: landing_test.sh FANSTORE FANRUN SOURCE_DIR
 FANSTORE=$1
 FANRUN=$2
@@ -27,7 +27,8 @@ trap 'fusermount -u "$S/fuse" 2>/dev/null; [ -n "${KEEP_SCRATCH:-}" ] || rm -rf 
 cat >"$S/probe.py" <<'PY'
 # probe.py MODE MNT SRC: MODE late: wait until the copier runs, read the member stored at the
 # end of the last partition (not copied yet) twice; MODE fail: wait until the copier has
-# stopped, list partial copies, read everything. Prints what it saw.
+# stopped, list partial copies, read everything; MODE phases: read everything before the
+# copy starts, while it runs, and after it. Prints what it saw.
 import glob, os, struct, sys, time
 mode, mnt, src = sys.argv[1:4]
 rank = os.path.dirname(os.environ["FANSTORE_IMAGE"])
@@ -47,11 +48,24 @@ if mode == "late":
     print("before", landed(w, 1, chunks - 1), flush=True)
     rel = sys.argv[4]
     print("read", same(rel), same(rel), flush=True)
+elif mode == "phases":  # everything before the copy starts, while it runs, and after
+    bad = 0
+    for phase in range(3):
+        if phase == 1:
+            while not words()[2] and time.time() < deadline: time.sleep(0.005)
+        if phase == 2:
+            while words()[2] and time.time() < deadline: time.sleep(0.01)
+            time.sleep(0.3)  # (a process looks for finished copies every 200 ms)
+        for root, _, files in os.walk(src):
+            for f in files:
+                bad += not same(os.path.relpath(os.path.join(root, f), src))
+    print("bad", bad, flush=True)
 else:
-    while (not os.path.exists(os.path.join(rank, "landing")) or words()[2] == 0) and time.time() < deadline:
-        time.sleep(0.01)
-    while words()[2] and time.time() < deadline: time.sleep(0.01)
-    print("partial", len(glob.glob(os.path.join(rank, "*.staging"))), flush=True)
+    if mode == "fail":
+        while (not os.path.exists(os.path.join(rank, "landing")) or words()[2] == 0) and time.time() < deadline:
+            time.sleep(0.01)
+        while words()[2] and time.time() < deadline: time.sleep(0.01)
+        print("partial", len(glob.glob(os.path.join(rank, "*.staging"))), flush=True)
     bad = 0
     for root, _, files in os.walk(src):
         for f in files:
@@ -85,4 +99,15 @@ grep -qx "partial 0" "$S/out2" && ok || bad "no partial copy is left: $(cat "$S/
 grep -qx "bad 0" "$S/out2" && ok || bad "every file reads byte-exact after the failure: $(cat "$S/out2" "$S/err2")"
 grep -q "^fanrun: staging stopped, the rest is read in place from DATA: .*copy failed" "$S/err2" && ok ||
   bad "the failure is said: $(cat "$S/err2")"
+# 3. Eight partitions read whole before, while and after they are copied: the process then
+# holds the in-place blob, the copy being made and the finished copy of each, all in the runtime's own range
+# of descriptors (a range sized for one per partition ran out: EMFILE on a read).
+$FANSTORE pack -q --compress none "$S/src" "$S/eight" --partitions 8 || bad "pack in 8"
+mksquashfs "$S/eight" "$S/eight.sqfs" -quiet -no-progress >/dev/null || bad "mksquashfs"
+mkdir -p "$S/fuse8"
+squashfuse "$S/eight.sqfs" "$S/fuse8" || bad "squashfuse"
+FANSTORE_TEST_COPY_DELAY_MS=500 FANSTORE_TEST_CHUNK_DELAY_MS=100 "$FANRUN" --data "$S/fuse8" --mount "$S/mnt" -- \
+  /usr/bin/python3 "$S/probe.py" phases "$S/mnt" "$S/src" >"$S/out3" 2>"$S/err3"
+fusermount -u "$S/fuse8"
+grep -qx "bad 0" "$S/out3" && ok || bad "eight partitions read while copied: $(cat "$S/out3" "$S/err3" | tail -5)"
 finish
