@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# The first epoch on a shared file system against its floor: one-epoch jobs (every file once,
+# in a random order, by 1 and by 2 Python threads: bench/pfs_epoch.py, start-up included)
+# through one-node fanrun with DATA on MooseFS (started here: bench/mfs_lib.sh), beside the
+# floor, the same packed bytes read once by a new client four partitions at a time
+# (`xargs -P 4 cat`). With --before FANRUN, that build's fanrun takes its turn in every
+# round too. Each job gets a new MooseFS client and a dropped page cache; the targets
+# alternate within each round. Prints every job and writes bench/results/first_epoch.json.
+# Usage: bench/first_epoch.sh [--files N] [--rounds R] [--before FANRUN]   (root; default
+#        2,500 files of ~80 KB in 4 partitions, 4 rounds)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+files=2500 rounds=4 before=""
+while [ $# -gt 0 ]; do
+  case $1 in
+    --files) files=$2; shift 2 ;;
+    --rounds) rounds=$2; shift 2 ;;
+    --before) before=$(readlink -f "$2"); shift 2 ;;
+    *) echo "usage: bench/first_epoch.sh [--files N] [--rounds R] [--before FANRUN]" >&2; exit 2 ;;
+  esac
+done
+[ -x build/release/bin/fanrun ] || { ci/install-deps.sh && ci/build.sh release >/dev/null; }
+[ "$(id -u)" = 0 ] || { echo "first_epoch.sh: needs root (network namespace, FUSE mount, drop_caches)" >&2; exit 2; }
+if ! command -v mfsmaster >/dev/null || ! command -v mfsmount >/dev/null; then
+  apt-get update -q >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q moosefs-master moosefs-chunkserver \
+    moosefs-client moosefs-cli >/dev/null
+fi
+work=$(mktemp -d /tmp/fanstore-first-XXXXXX)
+chmod 755 "$work"
+MFS_DIR=$work/mfs
+MFS_MNT=$work/mnt
+. bench/mfs_lib.sh
+trap 'for m in "$work"/c*; do umount -l "$m" 2>/dev/null || true; done; mfs_stop; rm -rf --one-file-system "$work"' EXIT
+mfs_start || { echo "first_epoch.sh: MooseFS did not start" >&2; exit 1; }
+/usr/bin/python3 bench/gen_dataset.py imagenet "$work/src" --files "$files" --mean-kb 80 >/dev/null
+build/release/bin/fanstore pack -q --partitions 4 "$work/src" "$MFS_MNT/packed"
+echo "packed: $(du -sm "$MFS_MNT/packed" | cut -f1) MiB in 4 partitions on MooseFS"
+targets=(floor)
+[ -z "$before" ] || targets+=(before1 before2)
+targets+=(fanrun1 fanrun2)
+out=$work/rows
+: >"$out"
+for r in $(seq "$rounds"); do
+  for t in "${targets[@]}"; do
+    c=$work/c$r$t
+    mkdir -p "$c"
+    mfsmount -H "$MFS_IP" "$c" >/dev/null 2>&1
+    sync && echo 3 >/proc/sys/vm/drop_caches
+    case $t in
+      floor) cmd=(sh -c "ls $c/packed/part-*.fsb | xargs -P 4 -n 1 cat >/dev/null") ;;
+      before*) cmd=("$before" --data "$c/packed" --mount "$work/ds" -- /usr/bin/python3 bench/pfs_epoch.py "$work/ds" --threads "${t#before}") ;;
+      fanrun*) cmd=(build/release/bin/fanrun --data "$c/packed" --mount "$work/ds" -- /usr/bin/python3 bench/pfs_epoch.py "$work/ds" --threads "${t#fanrun}") ;;
+    esac
+    t0=$(date +%s.%N)
+    "${cmd[@]}" >"$work/job.out" 2>&1 || { echo "first_epoch.sh: $t failed: $(tail -3 "$work/job.out")" >&2; exit 1; }
+    t1=$(date +%s.%N)
+    umount "$c" && rmdir "$c"
+    echo "$r $t $(echo "$t1 - $t0" | bc)" | tee -a "$out"
+  done
+done
+mkdir -p bench/results
+/usr/bin/python3 - "$out" "$files" "$rounds" "${before:-}" <<'PY'
+import json, statistics, sys, time
+rows = [l.split() for l in open(sys.argv[1])]
+floor = {r: float(s) for r, t, s in rows if t == "floor"}
+out = {}
+for r, t, s in rows:
+    if t != "floor":
+        out.setdefault(t, []).append({"round": int(r), "wall_s": float(s), "floor_s": floor[r], "x_floor": float(s) / floor[r]})
+for t, v in out.items():
+    x = [e["x_floor"] for e in v]
+    print("%-8s wall median %.2f s, x floor median %.2f (rounds: %s)" % (
+        t, statistics.median(e["wall_s"] for e in v), statistics.median(x), " ".join("%.2f" % e for e in x)))
+json.dump({"benchmark": "first_epoch", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+           "files": int(sys.argv[2]), "rounds": int(sys.argv[3]), "before": sys.argv[4] or None,
+           "floor_s": list(floor.values()), "jobs": out},
+          open("bench/results/first_epoch.json", "w"), indent=1)
+print("wrote bench/results/first_epoch.json")
+PY
