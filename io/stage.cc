@@ -56,25 +56,11 @@ struct Slot {
 Status CopyPlain(int in, int out, uint64_t size, const std::string& src, const std::string& dst,
                  const std::atomic<bool>* cancel, bool* no_room) {
   std::unique_ptr<uint8_t[]> buf(new uint8_t[kChunk]);
-  for (uint64_t off = 0; off < size;) {
+  for (uint64_t off = 0; off < size; off += kChunk) {
     if (cancel && cancel->load(std::memory_order_relaxed))
       return Status::Error(dst + ": copy cancelled");
-    const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, size - off));
-    const ssize_t got = ::pread(in, buf.get(), want, static_cast<off_t>(off));
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) return Status::FromErrno(src, errno);
-    if (got == 0) return Status::Error(src + ": shorter than expected");
-    for (ssize_t put = 0; put < got;) {
-      const ssize_t n = ::pwrite(out, buf.get() + put, static_cast<size_t>(got - put),
-                                 static_cast<off_t>(off) + put);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) {
-        if (errno == ENOSPC || errno == EDQUOT) *no_room = true;
-        return Status::FromErrno(dst, errno);
-      }
-      put += n;
-    }
-    off += static_cast<uint64_t>(got);
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kChunk, size - off));
+    FANSTORE_RETURN_IF_ERROR(CopyBytes(in, out, off, len, buf.get(), src, dst, no_room));
   }
   return Status::Ok();
 }
@@ -194,6 +180,27 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, St
 }
 
 }  // namespace
+
+Status CopyBytes(int in, int out, uint64_t off, size_t len, uint8_t* buf, const std::string& src,
+                 const std::string& dst, bool* no_room) {
+  for (size_t got = 0; got < len;) {
+    const ssize_t n = ::pread(in, buf + got, len - got, static_cast<off_t>(off + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(src, errno);
+    if (n == 0) return Status::Error(src + ": shorter than expected");
+    got += static_cast<size_t>(n);
+  }
+  for (size_t put = 0; put < len;) {
+    const ssize_t n = ::pwrite(out, buf + put, len - put, static_cast<off_t>(off + put));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      if (errno == ENOSPC || errno == EDQUOT) *no_room = true;
+      return Status::FromErrno(dst, errno);
+    }
+    put += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
 
 Result<StageResult> FinishCopy(const std::string& src, const std::string& tmp,
                                const std::string& dst, const meta::Manifest& manifest, uint32_t id,

@@ -132,21 +132,8 @@ class Lander {
   Status CopyChunk(const Part& p, uint64_t chunk, uint8_t* buf) {
     const uint64_t off = chunk * kLandingChunk;
     const size_t len = static_cast<size_t>(std::min<uint64_t>(kLandingChunk, p.size - off));
-    for (size_t got = 0; got < len;) {
-      const ssize_t n = ::pread(p.in, buf + got, len - got, static_cast<off_t>(off + got));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0)
-        return n == 0 ? Status::Error(p.copy->src + ": shorter than expected")
-                      : Status::FromErrno(p.copy->src, errno);
-      got += static_cast<size_t>(n);
-    }
-    for (size_t put = 0; put < len;) {
-      const ssize_t n = ::pwrite(p.out, buf + put, len - put, static_cast<off_t>(off + put));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) return Status::FromErrno(p.copy->dst, errno);
-      put += static_cast<size_t>(n);
-    }
-    return Status::Ok();
+    bool no_room = false;
+    return CopyBytes(p.in, p.out, off, len, buf, p.copy->src, p.copy->dst, &no_room);
   }
 
   // A chunk written: landed; the partition checked and renamed once all of it is (by the

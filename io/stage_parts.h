@@ -12,6 +12,10 @@
 
 namespace fanstore::io {
 
+// `len` bytes at `off` of `in` (`src`) written at the same offset of `out` (`dst`), through
+// `buf` (len bytes). *no_room: failed for want of room only.
+Status CopyBytes(int in, int out, uint64_t off, size_t len, uint8_t* buf, const std::string& src,
+                 const std::string& dst, bool* no_room);
 // Opens `src` into *in, checks its size against the manifest's partition `id`, and makes
 // `tmp` (*out) with room for it; returns the size. *no_room: failed for want of room only.
 Result<uint64_t> OpenCopy(const std::string& src, const std::string& tmp, const std::string& dst,
