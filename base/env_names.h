@@ -63,7 +63,9 @@ inline constexpr char kStaged[] = "FANSTORE_STAGED";
 // DATA while this node's copies are still being made: where partitions not copied yet are read.
 inline constexpr char kStagingFrom[] = "FANSTORE_STAGING_FROM";
 // A file the runtime creates once it serves a process: fanrun sets it for a container
-// runtime's CMD (bin/container.h), and says so when no process inside made it.
+// runtime's CMD only (bin/container.h), and says so when no process inside made it. Set,
+// it also tells the runtime it runs in a container, where DATA's blobs are checked against
+// the identities fanrun held (runtime/process/held_blobs.h).
 inline constexpr char kServedMark[] = "FANSTORE_SERVED_MARK";
 // "HOST\nINSIDE": the job's directory as fanrun made it and where a container sees it (the
 // other variables name it there already); the namespace image's blob paths are read through it.

@@ -320,7 +320,10 @@ Status Init() {
     s->recheck_at_ns[p].store(0);
   }
   if (e.agent_timeout_ms) s->agent_timeout_ms = *e.agent_timeout_ms;
-  s->held_ids = ReadHeldIds(e.image, s->parts.size());
+  // (only in a container, FANSTORE_SERVED_MARK set: elsewhere the link reaches fanrun's
+  // own descriptor, which cannot be another file, so a process pays no read of the file
+  // and no fstat per blob for it)
+  if (!e.served_mark.empty()) s->held_ids = ReadHeldIds(e.image, s->parts.size());
   if (!s->staging_from.empty()) {
     s->landing = io::LandingMap::Attach(io::LandingPathBeside(e.image));
     s->landing_fds.reset(new std::atomic<int>[s->parts.size() + 1]);

@@ -91,7 +91,8 @@ struct State {
   std::unique_ptr<std::atomic<int64_t>[]> recheck_at_ns;
   static constexpr int64_t kRecheckNs = 200'000'000;
   // The identities of DATA's blobs fanrun holds (runtime/process/held_blobs.h), by
-  // partition, and the directory of their links (the image's `data/`).
+  // partition, read in a container only (none: nothing to check), and the directory of
+  // their links (the image's `data/`).
   // While staging: which chunks of the copies have landed (io/landing.h), and the copies
   // being made ("PART.staging"), opened on first use.
   io::LandingMap landing;
