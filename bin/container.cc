@@ -71,16 +71,33 @@ void RestoreHostPreload(const std::string& preload) {
     ::setenv("LD_PRELOAD", v.c_str(), 1);
 }
 
+// Every runtime's bind option splits on ':', Apptainer's list also on ',': a path with one
+// would be bound somewhere else, or not at all.
+Status Bindable(const std::string& runtime, const Bind& b, bool comma) {
+  for (const std::string* path : {&b.src, &b.dst})
+    if (path->find(':') != std::string::npos || (comma && path->find(',') != std::string::npos))
+      return Status::Error(runtime + " cannot be handed " + *path +
+                           ": its binds cannot take a path with ':'" + (comma ? " or ','" : "") +
+                           " (move it, or give another --local-dir)");
+  return Status::Ok();
+}
+
 // Apptainer and SingularityCE take binds and the inside environment from variables, which
 // also pass `--cleanenv` and `--containall` (PREFIX_BIND, PREFIXENV_NAME).
-void HandToApptainer(const std::string& prefix, const std::vector<Bind>& binds, const Vars& vars) {
+Status HandToApptainer(const std::string& prefix, const std::vector<Bind>& binds,
+                       const Vars& vars) {
   const std::string bind_var = prefix + "_BIND";
   std::string list;
   if (const char* old = std::getenv(bind_var.c_str()); old && *old) list = old;
-  for (const Bind& b : binds) list += (list.empty() ? "" : ",") + b.src + ":" + b.dst;
+  for (const Bind& b : binds) {
+    FANSTORE_RETURN_IF_ERROR(
+        Bindable(prefix == "APPTAINER" ? "apptainer" : "singularity", b, true));
+    list += (list.empty() ? "" : ",") + b.src + ":" + b.dst;
+  }
   ::setenv(bind_var.c_str(), list.c_str(), 1);
   for (const auto& [name, value] : vars)
     ::setenv((prefix + "ENV_" + name).c_str(), value.c_str(), 1);
+  return Status::Ok();
 }
 
 // ch-run's command line: where IMAGE and CMD's program are, and whether /tmp is private.
@@ -140,6 +157,7 @@ Status HandToChRun(const std::vector<Bind>& binds, const Vars& vars,
       return Status::Error("ch-run cannot bind " + b.src + " into " + image +
                            ": the image has no " + b.dst +
                            " (a --local-dir under /tmp or /dev/shm is shared with it)");
+    FANSTORE_RETURN_IF_ERROR(Bindable("ch-run", b, false));
     opts.push_back("--bind=" + b.src + ":" + b.dst);
   }
   for (const auto& [name, value] : vars) opts.push_back("--set-env=" + name + "=" + value);
@@ -165,6 +183,7 @@ Status HandAsOptions(const char* runtime, const char* subcommand, const char* bi
                          " " + subcommand + "`");
   std::vector<std::string> opts;
   for (const Bind& b : binds) {
+    FANSTORE_RETURN_IF_ERROR(Bindable(runtime, b, false));
     opts.push_back(bind_opt);
     opts.push_back(b.src + ":" + b.dst);
   }
@@ -241,10 +260,10 @@ Result<std::string> HandToContainer(ContainerRuntime rt, const ContainerJob& job
   Status st;
   switch (rt) {
     case ContainerRuntime::kApptainer:
-      HandToApptainer("APPTAINER", binds, vars);
+      st = HandToApptainer("APPTAINER", binds, vars);
       break;
     case ContainerRuntime::kSingularity:
-      HandToApptainer("SINGULARITY", binds, vars);
+      st = HandToApptainer("SINGULARITY", binds, vars);
       break;
     case ContainerRuntime::kCharliecloud:
       st = HandToChRun(binds, vars, cmd);

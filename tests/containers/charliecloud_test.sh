@@ -5,8 +5,8 @@
 # place, staged to a --local-dir, and with two ranks under mpiexec (members of the other
 # node through its agent's socket); a PyTorch DataLoader with 2 workers in an image of this
 # machine's own files (the one image here with PyTorch); a write is EROFS; a static program
-# in the image is refused before anything starts; a DATA repacked under the job is refused,
-# never read.
+# in the image is refused before anything starts, and so is a path ch-run cannot bind; a DATA
+# repacked under the job is refused, never read.
 # Usage: charliecloud_test.sh SOURCE_DIR   (as root or a user with user namespaces; the
 #        bundle and the Debian roots of ci/test.sh)
 SRCDIR=$1
@@ -54,6 +54,12 @@ if [ -f "$IMG/sbin/ldconfig" ]; then
   expect_rc 125 "a static program in the image" -- "$FANRUN" --data "$DS" --mount "$MNT" -- ch-run "$IMG" -- /sbin/ldconfig -p
   expect_err_line "/sbin/ldconfig is statically linked in $IMG: the runtime cannot load into it" "the static program's line"
 fi
+
+# A path the container runtime's bind option cannot take (it splits on ':'): one line, before
+# anything starts.
+cp -r "$DS" "$S/da:ta"
+expect_rc 125 "DATA with a ':' in its path" -- "$FANRUN" --data "$S/da:ta" --mount "$MNT" -- ch-run "$IMG" -- true
+expect_err_line "ch-run cannot be handed $S/da:ta: its binds cannot take a path with ':'" "the path and the reason"
 
 # DATA repacked while the job runs: the job's processes that open the blob after it read
 # nothing of the new dataset (outside a container they go on reading the old one).
