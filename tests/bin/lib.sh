@@ -5,7 +5,9 @@ PASS=0
 FAIL=0
 SKIPPED=0
 SCRATCH=$(mktemp -d /tmp/fanstore-shtest-XXXXXX)
-trap '[ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$SCRATCH"' EXIT
+FUSE_MOUNTS=()  # (fuse_data's, unmounted at exit)
+trap 'for m in "${FUSE_MOUNTS[@]}"; do fusermount -u "$m" 2>/dev/null; done
+      [ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$SCRATCH"' EXIT
 # Preloaded programs cache their libc patch plan: keep that inside the scratch directory.
 export FANSTORE_CACHE_DIR=$SCRATCH/plan-cache
 mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
@@ -46,6 +48,21 @@ skip_without_torch() {
     echo "SKIP: python3-torch / python3-torchvision not installed (ci/install-deps.sh installs them)"
     exit 77
   fi
+}
+# skip_without_fuse: ends the test (77) with a SKIP line where a packed dataset cannot be
+# put on a FUSE file system (standing in for a shared one: MooseFS, JuiceFS, sshfs).
+skip_without_fuse() {
+  local tool
+  for tool in mksquashfs squashfuse fusermount; do
+    command -v $tool >/dev/null || { echo "SKIP: $tool not installed (ci/install-deps.sh installs it)"; exit 77; }
+  done
+  [ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+}
+# fuse_data PACKED MNT: PACKED in a squashfs image, mounted at MNT with squashfuse (a FUSE
+# file system; unmounted at exit). Non-zero when it cannot be made or mounted.
+fuse_data() {
+  mksquashfs "$1" "$1.sqfs" -quiet -no-progress >/dev/null && mkdir -p "$2" &&
+    squashfuse "$1.sqfs" "$2" && FUSE_MOUNTS+=("$2")
 }
 # skip_without_mpi WHAT: where the build cannot run MPI ranks (FANSTORE_TEST_SKIP_MPI holds
 # the reason), ends the test here with a SKIP line naming WHAT and the reason: with exit

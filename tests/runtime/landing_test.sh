@@ -12,17 +12,11 @@ FANRUN=$2
 SRCDIR=$3
 . "$SRCDIR/tests/bin/lib.sh"
 S=$SCRATCH
-for tool in mksquashfs squashfuse fusermount; do
-  command -v $tool >/dev/null || { echo "SKIP: $tool not installed (ci/install-deps.sh installs it)"; exit 77; }
-done
-[ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+skip_without_fuse
 # 2 partitions of about 12 MiB: 3 chunks each.
 /usr/bin/python3 "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src" --files 600 --classes 3 --mean-kb 40 >/dev/null
 $FANSTORE pack -q --compress none "$S/src" "$S/packed" --partitions 2 || bad "pack"
-mksquashfs "$S/packed" "$S/packed.sqfs" -quiet -no-progress >/dev/null || bad "mksquashfs"
-mkdir -p "$S/fuse"
-squashfuse "$S/packed.sqfs" "$S/fuse" || { echo "SKIP: squashfuse could not mount here"; exit 77; }
-trap 'fusermount -u "$S/fuse" 2>/dev/null; [ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$S"' EXIT
+fuse_data "$S/packed" "$S/fuse" || { echo "SKIP: squashfuse could not mount here"; exit 77; }
 # The member stored last in partition 1 (in its last chunk), and one in partition 0's first.
 cat >"$S/probe.py" <<'PY'
 # probe.py MODE MNT SRC: MODE late: wait until the copier runs, read the member stored at the
@@ -103,11 +97,8 @@ grep -q "^fanrun: staging stopped, the rest is read in place from DATA: .*copy f
 # holds the in-place blob, the copy being made and the finished copy of each, all in the runtime's own range
 # of descriptors (a range sized for one per partition ran out: EMFILE on a read).
 $FANSTORE pack -q --compress none "$S/src" "$S/eight" --partitions 8 || bad "pack in 8"
-mksquashfs "$S/eight" "$S/eight.sqfs" -quiet -no-progress >/dev/null || bad "mksquashfs"
-mkdir -p "$S/fuse8"
-squashfuse "$S/eight.sqfs" "$S/fuse8" || bad "squashfuse"
+fuse_data "$S/eight" "$S/fuse8" || bad "squashfuse of the 8 partitions"
 FANSTORE_TEST_COPY_DELAY_MS=500 FANSTORE_TEST_CHUNK_DELAY_MS=100 "$FANRUN" --data "$S/fuse8" --mount "$S/mnt" -- \
   /usr/bin/python3 "$S/probe.py" phases "$S/mnt" "$S/src" >"$S/out3" 2>"$S/err3"
-fusermount -u "$S/fuse8"
 grep -qx "bad 0" "$S/out3" && ok || bad "eight partitions read while copied: $(cat "$S/out3" "$S/err3" | tail -5)"
 finish

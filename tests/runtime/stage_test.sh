@@ -16,16 +16,10 @@ SRCDIR=$3
 KERNEL_REFUSES=$4
 . "$SRCDIR/tests/bin/lib.sh"
 S=$SCRATCH
-for tool in mksquashfs squashfuse fusermount; do
-  command -v $tool >/dev/null || { echo "SKIP: $tool not installed (ci/install-deps.sh installs it)"; exit 77; }
-done
-[ -e /dev/fuse ] || { echo "SKIP: no /dev/fuse"; exit 77; }
+skip_without_fuse
 /usr/bin/python3 "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src" --files 300 --classes 3 --mean-kb 12 >/dev/null
 $FANSTORE pack -q "$S/src" "$S/packed" --partitions 3 || bad "pack"
-mksquashfs "$S/packed" "$S/packed.sqfs" -quiet -no-progress >/dev/null || bad "mksquashfs"
-mkdir -p "$S/fuse"
-squashfuse "$S/packed.sqfs" "$S/fuse" || { echo "SKIP: squashfuse could not mount here"; exit 77; }
-trap 'fusermount -u "$S/fuse" 2>/dev/null; [ -n "${KEEP_SCRATCH:-}" ] || rm -rf "$S"' EXIT
+fuse_data "$S/packed" "$S/fuse" || { echo "SKIP: squashfuse could not mount here"; exit 77; }
 # (DATA on a FUSE file system is what makes one node stage without being asked)
 case $(stat -f -c %T "$S/fuse") in fuse | fuseblk) ok ;; *) bad "squashfuse's mount reports $(stat -f -c %T "$S/fuse"), not fuse" ;; esac
 
