@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
 #include "meta/format.h"
 #include "runtime/calls/handlers.h"
 #include "runtime/process/fd_table.h"

@@ -242,8 +242,9 @@ HookSpec PreloadHookSpec() {
   {
     // fanrun made the mount point's directories (its skeleton) before CMD started.
     struct stat st;
-    if (base::RawSyscall6(SYS_stat, reinterpret_cast<long>(s->physical_mount().c_str()),
-                          reinterpret_cast<long>(&st)) == 0 &&
+    if (base::RawSyscall6(SYS_newfstatat, AT_FDCWD,
+                          reinterpret_cast<long>(s->physical_mount().c_str()),
+                          reinterpret_cast<long>(&st), 0) == 0 &&
         S_ISDIR(st.st_mode)) {
       g_prefilter.skeleton_dev = st.st_dev;
       g_prefilter.skeleton_marked = st.st_mtim.tv_nsec == kSkeletonMarkNs;
@@ -260,8 +261,11 @@ HookSpec PreloadHookSpec() {
   spec.hook = &RuntimeHook;
   spec.prefilter = &RuntimePrefilter;
   spec.prefilter_again = &RuntimePrefilterAgain;
-  for (const Served& r : kServed) g_routes[r.nr] = &r;
-  for (const UnservedCall& c : kUnservedCalls) g_routes[c.nr] = &kUnservedRoute;
+  // (A negative number is a call this architecture lacks: base/syscall_numbers.h.)
+  for (const Served& r : kServed)
+    if (r.nr >= 0) g_routes[r.nr] = &r;
+  for (const UnservedCall& c : kUnservedCalls)
+    if (c.nr >= 0) g_routes[c.nr] = &kUnservedRoute;
   spec.interest = ServedInterest();
   return spec;
 }

@@ -11,6 +11,7 @@
 #include <sys/syscall.h>
 
 #include "base/raw_syscall.h"
+#include "base/syscall_numbers.h"
 #include "intercept/clone_mark.h"
 #include "meta/format.h"
 #include "meta/path_hash.h"
@@ -36,7 +37,6 @@ FANSTORE_HOT_TEXT void FillStatOf(uint32_t idx, struct stat* st) noexcept {
   st->st_mode = e.mode;
   st->st_uid = e.uid;
   st->st_gid = e.gid;
-  st->__pad0 = 0;
   st->st_rdev = 0;
   st->st_size = static_cast<off_t>(e.size);
   st->st_blksize = 4096;
@@ -46,7 +46,15 @@ FANSTORE_HOT_TEXT void FillStatOf(uint32_t idx, struct stat* st) noexcept {
   const long nsec = static_cast<long>(e.mtime_ns % 1000000000);
   st->st_atim.tv_sec = st->st_mtim.tv_sec = st->st_ctim.tv_sec = sec;
   st->st_atim.tv_nsec = st->st_mtim.tv_nsec = st->st_ctim.tv_nsec = nsec;
+  // The padding the kernel writes too (the layouts differ: x86-64's own, aarch64's generic).
+#if defined(__x86_64__)
+  st->__pad0 = 0;
   st->__glibc_reserved[0] = st->__glibc_reserved[1] = st->__glibc_reserved[2] = 0;
+#else
+  st->__pad1 = 0;
+  st->__pad2 = 0;
+  st->__glibc_reserved[0] = st->__glibc_reserved[1] = 0;
+#endif
 }
 
 FANSTORE_HOT_TEXT void FillStatxOf(uint32_t idx, void* buf) noexcept {

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <sys/syscall.h>
 
+#include "base/syscall_numbers.h"
 #include "runtime/names/fast_key.h"
 #include "runtime/names/word_scan.h"
 #include "runtime/paths/skeleton.h"

@@ -72,7 +72,7 @@ inline constexpr int kWanted = 16;
   switch (nr) {
 #define FANSTORE_SERVED_CASE(number, handler_, rule_, fds_, paths_, flags_)          \
   case number: {                                                                     \
-    constexpr CallRow kRow = kCallRows[number];                                      \
+    constexpr CallRow kRow = RowOf(number);                                          \
     constexpr int kSkeletonArg = (kRow.flags & kSkeleton) ? kRow.paths.path[0] : -1; \
     return WantsOf<kRow>(a) ? kWanted : kSkeletonArg;                                \
   }

@@ -73,8 +73,9 @@ uint64_t ReadaheadBytes(const State& s) {
     uint64_t local = 0;
     for (const std::string& p : s.parts) {
       struct stat st;
-      if (!p.empty() && base::RawSyscall6(SYS_stat, reinterpret_cast<long>(p.c_str()),
-                                          reinterpret_cast<long>(&st)) == 0)
+      if (!p.empty() &&
+          base::RawSyscall6(SYS_newfstatat, AT_FDCWD, reinterpret_cast<long>(p.c_str()),
+                            reinterpret_cast<long>(&st), 0) == 0)
         local += static_cast<uint64_t>(st.st_size);
     }
     struct sysinfo si;
@@ -179,7 +180,7 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off, uint32_t partition) 
     long n = skip ? -EOPNOTSUPP
                   : base::RawSyscall6(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1,
                                       static_cast<long>(off + done), 0, RWF_NOWAIT);
-    if (n == -EOPNOTSUPP) {
+    if (n == -EOPNOTSUPP || n == -ENOSYS) {  // (ENOSYS: qemu-user, which lacks preadv2)
       if (word && !skip) word->fetch_or(bit, std::memory_order_relaxed);
       n = base::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at), static_cast<long>(want),
                             static_cast<long>(off + done));

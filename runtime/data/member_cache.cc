@@ -17,9 +17,17 @@ constexpr uint64_t kCacheBytes = 256ull << 20;
 class SpinLock {
  public:
   void lock() {
-    while (flag_.test_and_set(std::memory_order_acquire)) __builtin_ia32_pause();
+    while (flag_.test_and_set(std::memory_order_acquire)) {
+#if defined(__x86_64__)
+      __builtin_ia32_pause();
+#elif defined(__aarch64__)
+      asm volatile("yield");
+#endif
+    }
   }
-  void unlock() { flag_.clear(std::memory_order_release); }
+  void unlock() {
+    flag_.clear(std::memory_order_release);
+  }
 
  private:
   std::atomic_flag flag_ = ATOMIC_FLAG_INIT;

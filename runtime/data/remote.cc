@@ -191,8 +191,10 @@ long Ask(State& s, uint32_t entry, io::LocalOp op, int* fd) {
     return -EIO;
   }
   pollfd p{t_conn.fd, POLLIN, 0};
+  const timespec limit{s.agent_timeout_ms / 1000, (s.agent_timeout_ms % 1000) * 1'000'000L};
   do {
-    rc = RawSyscall6(SYS_poll, reinterpret_cast<long>(&p), 1, s.agent_timeout_ms);
+    rc =
+        RawSyscall6(SYS_ppoll, reinterpret_cast<long>(&p), 1, reinterpret_cast<long>(&limit), 0, 0);
   } while (rc == -EINTR);
   if (rc <= 0) {  // the agent did not answer in time: a late reply must not meet the next request
     intercept::Logger().error("member {}: the node agent did not answer within {} ms",

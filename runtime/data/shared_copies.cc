@@ -109,12 +109,12 @@ long SharedCopyOf(uint32_t entry) {
     rc = ro_made < 0 ? ro_made : 0;
   }
   if (rc == 0)
-    rc = base::RawSyscall6(SYS_rename, reinterpret_cast<long>(tmp.c_str()),
+    rc = base::RawSyscall6(SYS_renameat, AT_FDCWD, reinterpret_cast<long>(tmp.c_str()), AT_FDCWD,
                            reinterpret_cast<long>(path.c_str()));
   base::RawSyscall6(SYS_close, fd);
   if (rc < 0) {
     if (ro_made >= 0) base::RawSyscall6(SYS_close, ro_made);
-    base::RawSyscall6(SYS_unlink, reinterpret_cast<long>(tmp.c_str()));
+    base::RawSyscall6(SYS_unlinkat, AT_FDCWD, reinterpret_cast<long>(tmp.c_str()), 0);
     return rc;
   }
   return ro_made;

@@ -173,12 +173,15 @@ inline constexpr int kCallRowsN = 512;  // the highest number + 1 (intercept::kM
 
 constexpr std::array<CallRow, kCallRowsN> MakeCallRows() {
   std::array<CallRow, kCallRowsN> rows{};
-#define FANSTORE_CALL_ROW(nr, handler, rule, fds, paths, flags)       \
-  rows[nr] = CallRow{fds, static_cast<int8_t>(FlagsArgOf(nr)), paths, \
-                     static_cast<uint16_t>(kListed | (flags))};
+  // (A negative number is a call this architecture does not have: base/syscall_numbers.h.)
+#define FANSTORE_CALL_ROW(nr, handler, rule, fds, paths, flags)                              \
+  if (nr >= 0)                                                                               \
+    rows[static_cast<size_t>(nr)] = CallRow{fds, static_cast<int8_t>(FlagsArgOf(nr)), paths, \
+                                            static_cast<uint16_t>(kListed | (flags))};
   FANSTORE_SERVED_CALLS(FANSTORE_CALL_ROW)
 #undef FANSTORE_CALL_ROW
-#define FANSTORE_UNSERVED_ROW(nr, name, paths) rows[nr] = UnservedRow(paths);
+#define FANSTORE_UNSERVED_ROW(nr, name, paths) \
+  if (nr >= 0) rows[static_cast<size_t>(nr)] = UnservedRow(paths);
   FANSTORE_UNSERVED_CALLS(FANSTORE_UNSERVED_ROW)
 #undef FANSTORE_UNSERVED_ROW
   return rows;

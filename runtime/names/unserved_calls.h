@@ -4,12 +4,15 @@
 // fanrun's skeleton directories (chmod them, mount over them, create in them), so each of
 // these is refused there with EROFS, the answer of a read-only file system; anywhere
 // else it goes to the kernel untouched.
-// kHighestClassified is the last x86-64 system call number this table was checked
-// against: a newer one (tests/runtime/unserved_calls_test.cc reads the system's headers) must
-// be looked at and added here if it takes a path.
+// kHighestClassified is the last system call number this table was checked against (the
+// numbers from 424 on are the same on every architecture): a newer one
+// (tests/runtime/unserved_calls_test.cc reads the system's headers) must be looked at and
+// added here if it takes a path. uselib is x86-64's only (a negative number elsewhere:
+// base/syscall_numbers.h).
 // Thread-safety: constant data.
 #pragma once
 
+#include "base/syscall_numbers.h"
 #include "runtime/names/call_args.h"
 
 namespace fanstore::runtime {
@@ -24,18 +27,18 @@ inline constexpr long kHighestClassified = 469;
 // One row per call: X(number, name, paths), paths as runtime/names/call_args.h writes them.
 // clang-format off
 #define FANSTORE_UNSERVED_CALLS(X)                                          \
-  X(134, uselib, Path(0))                                                   \
-  X(155, pivot_root, Paths(Path(0), Path(1)))                               \
-  X(161, chroot, Path(0))                                                   \
-  X(163, acct, Path(0))                                                     \
-  X(165, mount, Path(1)) /* the target; the source may be no path at all */ \
-  X(166, umount2, Path(0))                                                  \
-  X(167, swapon, Path(0))                                                   \
-  X(168, swapoff, Path(0))                                                  \
-  X(179, quotactl, Path(1))                                                 \
-  X(254, inotify_add_watch, Path(1))                                        \
-  X(301, fanotify_mark, PathAt(3, 4))                                       \
-  X(303, name_to_handle_at, PathAt(0, 1))                                   \
+  X(SYS_uselib, uselib, Path(0))                                                   \
+  X(SYS_pivot_root, pivot_root, Paths(Path(0), Path(1)))                               \
+  X(SYS_chroot, chroot, Path(0))                                                   \
+  X(SYS_acct, acct, Path(0))                                                     \
+  X(SYS_mount, mount, Path(1)) /* the target; the source may be no path at all */ \
+  X(SYS_umount2, umount2, Path(0))                                                  \
+  X(SYS_swapon, swapon, Path(0))                                                   \
+  X(SYS_swapoff, swapoff, Path(0))                                                  \
+  X(SYS_quotactl, quotactl, Path(1))                                                 \
+  X(SYS_inotify_add_watch, inotify_add_watch, Path(1))                                        \
+  X(SYS_fanotify_mark, fanotify_mark, PathAt(3, 4))                                       \
+  X(SYS_name_to_handle_at, name_to_handle_at, PathAt(0, 1))                                   \
   X(kNrOpenTree, open_tree, PathAt(0, 1))                                   \
   X(kNrMoveMount, move_mount, Paths(PathAt(0, 1), PathAt(2, 3)))            \
   X(kNrFspick, fspick, PathAt(0, 1))                                        \

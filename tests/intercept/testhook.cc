@@ -49,6 +49,7 @@ HookResult OnPath(long path) {
   return kPassToKernel;
 }
 
+#if defined(__x86_64__)
 // Overwrites every register a hook's code could change (vector registers, opmasks, MXCSR,
 // x87 control word), as the worst possible hook would: the entry must restore them all.
 __attribute__((target("avx512f"), noinline)) void ScribbleAvx512() {
@@ -85,6 +86,21 @@ void Scribble() {
   const unsigned short fcw = 0x0f7f;                // x87: round to zero, single precision
   asm volatile("ldmxcsr %0\n fldcw %1" : : "m"(mxcsr), "m"(fcw));
 }
+#else
+// aarch64: every vector register all ones, FPCR rounding toward zero with flush-to-zero,
+// and FPSR's cumulative flags set.
+__attribute__((noinline)) void Scribble() {
+  asm volatile(
+      "movi v0.2d, #-1\n"
+      ".irp r,1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20,21,22,23,24,25,26,27,28,29,30,31\n"
+      "mov v\\r\\().16b, v0.16b\n"
+      ".endr\n"
+      "mov x9, #0x01c00000\n msr fpcr, x9\n mov x9, #0x1f\n msr fpsr, x9\n" ::
+          : "x9", "v0", "v1", "v2", "v3", "v4", "v5", "v6", "v7", "v8", "v9", "v10", "v11", "v12",
+            "v13", "v14", "v15", "v16", "v17", "v18", "v19", "v20", "v21", "v22", "v23", "v24",
+            "v25", "v26", "v27", "v28", "v29", "v30", "v31");
+}
+#endif
 
 HookResult TestHook(long nr, const long a[6]) noexcept {
   switch (nr) {
@@ -141,7 +157,7 @@ HookSpec PreloadHookSpec() {
     for (long nr :
          {SYS_getpid, SYS_getppid, SYS_open, SYS_openat, SYS_stat, SYS_lstat, SYS_newfstatat,
           SYS_statx, SYS_access, SYS_faccessat, SYS_faccessat2, SYS_readlink, SYS_readlinkat})
-      s.interest.nrs.set(nr);
+      if (nr >= 0) s.interest.nrs.set(static_cast<size_t>(nr));  // (< 0: not on aarch64)
   }
   return s;
 }

@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 
+#include "base/syscall_numbers.h"
 #include "runtime/names/unserved_calls.h"
 #include "runtime/paths/resolve.h"
 #include "runtime/paths/skeleton.h"
