@@ -2,14 +2,15 @@
 # Runs a command inside a Debian root of another release (bullseye, trixie, sid, ...),
 # made once with debootstrap from this machine's own Debian mirror and cached under
 # $FANSTORE_ROOTS (default /var/cache/fanstore-roots) for later runs. The repository is
-# bound at /src inside the root, and /proc, /sys, /dev, /dev/pts and /dev/shm are bound
-# for the command's time. With no command, only makes the root.
+# bound at /src inside the root (and at its own path with FANSTORE_ROOT_SAME_PATH=1), and
+# /proc, /sys, /dev, /dev/pts and /dev/shm are bound for the command's time. With no command, only makes the root.
 # Usage: ci/debian-root.sh SUITE[:FLAVOUR] [CMD [ARGS...]]      (as root)
 #        ci/debian-root.sh --mirror   prints the mirror the roots are made from (the
 #                                     first of /etc/apt's sources, or $FANSTORE_APT_DIR's)
 #   e.g. ci/debian-root.sh trixie bash -c 'cd /src && ci/install-deps.sh --no-python'
 #   A FLAVOUR names a separate root of the same release (bookworm:openmpi, whose packages
-#   must not meet the host's or another root's).
+#   must not meet the host's or another root's). The flavour arm64 makes an arm64 root,
+#   run through qemu-user (binfmt_misc is mounted and qemu-aarch64 enabled here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . ci/lib.sh  # apt_mirror
@@ -21,6 +22,11 @@ name=$suite
 [ "$spec" = "$suite" ] || name=$suite-${spec#*:}
 roots=${FANSTORE_ROOTS:-/var/cache/fanstore-roots}
 root=$roots/$name
+arch_opts=()
+if [ "${spec#*:}" = arm64 ] && [ "$(dpkg --print-architecture)" != arm64 ]; then
+  ci/qemu-binfmt.sh
+  arch_opts=(--arch=arm64)
+fi
 # One user of a root at a time: another run's clean-up would unmount this run's binds.
 mkdir -p "$roots"
 exec 9>"$roots/$name.lock"
@@ -34,7 +40,7 @@ if [ ! -x "$root/usr/bin/apt-get" ] || [ ! -e "$root/.fanstore-complete" ]; then
   mirror=$(apt_mirror) || { echo "debian-root: cannot make $root without a mirror" >&2; exit 1; }
   echo "debian-root: making $root ($suite from $mirror; a few minutes, once)"
   rm -rf "$root" && mkdir -p "$roots"
-  debootstrap --variant=minbase --include=ca-certificates,python3 "$suite" "$root" "$mirror" >"$roots/$name.log" 2>&1 ||
+  debootstrap "${arch_opts[@]}" --variant=minbase --include=ca-certificates,python3 "$suite" "$root" "$mirror" >"$roots/$name.log" 2>&1 ||
     { echo "debian-root: debootstrap failed; see $roots/$name.log" >&2; tail -5 "$roots/$name.log" >&2; exit 1; }
   # The mirror may serve a snapshot whose Release files of a moving suite (sid) have
   # expired; a test root takes them as they are.
@@ -64,6 +70,12 @@ if mount --rbind /sys/fs/cgroup "$root/sys/fs/cgroup" 2>/dev/null; then
   mount --make-rslave "$root/sys/fs/cgroup"
 fi
 mount --bind "$(pwd)" "$root/src" && binds+=("$root/src")
+# FANSTORE_ROOT_SAME_PATH=1: the repository also at its own path, for a build tree made
+# outside the root (a cross build's CTest files name their sources and programs there).
+if [ "${FANSTORE_ROOT_SAME_PATH:-}" = 1 ] && [ "$(pwd)" != /src ]; then
+  mkdir -p "$root$(pwd)"
+  mount --bind "$(pwd)" "$root$(pwd)" && binds+=("$root$(pwd)")
+fi
 # The root shares this machine's network and host name, so its name resolution too (a
 # minbase root has no /etc/hosts, and MPICH 3's TCP channel resolves the host's name).
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true

@@ -14,9 +14,14 @@ int32_t CloneMarkTlsOffset() {
   // The thread pointer comes from an asm the compiler cannot see through: otherwise gcc
   // folds `&t - tp` into a 32-bit load of the GOT's TLS offset (movl sym@gottpoff(%rip),
   // %eax), which binutils 2.44 and later reject ("@GOTTPOFF operator requires 64-bit dest
-  // register"). x86-64's TCB starts with a pointer to itself, so %fs:0 is the pointer.
+  // register"). x86-64's TCB starts with a pointer to itself, so %fs:0 is the pointer;
+  // aarch64's is tpidr_el0.
   intptr_t tp;
+#if defined(__x86_64__)
   asm volatile("movq %%fs:0, %0" : "=r"(tp));
+#else
+  asm volatile("mrs %0, tpidr_el0" : "=r"(tp));
+#endif
   return static_cast<int32_t>(reinterpret_cast<intptr_t>(&t_clone_child) - tp);
 }
 

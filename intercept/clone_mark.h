@@ -18,7 +18,7 @@ namespace fanstore::intercept {
 
 extern thread_local constinit uint8_t t_clone_child __attribute__((tls_model("initial-exec")));
 
-// The mark's offset from the thread pointer (%fs base), the same in every thread.
+// The mark's offset from the thread pointer (%fs base; tpidr_el0), the same in every thread.
 int32_t CloneMarkTlsOffset();
 // True once every clone/clone3/vfork site (and every site whose number is only known at
 // run time) writes the mark; false if interception is off or a site was refused, and then

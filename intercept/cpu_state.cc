@@ -1,5 +1,6 @@
 #include "intercept/cpu_state.h"
 
+#if defined(__x86_64__)
 #include <cpuid.h>
 
 // glibc 2.33+ (<sys/platform/x86.h>): the CPUID leaves ld.so read at start, by index
@@ -103,3 +104,28 @@ const char* VecModeName() {
 }
 
 }  // namespace fanstore::intercept
+
+#elif defined(__aarch64__)
+
+// aarch64: the entry (entry_asm_aarch64.S) saves q0-q31, FPCR and FPSR, all a system call
+// keeps (it discards SVE state beyond them); nothing to choose.
+extern "C" {
+__attribute__((visibility("hidden"))) uint64_t fanstore_xsave_size = 528;
+__attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_lo = 0;
+__attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_hi = 0;
+__attribute__((visibility("hidden"))) uint8_t fanstore_vec_mode = 0;
+__attribute__((visibility("hidden"))) uint8_t fanstore_xinuse = 0;
+}
+
+namespace fanstore::intercept {
+
+bool InitCpuState(bool) {
+  return true;
+}
+
+const char* VecModeName() {
+  return "q0-31+FPCR+FPSR";
+}
+
+}  // namespace fanstore::intercept
+#endif

@@ -1,5 +1,5 @@
 // How the assembly entry saves and restores the vector state around a hook, chosen once
-// from the CPU's features:
+// from the CPU's features (x86-64; aarch64 has one way: cpu_state.cc):
 //   mode 0  xmm0-15, MXCSR, x87 control word            (SSE only)
 //   mode 1  ymm0-15, MXCSR, x87 control word            (AVX)
 //   mode 2  zmm0-31, k0-7, MXCSR, x87 control word      (AVX-512)

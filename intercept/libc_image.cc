@@ -62,6 +62,10 @@ void LibcImage::ReadFunctionEntries() {
       eh.e_shnum < 4096) {
     std::vector<Elf64_Shdr> sh(eh.e_shnum);
     if (PreadAll(fd, sh.data(), sh.size() * sizeof(Elf64_Shdr), static_cast<off_t>(eh.e_shoff))) {
+      for (const Elf64_Shdr& s : sh)
+        if (s.sh_type == SHT_PROGBITS && (s.sh_flags & SHF_EXECINSTR) && s.sh_size > 0)
+          img.code_ranges.emplace_back(img.load_base + s.sh_addr,
+                                       img.load_base + s.sh_addr + s.sh_size);
       for (const Elf64_Shdr& s : sh) {
         if (s.sh_type != SHT_DYNSYM || s.sh_entsize != sizeof(Elf64_Sym) || s.sh_size > (64u << 20))
           continue;

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstring>
 
+#include "intercept/a64.h"
 #include "intercept/insn.h"
 
 namespace fanstore::intercept {
@@ -16,6 +17,15 @@ namespace {
 // A libc is 2-3 MiB; the decoder keeps ~40 bytes per instruction, so a larger file (a
 // wrong or crafted one) would cost gigabytes to plan.
 constexpr uint64_t kMaxLibcBytes = 16ull << 20;
+
+// The architecture this build patches: its libc files are the ones it can plan.
+#if defined(__aarch64__)
+constexpr int kMachine = EM_AARCH64;
+constexpr const char* kMachineName = "aarch64";
+#else
+constexpr int kMachine = EM_X86_64;
+constexpr const char* kMachineName = "x86-64";
+#endif
 
 bool PreadAll(int fd, void* buf, size_t n, uint64_t off) {
   return ::pread(fd, buf, n, static_cast<off_t>(off)) == static_cast<ssize_t>(n);
@@ -45,11 +55,30 @@ std::string BannerVersion(const std::vector<uint8_t>& file) {
 Result<std::vector<SitePlan>> PlanLibcText(const LibcImage& img, const uint8_t* text,
                                            const Interest& interest) {
   const uint64_t len = img.text_end - img.text_start;
+#if defined(__aarch64__)
+  // Only the executable sections: the segment holds read-only data too.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [lo, hi] : img.code_ranges)
+    if (lo >= img.text_start && hi <= img.text_end && lo < hi) ranges.emplace_back(lo, hi);
+  if (ranges.empty()) ranges.emplace_back(img.text_start, img.text_end);
+  BranchTargets targets(img.text_start, len);
+  for (uint64_t a : img.function_entries) targets.Add(a);
+  for (const auto& [lo, hi] : ranges)
+    a64::AddTargets(text + (lo - img.text_start), hi - lo, lo, &targets);
+  std::vector<SitePlan> plans;
+  for (const auto& [lo, hi] : ranges) {
+    std::vector<SitePlan> part =
+        a64::PlanSites(text + (lo - img.text_start), hi - lo, lo, targets, interest);
+    plans.insert(plans.end(), part.begin(), part.end());
+  }
+  return plans;
+#else
   std::vector<Insn> insns;
   const char* err = "";
   if (!DecodeRegion(text, len, img.text_start, &insns, &err)) return Status::Error(err);
   const BranchTargets targets = CollectTargets(insns, img.text_start, len, img.function_entries);
   return PlanSites(insns, targets, interest);
+#endif
 }
 
 Result<LibcFile> ReadLibcFile(const std::string& path) {
@@ -63,13 +92,13 @@ Result<LibcFile> ReadLibcFile(const std::string& path) {
     if (!PreadAll(fd, file.data(), file.size(), 0)) file.clear();
   }
   ::close(fd);
-  if (file.empty()) return Status::Error(path + ": not a readable regular file of at most 64 MiB");
+  if (file.empty()) return Status::Error(path + ": not a readable regular file of at most 16 MiB");
   Elf64_Ehdr eh;
   if (file.size() < sizeof eh) return Status::Error(path + ": not an ELF file");
   std::memcpy(&eh, file.data(), sizeof eh);
   if (std::memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 || eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-      eh.e_machine != EM_X86_64)
-    return Status::Error(path + ": not an x86-64 ELF file");
+      eh.e_machine != kMachine)
+    return Status::Error(path + ": not an " + kMachineName + " ELF file");
   if (eh.e_phentsize != sizeof(Elf64_Phdr) || eh.e_phoff > file.size() ||
       eh.e_phnum > (file.size() - eh.e_phoff) / sizeof(Elf64_Phdr))
     return Status::Error(path + ": damaged ELF program headers");

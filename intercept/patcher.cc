@@ -1,6 +1,7 @@
 #include "intercept/patcher.h"
 
 #include <gnu/libc-version.h>
+#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -10,6 +11,7 @@
 #include <cstring>
 
 #include "base/raw_syscall.h"
+#include "intercept/a64.h"
 #include "intercept/clone_mark.h"
 #include "intercept/cpu_state.h"
 #include "intercept/dispatch.h"
@@ -25,8 +27,38 @@ namespace fanstore::intercept {
 using base::RawSyscall6;
 namespace {
 
-constexpr uint64_t kPage = 4096;
-constexpr uint64_t kMaxStubBytes = 192;  // generous upper bound of one stub
+constexpr uint64_t kMaxStubBytes = 192;  // generous upper bound of one stub (either architecture)
+#if defined(__aarch64__)
+constexpr uint64_t kReach = 1ull << 27;  // b: +-128 MiB
+#else
+constexpr uint64_t kReach = 1ull << 31;  // jmp rel32: +-2 GiB
+#endif
+
+// The kernel's page size: 4 KiB on x86-64; 4, 16 or 64 KiB on aarch64 (Grace nodes often
+// run 64 KiB kernels).
+uint64_t PageSize() {
+  static const uint64_t page = getauxval(AT_PAGESZ) ? getauxval(AT_PAGESZ) : 4096;
+  return page;
+}
+
+// The stub of site `p` at `at`, and the bytes that replace its range (empty if out of
+// reach); `map` says where each instruction of the range lies in the stub.
+std::vector<uint8_t> StubFor(const SitePlan& p, uint64_t at, uint64_t slot, StubMap* map,
+                             std::vector<uint8_t>* patch) {
+#if defined(__aarch64__)
+  // (One instruction: a thread stopped at the svc resumes at the stub's first.)
+  map->points = {{0, 0}};
+  std::vector<uint8_t> stub = a64::BuildStub(p, at, slot, CloneMarkTlsOffset());
+  if (stub.empty() || !a64::BranchReaches(p.start, at)) return {};
+  *patch = a64::BuildPatch(p, at);
+#else
+  std::vector<uint8_t> stub =
+      BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot, CloneMarkTlsOffset(), map);
+  if (stub.empty() || !Rel32Reaches(p.start + 5, at)) return {};
+  *patch = BuildPatch(p, at);
+#endif
+  return stub;
+}
 
 double MsSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -34,12 +66,14 @@ double MsSince(std::chrono::steady_clock::time_point t0) {
 
 // Maps `size` bytes RW within reach of [lo, hi): tries hints below lo, then above hi.
 void* MapNear(uint64_t lo, uint64_t hi, uint64_t size) {
-  constexpr uint64_t kStep = 1ull << 20, kLimit = 1ull << 30;
+  constexpr uint64_t kStep = 1ull << 20, kLimit = kReach / 2;
   for (uint64_t d = kStep; d < kLimit; d += kStep) {
     for (uint64_t hint : {(lo & ~(kStep - 1)) - d - size, ((hi + kStep) & ~(kStep - 1)) + d}) {
       void* p = ::mmap(reinterpret_cast<void*>(hint), size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-      if (p != MAP_FAILED) return p;
+      if (p == reinterpret_cast<void*>(hint)) return p;
+      // A kernel older than 4.17 (or an emulator) takes the flag for a hint it may ignore.
+      if (p != MAP_FAILED) ::munmap(p, size);
     }
   }
   return nullptr;
@@ -50,11 +84,12 @@ void* MapNear(uint64_t lo, uint64_t hi, uint64_t size) {
 // volatile loop). One RW window over all patched pages keeps it to two mprotect calls.
 __attribute__((noinline)) long WritePatches(const std::vector<SitePlan>& plans,
                                             const std::vector<std::vector<uint8_t>>& patches) {
+  const uint64_t page = PageSize();
   uint64_t lo = UINT64_MAX, hi = 0;
   for (size_t i = 0; i < plans.size(); ++i) {
     if (patches[i].empty()) continue;
-    lo = std::min(lo, plans[i].start & ~(kPage - 1));
-    hi = std::max(hi, (plans[i].end + kPage - 1) & ~(kPage - 1));
+    lo = std::min(lo, plans[i].start & ~(page - 1));
+    hi = std::max(hi, (plans[i].end + page - 1) & ~(page - 1));
   }
   if (hi == 0) return 0;
   long rc = RawSyscall6(SYS_mprotect, static_cast<long>(lo), static_cast<long>(hi - lo),
@@ -66,8 +101,12 @@ __attribute__((noinline)) long WritePatches(const std::vector<SitePlan>& plans,
     const size_t n = patches[i].size();
     for (size_t k = 0; k < n; ++k) dst[k] = src[k];
   }
-  return RawSyscall6(SYS_mprotect, static_cast<long>(lo), static_cast<long>(hi - lo),
-                     PROT_READ | PROT_EXEC);
+  rc = RawSyscall6(SYS_mprotect, static_cast<long>(lo), static_cast<long>(hi - lo),
+                   PROT_READ | PROT_EXEC);
+  // aarch64 fetches instructions through caches the stores did not go through (libgcc's
+  // own code, linked in: not libc's). Nothing on x86-64.
+  __builtin___clear_cache(reinterpret_cast<char*>(lo), reinterpret_cast<char*>(hi));
+  return rc;
 }
 
 // One library's plan and what replaces its planned ranges: the stubs, written and
@@ -97,9 +136,12 @@ Result<Prepared> Prepare(LibcImage img, const Interest& interest) {
   std::vector<SitePlan>& plans = out.plans;
   size_t want = 0;
   for (const SitePlan& p : plans) want += p.decision == Decision::kPatch;
-  const uint64_t region_size = ((want * kMaxStubBytes + 8 + kPage - 1) / kPage) * kPage;
+  const uint64_t page = PageSize();
+  const uint64_t region_size = ((want * kMaxStubBytes + 16 + page - 1) / page) * page;
   auto* region = static_cast<uint8_t*>(MapNear(img.text_start, img.text_end, region_size));
-  if (!region) return Status::Error("no address within 2 GiB of " + img.path + " for the stubs");
+  if (!region)
+    return Status::Error("no address within " + std::to_string(kReach >> 20) + " MiB of " +
+                         img.path + " for the stubs");
 
   // The slot holding the entry's absolute address, then the stubs.
   const uint64_t slot = reinterpret_cast<uint64_t>(region);
@@ -113,21 +155,23 @@ Result<Prepared> Prepare(LibcImage img, const Interest& interest) {
     SitePlan& p = plans[i];
     if (p.decision != Decision::kPatch) continue;
     const uint64_t at = reinterpret_cast<uint64_t>(region) + off;
-    std::vector<uint8_t> stub = BuildStub(p, reinterpret_cast<const uint8_t*>(p.start), at, slot,
-                                          CloneMarkTlsOffset(), &out.maps[i]);
-    if (stub.empty() || off + stub.size() > region_size || !Rel32Reaches(p.start + 5, at)) {
+    std::vector<uint8_t> patch;
+    std::vector<uint8_t> stub = StubFor(p, at, slot, &out.maps[i], &patch);
+    if (stub.empty() || off + stub.size() > region_size) {
       p.decision = Decision::kRefused;
       p.reason = "stub out of reach";
       continue;
     }
     std::memcpy(region + off, stub.data(), stub.size());
-    out.patches[i] = BuildPatch(p, at);
+    out.patches[i] = std::move(patch);
     out.stub_at[i] = at;
     off += (stub.size() + 15) & ~uint64_t{15};
   }
   out.stub_bytes = off;
   if (::mprotect(region, region_size, PROT_READ | PROT_EXEC) != 0)
     return Status::FromErrno("mprotect of the stubs", errno);
+  __builtin___clear_cache(reinterpret_cast<char*>(region),
+                          reinterpret_cast<char*>(region + region_size));
   out.img = std::move(img);
   return out;
 }

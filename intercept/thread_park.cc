@@ -55,7 +55,11 @@ void OnPark(int sig, siginfo_t* info, void* context) {
   const int slot = g_slots.fetch_add(1, std::memory_order_relaxed);
   if (slot < kMaxParked) {
     auto* uc = static_cast<ucontext_t*>(context);
+#if defined(__x86_64__)
     g_pcs[slot] = reinterpret_cast<uint64_t*>(&uc->uc_mcontext.gregs[REG_RIP]);
+#else
+    g_pcs[slot] = reinterpret_cast<uint64_t*>(&uc->uc_mcontext.pc);
+#endif
     g_tids[slot] = RawSyscall6(SYS_gettid);
   }
   g_parked.fetch_add(1, std::memory_order_release);
