@@ -10,7 +10,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <string>
 
@@ -35,8 +37,11 @@ long g_tids[kMaxParked];
 struct sigaction g_old_action;
 bool g_all_stopped = false;  // every signal was taken: the old action may come back
 
+// SIGRTMAX, unless it cannot be sent to a thread here (qemu-user keeps the top real-time
+// signals for itself): then the next one below.
+int g_park_signal = 0;
 int ParkSignal() {
-  return SIGRTMAX;
+  return g_park_signal ? g_park_signal : SIGRTMAX;
 }
 
 // Only raw system calls and atomics: the handler runs while libc's text is not executable.
@@ -87,6 +92,44 @@ std::vector<long> ListThreads() {
   return tids;
 }
 
+// Reads up to size-1 bytes of a /proc file, NUL-terminated; false if it cannot be read.
+[[maybe_unused]] bool ReadProcFile(const char* path, char* buf, size_t size) {
+  const long fd =
+      RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(path), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const long n =
+      RawSyscall6(SYS_read, fd, reinterpret_cast<long>(buf), static_cast<long>(size - 1));
+  RawSyscall6(SYS_close, fd);
+  if (n < 0) return false;
+  buf[n] = '\0';
+  return true;
+}
+
+// Under qemu-user (aarch64 code on an x86-64 kernel, which /proc/cpuinfo shows) the process
+// also holds qemu's own helper threads: they block every real-time signal and never run
+// libc's code, so they are not waited for (nor is an emulated program's thread that blocks
+// them all). Nowhere else is a thread skipped.
+bool IsEmulatorThread(long tid) {
+#if defined(__aarch64__)
+  static const bool emulated = [] {
+    char buf[512];
+    return ReadProcFile("/proc/cpuinfo", buf, sizeof buf) &&
+           std::strstr(buf, "vendor_id") != nullptr;
+  }();
+  if (!emulated) return false;
+  char path[64], status[2048];
+  std::snprintf(path, sizeof path, "/proc/self/task/%ld/status", tid);
+  if (!ReadProcFile(path, status, sizeof status)) return false;
+  const char* blk = std::strstr(status, "SigBlk:");
+  if (!blk) return false;
+  const unsigned long mask = std::strtoul(blk + 7, nullptr, 16);
+  return (mask >> 34) == 0x3FFFFFFF;  // every real-time signal blocked
+#else
+  (void)tid;
+  return false;
+#endif
+}
+
 long NowNs() {
   timespec t{};
   RawSyscall6(SYS_clock_gettime, CLOCK_MONOTONIC, reinterpret_cast<long>(&t));
@@ -120,21 +163,40 @@ Status ParkOtherThreads(std::vector<uint64_t*>* resume_pcs) {
   act.sa_sigaction = OnPark;
   act.sa_flags = SA_SIGINFO | SA_RESTART;
   sigfillset(&act.sa_mask);
+  g_park_signal = SIGRTMAX;
   if (sigaction(ParkSignal(), &act, &g_old_action) != 0)
     return Status::FromErrno("sigaction for stopping the other threads", errno);
 
   // Signal every thread not yet signalled, until a listing shows no new one (a thread may
   // start another before it stops). A thread that exits before stopping is not waited for.
+  // One that cannot be signalled at all means libc must stay as it is.
   std::vector<long> signalled, gone;
   const long deadline = NowNs() + kWaitNs;
   for (;;) {
     bool fresh = false;
     for (long tid : tids) {
-      if (tid == self || std::find(signalled.begin(), signalled.end(), tid) != signalled.end())
+      if (tid == self || std::find(signalled.begin(), signalled.end(), tid) != signalled.end() ||
+          std::find(gone.begin(), gone.end(), tid) != gone.end() || IsEmulatorThread(tid))
         continue;
-      if (RawSyscall6(SYS_tgkill, pid, tid, ParkSignal()) == 0) {
+      long rc = RawSyscall6(SYS_tgkill, pid, tid, ParkSignal());
+      // Refused before any thread was signalled: try the signals below (up to 4 of them).
+      while (rc == -EINVAL && signalled.empty() && ParkSignal() > SIGRTMAX - 4) {
+        sigaction(ParkSignal(), &g_old_action, nullptr);
+        --g_park_signal;
+        if (sigaction(ParkSignal(), &act, &g_old_action) != 0)
+          return Status::FromErrno("sigaction for stopping the other threads", errno);
+        rc = RawSyscall6(SYS_tgkill, pid, tid, ParkSignal());
+      }
+      if (rc == 0) {
         signalled.push_back(tid);
         fresh = true;
+      } else if (rc != -ESRCH) {  // (ESRCH: it has exited)
+        // A signal already sent finds the handler still there and goes on at once.
+        UnparkThreads();
+        if (signalled.empty()) sigaction(ParkSignal(), &g_old_action, nullptr);
+        return Status::Error("cannot send signal " + std::to_string(ParkSignal()) + " to thread " +
+                             std::to_string(tid) + " to stop it for libc's patching: " +
+                             std::strerror(static_cast<int>(-rc)));
       }
     }
     for (;;) {

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -279,7 +280,13 @@ HookResult OnExec(long nr, const long a[6]) {
   if (mfd < 0) return Handled(mfd);
   const long c[6] = {mfd, reinterpret_cast<long>(""), at ? a[2] : a[1], b[env_arg], AT_EMPTY_PATH,
                      0};
-  const long rc = ExecPassingFds(SYS_execveat, c, passing);
+  long rc = ExecPassingFds(SYS_execveat, c, passing);
+  if (rc == -ENOSYS) {  // no execveat (qemu-user; Linux before 3.19): the fd's /proc link
+    char link[40];
+    std::snprintf(link, sizeof link, "/proc/self/fd/%ld", mfd);
+    const long d[6] = {reinterpret_cast<long>(link), c[2], c[3], 0, 0, 0};
+    rc = ExecPassingFds(SYS_execve, d, passing);
+  }
   RawSyscall6(SYS_close, mfd);  // only reached when the exec failed
   return Handled(rc);
 }

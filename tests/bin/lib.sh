@@ -77,3 +77,8 @@ skip_without_mpi() {
     exit $?
   fi
 }
+
+# emulated: true under qemu-user (an aarch64 program on an x86-64 kernel, ci/arm64.sh),
+# where vfork runs as fork, the application's io_uring and the top real-time signals are
+# missing, and qemu's own threads share the process.
+emulated() { [ "$(uname -m)" != x86_64 ] && grep -q '^vendor_id' /proc/cpuinfo 2>/dev/null; }

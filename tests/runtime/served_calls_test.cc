@@ -80,6 +80,8 @@ const std::map<long, Takes>& Table() {
     for (long nr : {SYS_poll, SYS_ppoll, SYS_select, SYS_pselect6}) m[nr] = Takes::kAnyVirtual;
     for (long nr : {SYS_exit_group, SYS_chdir, SYS_fchdir, SYS_close_range}) m[nr] = Takes::kAlways;
     m[SYS_getcwd] = Takes::kVirtualCwd;
+    // (A negative number: a call this architecture does not have, base/syscall_numbers.h.)
+    for (auto it = m.begin(); it != m.end();) it = it->first < 0 ? m.erase(it) : std::next(it);
     return m;
   }();
   return t;
@@ -154,7 +156,7 @@ class ServedCallsTest : public ::testing::Test {
 TEST_F(ServedCallsTest, EveryServedOrRefusedCallHasARow) {
   std::set<long> missing;
 #define FANSTORE_SERVED_TEST_ROW(nr, handler, rule, fds, paths, flags) \
-  if (!Table().count(nr)) missing.insert(nr);
+  if (nr >= 0 && !Table().count(nr)) missing.insert(nr);
   FANSTORE_SERVED_CALLS(FANSTORE_SERVED_TEST_ROW)
 #undef FANSTORE_SERVED_TEST_ROW
   EXPECT_TRUE(missing.empty()) << "served calls without a row here: "
@@ -186,8 +188,10 @@ TEST_F(ServedCallsTest, DatasetArgumentsReachTheRuntimeAndNativeOnesTheKernel) {
 
 // The skeleton's path argument and the mutation calls' first path come from the same rows.
 TEST(CallTable, RowsSayWhereTheSkeletonAndMutationPathsAre) {
+#if !defined(FANSTORE_GENERIC_SYSCALLS)
   EXPECT_EQ(SkeletonPathArg(SYS_open), 0);
   EXPECT_EQ(SkeletonPathArg(SYS_readlink), 0);
+#endif
   EXPECT_EQ(SkeletonPathArg(SYS_openat), 1);
   EXPECT_EQ(SkeletonPathArg(SYS_statx), 1);
   EXPECT_EQ(SkeletonPathArg(SYS_openat2), -1);  // resolves with its own rules (RESOLVE_*)
@@ -204,7 +208,10 @@ TEST(CallTable, RowsSayWhereTheSkeletonAndMutationPathsAre) {
   EXPECT_TRUE(RowOf(SYS_unlinkat).flags & kRemoves);
   EXPECT_FALSE(RowOf(SYS_linkat).flags & kRemoves);
   EXPECT_FALSE(RowOf(SYS_getpid).flags & kListed);
-  for (const UnservedCall& c : kUnservedCalls) EXPECT_TRUE(RowOf(c.nr).flags & kUnserved) << c.name;
+  for (const UnservedCall& c : kUnservedCalls) {
+    if (c.nr < 0) continue;
+    EXPECT_TRUE(RowOf(c.nr).flags & kUnserved) << c.name;
+  }
 }
 
 TEST_F(ServedCallsTest, RefusedCallsOnDatasetPathsReachTheRuntime) {
