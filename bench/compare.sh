@@ -17,12 +17,14 @@
 # hold FanStore's data in: native; blobs read by `cat` after the cache was dropped; blobs
 # read by fanrun's own cold epoch after the cache was dropped; staged (--stage), once the
 # copy has landed. Each state is made again before each of its rounds.
+# --bin DIR takes fsbench, fanstore and fanrun from DIR (an unpacked bundle's bin/, e.g. the
+# aarch64 one on a Grace node: docs/bundle.md) instead of building build/release here.
 # Usage: bench/compare.sh [--files N] [--mean-kb K] [--seconds S] [--rounds R] [--work DIR]
-#                         [--states]
+#                         [--states] [--bin DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-files=22000 mean_kb=85 seconds=2 rounds=5 work=bench/work states=0
+files=22000 mean_kb=85 seconds=2 rounds=5 work=bench/work states=0 bin=
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
@@ -31,13 +33,21 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --states) states=1; shift ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --bin) bin=$(cd "${2:?--bin needs a directory}" && pwd); shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 case $rounds in ''|*[!0-9]*|0) echo "compare.sh: --rounds $rounds: not a positive whole number" >&2; exit 2 ;; esac
-FSBENCH=$PWD/build/release/bin/fsbench FANSTORE=$PWD/build/release/bin/fanstore FANRUN=$PWD/build/release/bin/fanrun
-[ -x "$FSBENCH" ] || ci/build.sh release >/dev/null
+if [ -n "$bin" ]; then
+  FSBENCH=$bin/fsbench FANSTORE=$bin/fanstore FANRUN=$bin/fanrun
+  for t in "$FSBENCH" "$FANSTORE" "$FANRUN"; do
+    [ -x "$t" ] || { echo "compare.sh: --bin: no $t" >&2; exit 2; }
+  done
+else
+  FSBENCH=$PWD/build/release/bin/fsbench FANSTORE=$PWD/build/release/bin/fanstore FANRUN=$PWD/build/release/bin/fanrun
+  [ -x "$FSBENCH" ] || ci/build.sh release >/dev/null
+fi
 mkdir -p "$work" bench/results
 work=$(cd "$work" && pwd)
 tree=$work/compare-$files-$mean_kb

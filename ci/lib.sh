@@ -100,3 +100,28 @@ ci_closing_line() {
   echo "ci: $((passed - skipped + fuzz_ok)) passed, $((failed + fuzz_bad + extra)) failed, $skipped skipped"
   [ -z "$names" ]
 }
+
+# arm64_libc_root SUITE: prints the directory holding SUITE's arm64 base system and, with
+# libc6-dev unpacked into it, its glibc development files: `debootstrap --foreign` makes
+# it once under $FANSTORE_ROOTS (default /var/cache/fanstore-roots), downloading and
+# unpacking only (no emulation). The libc corpus and the aarch64 bundle's old glibc.
+arm64_libc_root() {
+  local suite=$1 roots=${FANSTORE_ROOTS:-/var/cache/fanstore-roots}
+  local dir=$roots/$suite-arm64-libc mirror deb
+  mkdir -p "$roots"
+  (
+    flock 9  # (one maker at a time)
+    [ ! -e "$dir/.fanstore-complete" ] || exit 0
+    mirror=$(apt_mirror) || exit 1
+    rm -rf "$dir"
+    debootstrap --foreign --arch=arm64 --variant=minbase --include=libc6-dev "$suite" "$dir" \
+      "$mirror" >"$dir.log" 2>&1 ||
+      { echo "arm64_libc_root: debootstrap --foreign $suite failed; see $dir.log" >&2; exit 1; }
+    for deb in "$dir"/var/cache/apt/archives/libc6-dev_*_arm64.deb \
+      "$dir"/var/cache/apt/archives/linux-libc-dev_*_arm64.deb; do
+      [ -f "$deb" ] && dpkg-deb -x "$deb" "$dir"
+    done
+    touch "$dir/.fanstore-complete"
+  ) 9>"$dir.lock" || return 1
+  echo "$dir"
+}

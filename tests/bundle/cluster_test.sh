@@ -58,6 +58,14 @@ mv "$S/src" "$S/src.orig"
 expect_same "$S/native.0" "$S/one.0" "one-node fanrun, the Python reader"
 served=$($PY -c 'import json,sys; print(sum(json.loads(l)["opens"] for l in open(sys.argv[1])))' "$S/stats" 2>/dev/null)
 [ "${served:-0}" -ge 300 ] && ok || bad "one-node fanrun served ${served:-no} opens (the reader read the native files?)"
+# Coreutils: find | xargs md5sum byte-exact; a write into the mount is EROFS, nothing lands.
+(cd "$S/src.orig" && find . -type f | LC_ALL=C sort | xargs md5sum) >"$S/md5.native"
+"$B/bin/fanrun" --data "$S/ds" -- bash -c "cd '$S/src' && find . -type f | LC_ALL=C sort | xargs md5sum" \
+  >"$S/md5.fan" 2>"$S/err" || bad "fanrun find | xargs md5sum: $(head -c 500 "$S/err")"
+expect_same "$S/md5.native" "$S/md5.fan" "one-node fanrun, find | xargs md5sum"
+"$B/bin/fanrun" --data "$S/ds" -- bash -c "echo x > '$S/src/class00/new.txt'" 2>"$S/err"
+grep -q 'Read-only file system' "$S/err" && [ ! -e "$S/src/class00/new.txt" ] && ok ||
+  bad "a write into the mount: $(head -c 300 "$S/err") (expected EROFS)"
 
 # Two ranks under the MPI's own launcher, each staging its share into a local directory.
 case $MPI in

@@ -6,10 +6,11 @@
 # $ORIGIN; the runtime library, loaded into applications with their own C++ runtime and
 # libraries, exports no symbol at all, and each MPI plugin only its entry point and names
 # MPI's symbols without needing an MPI library (the job's is loaded first: bin/mpi_load.h).
-# Usage: elf_test.sh SOURCE_DIR [TARBALL]   (default: the newest build/bundle/*.tar.gz)
+# Usage: elf_test.sh SOURCE_DIR [TARBALL]   (default: this architecture's newest
+#                                           build/bundle/fanstore-*-linux-ARCH.tar.gz)
 SRCDIR=$1
 . "$SRCDIR/tests/bin/lib.sh"
-tarball=${2:-$(ls -t "$SRCDIR"/build/bundle/fanstore-*.tar.gz 2>/dev/null | head -1)}
+tarball=${2:-$(ls -t "$SRCDIR"/build/bundle/fanstore-*-linux-"$(uname -m)".tar.gz 2>/dev/null | head -1)}
 if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
   echo "SKIP: no bundle to check (ci/bundle.sh makes build/bundle/fanstore-*.tar.gz)"
   exit 77

@@ -3,12 +3,14 @@
 # unstable: 2.43) and Debian 11's libpthread, through `fanrun doctor --libc FILE --json`: no refused site of interest
 # in any, and, for each libc whose build-id the golden file names, exactly its counts.
 # The libc files come from the Debian roots of ci/debian-root.sh (made before CTest by
-# ci/test.sh); a release without a root is skipped with its reason, and the test is
+# ci/test.sh); on aarch64 from the arm64 libc roots ci/arm64.sh unpacks (FANSTORE_ROOTS
+# names where). A release without a root is skipped with its reason, and the test is
 # skipped (77) when none is there.
 # Usage: libc_corpus_test.sh FANRUN GOLDEN
 set -uo pipefail
 fanrun=$1 golden=$2
 roots=${FANSTORE_ROOTS:-/var/cache/fanstore-roots}
+multiarch=$(uname -m)-linux-gnu
 fail=0 checked=0
 field() { python3 -c 'import json,sys; d=json.load(sys.stdin)["libc"]; print(*(d[k] if d[k] != "" else "?" for k in sys.argv[1:]))' "$@"; }
 # (Debian 11's libpthread.so.0 too: before glibc 2.34 it has system-call wrappers of its
@@ -18,9 +20,9 @@ for entry in bullseye bullseye/libpthread bookworm trixie sid; do
   file=libc.so.6
   [ "$entry" = "$suite" ] || file=${entry#*/}.so.0
   if [ "$suite" = bookworm ] && grep -q '^VERSION_CODENAME=bookworm' /etc/os-release; then
-    libc=/lib/x86_64-linux-gnu/$file
+    libc=/lib/$multiarch/$file
   else
-    libc=$roots/$suite/lib/x86_64-linux-gnu/$file
+    libc=$roots/$suite/lib/$multiarch/$file
   fi
   suite=$entry
   if [ ! -e "$libc" ]; then

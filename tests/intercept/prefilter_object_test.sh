@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
 # The prefilters run before the entry has saved any vector register, so their object code
-# must hold no SSE/AVX/AVX-512, MMX or x87 instruction, and call nothing outside itself
+# must hold no SSE/AVX/AVX-512, MMX or x87 instruction (on aarch64: no SIMD/FP or SVE
+# register, and no outline atomic, which is a call), and call nothing outside itself
 # (no memcpy/memset a compiler may form from a loop, no std::terminate, no weak definition
 # the linker may take from another object). Checked on the
 # objects this compiler produced, whatever flags it was given.
 # Usage: prefilter_object_test.sh OBJECT...   (the objects of the libraries holding them)
 set -u
 fail=0 n=0
+if [ "$(uname -m)" = aarch64 ]; then
+  # (v0.16b, z0.d, p0/z, and q0 d0 s0 h0 b0 ending an operand: not a branch's address)
+  vector='[[:space:],{](v[0-9]+\.|z[0-9]+\.|p[0-9]+/|[qdshb][0-9]+(,|\]|\}|$))'
+else
+  vector='%[xyz]mm[0-9]|%k[0-7]\b|%mm[0-7]|%st\b|%st\(|\bf(ld|st|add|mul|div|sub)'
+fi
 for o in "$@"; do
   case "$o" in *prefilter.cc.o|*prefilter_again.cc.o) ;; *) continue ;; esac
   n=$((n + 1))
-  regs=$(objdump -d --no-show-raw-insn "$o" | grep -E '%[xyz]mm[0-9]|%k[0-7]\b|%mm[0-7]|%st\b|%st\(|\bf(ld|st|add|mul|div|sub)' | head -3)
+  regs=$(objdump -d --no-show-raw-insn "$o" | grep -E "$vector" | head -3)
   if [ -n "$regs" ]; then echo "FAIL: $o uses vector or x87 registers: $regs"; fail=1; fi
   # Undefined symbols: only the data it reads (the entry's tables, the runtime prefilter's
   # state), the thread's clone mark (initial-exec TLS, constinit: no init function), and

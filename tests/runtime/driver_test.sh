@@ -34,9 +34,18 @@ fi
 "$DRIVER" "$RO" >"$S/native.out" 2>&1
 cleanup_ro
 [ "$(wc -l <"$S/native.out")" -gt 100 ] && ok || bad "native driver run: $(tail -3 "$S/native.out")"
+# Under qemu-user the native side has no openat2 (ENOSYS), which the runtime serves on the
+# dataset itself: those lines are compared nowhere there.
+drop=
+if emulated && grep -q '^openat2 .*ENOSYS' "$S/native.out"; then
+  drop='^openat2'
+  skip "openat2 against the kernel's: qemu-user lacks the call"
+fi
+[ -z "$drop" ] || { grep -v "$drop" "$S/native.out" >"$S/native.kept"; mv "$S/native.kept" "$S/native.out"; }
 for mode in none 3; do
   "$FANSTORE" pack -q --compress $mode "$T" "$S/p$mode" || bad "pack $mode"
   "$FANRUN" --data "$S/p$mode" --mount "$S/mnt" -- "$DRIVER" "$S/mnt" >"$S/fan.out" 2>&1
+  [ -z "$drop" ] || { grep -v "$drop" "$S/fan.out" >"$S/fan.kept"; mv "$S/fan.kept" "$S/fan.out"; }
   if cmp -s "$S/native.out" "$S/fan.out"; then ok; else bad "driver output differs (compress $mode):
 $(diff "$S/native.out" "$S/fan.out" | head -30)"; fi
 done

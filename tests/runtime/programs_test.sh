@@ -236,7 +236,9 @@ done
 # The clone mark (intercept/clone_mark.h): a process that reads files asks the kernel for
 # its pid only after a clone/vfork, not on every open, read and close (that was ~4 getpid
 # calls per file). Counted with strace: the training images read by cat, which never forks.
-if command -v strace >/dev/null; then
+if emulated; then
+  skip "getpid count: strace cannot trace under qemu-user (no ptrace there)"
+elif command -v strace >/dev/null; then
   nfiles=$(find "$T/train" -type f | wc -l)
   # (LeakSanitizer cannot run under a tracer: the sanitizer presets' fanrun is told so.)
   ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
@@ -628,7 +630,9 @@ native=$(eval "$reads" "$S/blk/t.txt" | sed -n '1p;3p')
 got=$("$FANRUN" --data "$S/blk.packed" --mount "$S/blkm" -- sh -c "$reads $S/blkm/t.txt" 2>"$S/blk.err")
 [ "$(echo "$got" | sed -n 2p)" = "3145733 errno 5" ] && [ "$(echo "$got" | sed -n '1p;3p')" = "$native" ] && ok ||
   bad "damaged block 3: reads gave '$got' (native, without block 3: '$native')"
-[ "$(grep -c "member 't.txt': damaged compressed data in block 3" "$S/blk.err")" = 1 ] && ok ||
+# (The inflater may stop at the flipped byte, or decode it and leave the block's checksum
+# to differ: which comes first depends on ISA-L's code for the CPU.)
+[ "$(grep -cE "member 't.txt': (damaged compressed data|checksum mismatch \(damaged data\)) in block 3" "$S/blk.err")" = 1 ] && ok ||
   bad "damaged block 3: log: $(cat "$S/blk.err")"
 # A mount point that cannot be a directory is one clear line before CMD starts; the file
 # there is left as it was.
