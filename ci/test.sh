@@ -7,8 +7,9 @@
 # intercept/CMakeLists.txt); then the suite inside a Debian 13 root (ci/root-suite.sh),
 # the MPI suites against Open MPI in a Debian 12 root (ci/openmpi-suite.sh), the bundle
 # (ci/bundle.sh, made before the dev tests, whose bundle_elf test reads it) unpacked in
-# Debian 11 roots with each MPI (ci/bundle-suite.sh), and the decoders' fuzz targets, 20 s
-# each (ci/fuzz.sh; bench/fuzz.sh runs them for an hour).
+# Debian 11 roots with each MPI (ci/bundle-suite.sh), the decoders' fuzz targets, 20 s
+# each (ci/fuzz.sh; bench/fuzz.sh runs them for an hour), and the aarch64 cross build with
+# its suite in an arm64 root under qemu-user (ci/arm64.sh).
 # The Debian roots (11, 13 and unstable for the planner's libc corpus and 11 and unstable as
 # the container tests' images, unstable with Apptainer for its test, 13 and 12 with Open
 # MPI for the suites, 11 for the bundle's glibc and 11 with each MPI for its suite) are
@@ -62,4 +63,6 @@ echo "== the bundle in Debian 11 roots with MPICH and with Open MPI"
 ci_stage bundle-suite ci/bundle-suite.sh
 echo "== fuzz build (clang, libFuzzer): each decoder briefly"
 ci_stage fuzz ci/fuzz.sh 20
+echo "== aarch64: the cross build, its suite in an arm64 root under qemu-user"
+ci_stage arm64 ci/arm64.sh
 ci_closing_line "$CI_LOG" "${CI_FAILED_STAGES[@]}"
