@@ -1,7 +1,6 @@
 #include "intercept/patcher.h"
 
 #include <gnu/libc-version.h>
-#include <sys/auxv.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
@@ -10,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "base/page_size.h"
 #include "base/raw_syscall.h"
 #include "intercept/a64.h"
 #include "intercept/clone_mark.h"
@@ -34,12 +34,7 @@ constexpr uint64_t kReach = 1ull << 27;  // b: +-128 MiB
 constexpr uint64_t kReach = 1ull << 31;  // jmp rel32: +-2 GiB
 #endif
 
-// The kernel's page size: 4 KiB on x86-64; 4, 16 or 64 KiB on aarch64 (Grace nodes often
-// run 64 KiB kernels).
-uint64_t PageSize() {
-  static const uint64_t page = getauxval(AT_PAGESZ) ? getauxval(AT_PAGESZ) : 4096;
-  return page;
-}
+using base::PageSize;
 
 // The stub of site `p` at `at`, and the bytes that replace its range (empty if out of
 // reach); `map` says where each instruction of the range lies in the stub.

@@ -11,9 +11,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/page_size.h"
+
 namespace fanstore::io {
 
-inline constexpr uint64_t kResidentPage = 4096;
+// The smallest page size: a vector sized by it has room for any kernel's pages (mincore's
+// are the kernel's, base::PageSize(): 4 KiB here, up to 64 KiB on aarch64).
+inline constexpr uint64_t kMinPage = 4096;
 
 // A blob fanrun staged (its own copy, which nothing cuts short) on tmpfs (`fs_type`, from
 // fstatfs): its pages are never read from a device and never go past its end, so bytes in
@@ -26,8 +30,9 @@ inline bool AlwaysResident(bool staged, long fs_type) {
 
 // Pages that [off, off + len) spans (the size of the vector mincore fills).
 inline uint64_t SpannedPages(uint64_t off, uint64_t len) {
-  const uint64_t first = off / kResidentPage * kResidentPage;
-  return (off + len - first + kResidentPage - 1) / kResidentPage;
+  const uint64_t page = base::PageSize();
+  const uint64_t first = off / page * page;
+  return (off + len - first + page - 1) / page;
 }
 
 // `map` + `off` if the mapping of `map_bytes` holds [off, off + len) and every page of it is
@@ -38,9 +43,10 @@ const uint8_t* ResidentBytes(const uint8_t* map, uint64_t map_bytes, uint64_t of
                              bool always, unsigned char* vec, Mincore mincore) {
   if (!map || len == 0 || off > map_bytes || len > map_bytes - off) return nullptr;
   if (always) return map + off;
-  const uint64_t first = off / kResidentPage * kResidentPage;
+  const uint64_t page = base::PageSize();
+  const uint64_t first = off / page * page;
   const uint64_t pages = SpannedPages(off, len);
-  if (mincore(map + first, pages * kResidentPage, vec) != 0) return nullptr;
+  if (mincore(map + first, pages * page, vec) != 0) return nullptr;
   for (uint64_t i = 0; i < pages; ++i)
     if (!(vec[i] & 1)) return nullptr;
   return map + off;

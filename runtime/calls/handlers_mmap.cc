@@ -9,6 +9,7 @@
 #include <cstring>
 #include <vector>
 
+#include "base/page_size.h"
 #include "base/raw_syscall.h"
 #include "base/syscall_numbers.h"
 #include "runtime/calls/handlers.h"
@@ -67,8 +68,6 @@ long UpgradeToMemfd(long fd) {
 
 namespace {
 
-constexpr uint64_t kPage = 4096;
-
 // A member mapped from its blob would show, past its end, the blob's next bytes (another
 // member's, or the index) where the kernel shows a file's last page zero-filled and
 // raises SIGBUS on the pages after it. So, in the mapping at `addr` made for mmap
@@ -76,20 +75,22 @@ constexpr uint64_t kPage = 4096;
 // its bytes and zeros, and whole pages past its end by a mapping of an empty memfd (SIGBUS
 // on access, as for a file). 0, or -errno.
 long MaskPastEnd(long addr, const long a[6], uint32_t entry, uint64_t size) {
+  const uint64_t page = base::PageSize();
   const uint64_t off = static_cast<uint64_t>(a[5]);
-  const uint64_t map_end = off + (static_cast<uint64_t>(a[1]) + kPage - 1) / kPage * kPage;
-  const uint64_t last = size / kPage * kPage;  // the start of the partial last page
-  const uint64_t past = (size + kPage - 1) / kPage * kPage;
-  if (size % kPage != 0 && last >= off && last < map_end) {
-    alignas(16) char page[kPage] = {};
+  const uint64_t map_end = off + (static_cast<uint64_t>(a[1]) + page - 1) / page * page;
+  const uint64_t last = size / page * page;  // the start of the partial last page
+  const uint64_t past = (size + page - 1) / page * page;
+  if (size % page != 0 && last >= off && last < map_end) {
+    // An anonymous page (zeros) in its place, the member's last bytes read into it.
     const size_t n = static_cast<size_t>(size - last);
-    if (ReadMember(entry, last, page, n) != static_cast<ssize_t>(n)) return -EIO;
     const long at = addr + static_cast<long>(last - off);
-    const long m = RawSyscall6(SYS_mmap, at, kPage, PROT_READ | PROT_WRITE,
+    const long m = RawSyscall6(SYS_mmap, at, static_cast<long>(page), PROT_READ | PROT_WRITE,
                                MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0);
     if (m != at) return m < 0 ? m : -ENOMEM;
-    std::memcpy(reinterpret_cast<void*>(at), page, kPage);
-    if (const long rc = RawSyscall6(SYS_mprotect, at, kPage, a[2]); rc < 0) return rc;
+    if (ReadMember(entry, last, reinterpret_cast<void*>(at), n) != static_cast<ssize_t>(n))
+      return -EIO;
+    if (const long rc = RawSyscall6(SYS_mprotect, at, static_cast<long>(page), a[2]); rc < 0)
+      return rc;
   }
   const uint64_t from = std::max(past, off);
   if (from < map_end) {
@@ -117,8 +118,10 @@ HookResult OnMmap(const long a[6]) {
   const meta::ImageEntry& e = Get()->ns.entry(f->entry);
   // (raw members under a block are packed tight, off page boundaries: a memfd copy; so is
   // a large member held elsewhere, made from its pieces rather than fetched whole)
+  const uint64_t page = base::PageSize();
   if (meta::StoredRaw(e.codec) && meta::AlignedRaw(e.size) &&
-      e.data_offset % meta::kBlockAlign == 0 && (a[5] & 4095) == 0 && !FetchedByPiece(f->entry)) {
+      e.data_offset % meta::kBlockAlign == 0 && a[5] % static_cast<long>(page) == 0 &&
+      !FetchedByPiece(f->entry)) {
     // (the mapping's pages come straight from the blob: the member is checked first)
     if (const long rc =
             CheckRawMember(f->entry, static_cast<uint64_t>(a[5]), static_cast<uint64_t>(a[1]));
@@ -127,8 +130,14 @@ HookResult OnMmap(const long a[6]) {
     MemberSource src;
     if (const long rc = MemberSource::Open(f->entry, /*want_fd=*/true, &src); rc < 0)
       return Handled(rc);
-    // Map the blob (or the agent's private copy) at the member's 4 KiB-aligned data; private
-    // so nothing can write it. The mapping keeps a fetched copy alive after the close.
+    // Map the blob (or the agent's private copy) at the member's data, when it starts on a
+    // page (its 4 KiB alignment is not a 16 or 64 KiB page's: then the memfd copy below);
+    // private so nothing can write it. The mapping keeps a fetched copy alive after the close.
+    if ((src.base() + static_cast<uint64_t>(a[5])) % page != 0) {
+      src = MemberSource();
+      if (const long rc = UpgradeToMemfd(a[4])) return Handled(rc);
+      return kPassToKernel;  // fd is a sealed memfd now
+    }
     const long flags = (a[3] & ~MAP_SHARED) | MAP_PRIVATE;
     const long rc = RawSyscall6(SYS_mmap, a[0], a[1], a[2], flags, src.fd(),
                                 static_cast<long>(src.base()) + a[5]);

@@ -11,6 +11,7 @@
 #include <cerrno>
 
 #include "base/map_aligned.h"
+#include "base/page_size.h"
 #include "base/raw_syscall.h"
 #include "runtime/data/member_io_parts.h"
 
@@ -158,9 +159,9 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off, uint32_t partition) 
   if (t_cold_probes > 0 && (map = InPlaceMap(partition, &map_size)) && off < map_size &&
       ReadaheadBytes(*Get())) {
     unsigned char v = 0;
-    const uint64_t page = off & ~uint64_t{4095};
-    if (base::RawSyscall6(SYS_mincore, reinterpret_cast<long>(map + page), 4096,
-                          reinterpret_cast<long>(&v)) == 0 &&
+    const uint64_t page = off / base::PageSize() * base::PageSize();
+    if (base::RawSyscall6(SYS_mincore, reinterpret_cast<long>(map + page),
+                          static_cast<long>(base::PageSize()), reinterpret_cast<long>(&v)) == 0 &&
         !(v & 1)) {
       t_cold_probes = kColdProbes;
       windowed = HugeWindow(map, map_size, off);

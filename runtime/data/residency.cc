@@ -133,7 +133,7 @@ const uint8_t* ResidentView(State& s, uint32_t partition, uint64_t off, size_t l
   }
   const bool trusted = !resident && read_before && map && TrustReRead(s);
   if (trusted) size = s.blob_sizes[partition].load(std::memory_order_relaxed);  // after the check
-  unsigned char vec[kViewMax / io::kResidentPage + 2];
+  unsigned char vec[kViewMax / io::kMinPage + 2];
   const uint8_t* view =
       io::ResidentBytes(map, size, off, len, resident || trusted, vec,
                         [](const uint8_t* at, uint64_t n, unsigned char* v) {

@@ -15,27 +15,26 @@ namespace {
 constexpr int64_t kCheck = 100, kPause = 1000;
 
 TEST(ResidentBytes, BoundsAndEveryPage) {
-  std::vector<uint8_t> map(5 * kResidentPage);
+  std::vector<uint8_t> map(5 * kMinPage);
   unsigned char vec[8];
   int calls = 0;
   auto all = [&](const uint8_t*, uint64_t n, unsigned char* v) {
     ++calls;
-    for (uint64_t i = 0; i < n / kResidentPage; ++i) v[i] = 1;
+    for (uint64_t i = 0; i < n / base::PageSize(); ++i) v[i] = 1;
     return 0;
   };
   auto one_missing = [&](const uint8_t*, uint64_t n, unsigned char* v) {
-    for (uint64_t i = 0; i < n / kResidentPage; ++i) v[i] = i == 1 ? 0 : 1;
+    for (uint64_t i = 0; i < n / base::PageSize(); ++i) v[i] = i == 1 ? 0 : 1;
     return 0;
   };
-  EXPECT_EQ(ResidentBytes(map.data(), map.size(), 100, 3 * kResidentPage, false, vec, all),
+  EXPECT_EQ(ResidentBytes(map.data(), map.size(), 100, 3 * kMinPage, false, vec, all),
             map.data() + 100);
   EXPECT_EQ(calls, 1);
-  EXPECT_EQ(ResidentBytes(map.data(), map.size(), 100, 3 * kResidentPage, false, vec, one_missing),
+  EXPECT_EQ(ResidentBytes(map.data(), map.size(), 100, 3 * kMinPage, false, vec, one_missing),
             nullptr);
   // Past the mapping's end: refused before mincore, even when always resident.
-  EXPECT_EQ(
-      ResidentBytes(map.data(), map.size(), 4 * kResidentPage, kResidentPage + 1, true, vec, all),
-      nullptr);
+  EXPECT_EQ(ResidentBytes(map.data(), map.size(), 4 * kMinPage, kMinPage + 1, true, vec, all),
+            nullptr);
   EXPECT_EQ(ResidentBytes(map.data(), map.size(), map.size() + 1, 1, true, vec, all), nullptr);
   EXPECT_EQ(calls, 1);
   // Always resident: no mincore.
