@@ -16,6 +16,11 @@ namespace {
 
 constexpr char kMagic[8] = {'F', 'S', 'I', 'P', 'L', 'A', 'N', '4'};
 constexpr size_t kMaxRange = 32;
+#if defined(__aarch64__)
+constexpr uint32_t kMinRange = 4;  // the svc alone (a64.h)
+#else
+constexpr uint32_t kMinRange = 5;  // room for jmp rel32 (planner.h)
+#endif
 
 struct Record {  // offsets from text_start
   uint32_t syscall_off, start_off, end_off;
@@ -104,7 +109,8 @@ bool LoadPlan(const std::string& path, const LibcImage& img, std::vector<SitePla
     p.decision = static_cast<Decision>(r.decision);
     if (p.decision == Decision::kPatch) {
       if (r.start_off > r.syscall_off || r.end_off > len || r.end_off < r.syscall_off + 2 ||
-          r.end_off - r.start_off < 5 || r.end_off - r.start_off > kMaxRange || !ValidFixups(r))
+          r.end_off - r.start_off < kMinRange || r.end_off - r.start_off > kMaxRange ||
+          !ValidFixups(r))
         return false;
       p.start = img.text_start + r.start_off;
       p.end = img.text_start + r.end_off;

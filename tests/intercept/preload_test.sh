@@ -24,6 +24,13 @@ expect_grep() {  # expect_grep PATTERN DESCRIPTION -- CMD...
   if printf '%s' "$got" | grep -qE -- "$pat"; then ok; else bad "$what: [$got] lacks /$pat/"; fi
 }
 
+# The first process plans libc and stores the plan; the next loads it (intercept/plan_cache.h).
+mkdir -p "$S/plans"
+for want in decoded "from the cache"; do
+  got=$(FANSTORE_CACHE_DIR=$S/plans FANSTORE_LOG_LEVEL=debug LD_PRELOAD=$LIB "$PROBE" getppid 2>&1 |
+    grep -oE 'plan (decoded|from the cache)')
+  [ "$got" = "plan $want" ] && ok || bad "plan cache: [$got], expected [plan $want]"
+done
 # Without the library the magic paths simply do not exist.
 expect_out "open=ENOENT fopen=ENOENT opendir=ENOENT stat=ENOENT access=ENOENT realpath=ENOENT" \
   "native probe" -- "$PROBE" libc $EIO
