@@ -1,5 +1,14 @@
 #include "intercept/cpu_state.h"
 
+// Written by InitCpuState; the x86-64 entry reads them, the patcher reports the save size.
+extern "C" {
+__attribute__((visibility("hidden"))) uint64_t fanstore_xsave_size = 0;
+__attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_lo = 0;
+__attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_hi = 0;
+__attribute__((visibility("hidden"))) uint8_t fanstore_vec_mode = 3;
+__attribute__((visibility("hidden"))) uint8_t fanstore_xinuse = 0;
+}
+
 #if defined(__x86_64__)
 #include <cpuid.h>
 
@@ -14,14 +23,6 @@ struct FanstoreCpuidLeaf {
   unsigned active[4];
 };
 const FanstoreCpuidLeaf* __x86_get_cpuid_feature_leaf(unsigned index) __attribute__((weak));
-}
-
-extern "C" {
-__attribute__((visibility("hidden"))) uint64_t fanstore_xsave_size = 0;
-__attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_lo = 0;
-__attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_hi = 0;
-__attribute__((visibility("hidden"))) uint8_t fanstore_vec_mode = 3;
-__attribute__((visibility("hidden"))) uint8_t fanstore_xinuse = 0;
 }
 
 namespace fanstore::intercept {
@@ -109,17 +110,11 @@ const char* VecModeName() {
 
 // aarch64: the entry (entry_asm_aarch64.S) saves q0-q31, FPCR and FPSR, all a system call
 // keeps (it discards SVE state beyond them); nothing to choose.
-extern "C" {
-__attribute__((visibility("hidden"))) uint64_t fanstore_xsave_size = 528;
-__attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_lo = 0;
-__attribute__((visibility("hidden"))) uint32_t fanstore_xcr0_hi = 0;
-__attribute__((visibility("hidden"))) uint8_t fanstore_vec_mode = 0;
-__attribute__((visibility("hidden"))) uint8_t fanstore_xinuse = 0;
-}
-
 namespace fanstore::intercept {
 
 bool InitCpuState(bool) {
+  fanstore_xsave_size = 528;
+  fanstore_vec_mode = 0;
   return true;
 }
 
