@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/map_aligned.h"
+#include "base/page_size.h"
 #include "bin/cli_util.h"
 #include "bin/launcher.h"
 #include "bin/mount_choice.h"
@@ -285,12 +286,15 @@ void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const KernelRe
                      " (staging copies with plain reads and writes, a member "
                      "not in the page cache is read with pread)")
                         .c_str());
-  std::printf(
-      "pages     transparent huge pages %s, shmem %s; staged copies %s\n", kernel.thp.c_str(),
-      kernel.shmem_thp.c_str(),
-      kernel.collapse
-          ? "in huge pages (MADV_COLLAPSE)"
-          : ("in 4 KiB pages: " + kernel.collapse_error + " (reads from them are slower)").c_str());
+  // (The base page: 4 KiB on x86-64, often 64 KiB on Grace nodes; a member whose data does
+  // not start on one is mapped through a copy.)
+  const std::string page = std::to_string(base::PageSize() / 1024) + " KiB";
+  std::printf("pages     %s, transparent huge pages %s, shmem %s; staged copies %s\n", page.c_str(),
+              kernel.thp.c_str(), kernel.shmem_thp.c_str(),
+              kernel.collapse ? "in huge pages (MADV_COLLAPSE)"
+                              : ("in " + page + " pages: " + kernel.collapse_error +
+                                 " (reads from them are slower)")
+                                    .c_str());
   for (const SpaceReport* s : {&shm, local}) {
     if (!s) continue;
     if (s->error.empty())

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "base/env_names.h"
+#include "base/page_size.h"
 #include "bin/cli_util.h"
 #include "bin/fanrun_node_parts.h"
 #include "bin/stage_decision.h"
@@ -42,12 +43,13 @@ uint64_t MemAvailable() {
 }
 
 // Once per rank: a staged copy on tmpfs that the kernel did not make huge pages, and why
-// (reads from 4 KiB pages are slower: docs/performance.md).
+// (reads from base pages are slower: docs/performance.md).
 void SaySmallPages(const std::string& where, const std::string& dir, const std::string& why) {
   cli::Say(
-      "fanrun: %sthe staged copy in %s is in 4 KiB pages, not huge pages (%s): reads from "
+      "fanrun: %sthe staged copy in %s is in %llu KiB pages, not huge pages (%s): reads from "
       "it are slower\n",
-      where.c_str(), dir.c_str(), why.c_str());
+      where.c_str(), dir.c_str(), static_cast<unsigned long long>(base::PageSize() / 1024),
+      why.c_str());
 }
 
 }  // namespace

@@ -141,10 +141,11 @@ fi
 "$FANRUN" doctor >"$S/doctor" 2>&1
 thp=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown)
 shmem=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/shmem_enabled 2>/dev/null || echo unknown)
-grep -q "^pages     transparent huge pages $thp, shmem $shmem; staged copies in " "$S/doctor" && ok ||
-  bad "doctor names the node's page settings ($thp, $shmem): $(grep '^pages' "$S/doctor")"
+page=$(($(getconf PAGESIZE) / 1024))
+grep -q "^pages     $page KiB, transparent huge pages $thp, shmem $shmem; staged copies in " "$S/doctor" && ok ||
+  bad "doctor names the node's page settings ($page KiB, $thp, $shmem): $(grep '^pages' "$S/doctor")"
 "$KERNEL_REFUSES" collapse "$FANRUN" doctor >"$S/doctor" 2>&1
-grep -q "^pages .*staged copies in 4 KiB pages: the kernel has no MADV_COLLAPSE" "$S/doctor" && ok ||
+grep -q "^pages .*staged copies in $page KiB pages: the kernel has no MADV_COLLAPSE" "$S/doctor" && ok ||
   bad "doctor says when staged copies cannot be huge pages: $(grep '^pages' "$S/doctor")"
 # (one partition of 3.5 MiB, as in part 6; CMD waits for the whole copy, whose lines are
 # said before its staging-from file goes)
@@ -152,7 +153,7 @@ grep -q "^pages .*staged copies in 4 KiB pages: the kernel has no MADV_COLLAPSE"
 "$KERNEL_REFUSES" collapse "$FANRUN" --stage --data "$S/single" --mount "$S/mnt" -- sh -c \
   'i=0; while [ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; exec "$@"' \
   sh /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/single" >"$S/out" 2>"$S/err"
-grep -q "in 4 KiB pages.*(the kernel has no MADV_COLLAPSE" "$S/err" &&
+grep -q "in $page KiB pages.*(the kernel has no MADV_COLLAPSE" "$S/err" &&
   grep -q "^then 0 .*local" "$S/out" && ok ||
   bad "--stage without huge pages copies, says so, and reads the copy: $(cat "$S/err" "$S/out")"
 

@@ -337,8 +337,10 @@ static int CmdUpper(long rounds) {
   M(6, 7, 96)                                                                               \
   M(8, 9, 128)                                                                              \
   M(10, 11, 160)                                                                            \
-  M(12, 13, 192) M(14, 15, 224) M(16, 17, 256) M(18, 19, 288) M(20, 21, 320) M(22, 23, 352) \
-      M(24, 25, 384) M(26, 27, 416) M(28, 29, 448) M(30, 31, 480)
+  M(12, 13, 192)                                                                            \
+  M(14, 15, 224)                                                                            \
+  M(16, 17, 256) M(18, 19, 288) M(20, 21, 320) M(22, 23, 352) M(24, 25, 384) M(26, 27, 416) \
+      M(28, 29, 448) M(30, 31, 480)
 static int CheckQ(void) {
   static unsigned char before[32 * 16] __attribute__((aligned(16)));
   static unsigned char after[32 * 16] __attribute__((aligned(16)));
