@@ -330,17 +330,12 @@ static int CmdUpper(long rounds) {
    change can only come from the interception path. */
 #define LQ(a, b, off) "ldp q" #a ", q" #b ", [x19, #" #off "]\n"
 #define SQ(a, b, off) "stp q" #a ", q" #b ", [x20, #" #off "]\n"
-#define ALL_Q(M)                                                                            \
-  M(0, 1, 0)                                                                                \
-  M(2, 3, 32)                                                                               \
-  M(4, 5, 64)                                                                               \
-  M(6, 7, 96)                                                                               \
-  M(8, 9, 128)                                                                              \
-  M(10, 11, 160)                                                                            \
-  M(12, 13, 192)                                                                            \
-  M(14, 15, 224)                                                                            \
-  M(16, 17, 256) M(18, 19, 288) M(20, 21, 320) M(22, 23, 352) M(24, 25, 384) M(26, 27, 416) \
-      M(28, 29, 448) M(30, 31, 480)
+// clang-format off
+#define ALL_Q(M)                                                                          \
+  M(0, 1, 0) M(2, 3, 32) M(4, 5, 64) M(6, 7, 96) M(8, 9, 128) M(10, 11, 160)              \
+  M(12, 13, 192) M(14, 15, 224) M(16, 17, 256) M(18, 19, 288) M(20, 21, 320)              \
+  M(22, 23, 352) M(24, 25, 384) M(26, 27, 416) M(28, 29, 448) M(30, 31, 480)
+// clang-format on
 static int CheckQ(void) {
   static unsigned char before[32 * 16] __attribute__((aligned(16)));
   static unsigned char after[32 * 16] __attribute__((aligned(16)));
