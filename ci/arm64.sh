@@ -27,7 +27,12 @@ t0=$SECONDS
 step() { echo "arm64: [$((SECONDS - t0)) s] $*"; }
 
 step "qemu-user and the cross compiler"
-ci/qemu-binfmt.sh
+# (A machine that cannot run arm64 programs at all, a container without binfmt_misc, skips
+# the stage with the reason instead of failing it.)
+if ! why=$(ci/qemu-binfmt.sh 2>&1); then
+  echo "arm64: SKIP: the aarch64 stage: this machine cannot run arm64 programs ($why)"
+  exit 0
+fi
 command -v aarch64-linux-gnu-g++ >/dev/null || {
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq && apt-get install -y -qq --no-install-recommends g++-aarch64-linux-gnu >/dev/null
