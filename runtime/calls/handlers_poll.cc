@@ -31,31 +31,27 @@ using base::RawSyscall6;
 namespace {
 constexpr short kAlwaysReady = POLLIN | POLLOUT | POLLRDNORM | POLLWRNORM;
 constexpr unsigned long kMaxPollFds = 4096;
-}  // namespace
-
-// The application's memory, copied as the kernel would (process_vm_readv/writev of this
-// process): a bad or read-only pointer gives false, where a plain access would crash.
-namespace {
 
 // Where process_vm_readv/writev are refused (a seccomp profile without CAP_SYS_PTRACE, or
 // qemu-user, which lacks them), the bytes go through a pipe instead: the kernel checks the
 // program's pointer on the write (or read) into it, so a bad one is still EFAULT, not a
-// crash. Four system calls instead of one, only there.
+// crash. Non-blocking, a piece at a time: a pipe holds as little as one page (past the
+// user's pipe-user-pages-soft), and a write that filled it must not wait for the read.
 std::atomic<bool> s_no_vm_rw{false};
 
 bool CopyThroughPipe(void* dst, const void* src, size_t len) {
   int p[2];
-  if (RawSyscall6(SYS_pipe2, reinterpret_cast<long>(p), O_CLOEXEC) != 0) return false;
-  bool ok = len <= 65536;  // (a pipe's default capacity: the write must not block)
+  if (RawSyscall6(SYS_pipe2, reinterpret_cast<long>(p), O_CLOEXEC | O_NONBLOCK) != 0) return false;
+  bool ok = true;
   for (size_t done = 0; ok && done < len;) {
-    const long n = RawSyscall6(SYS_write, p[1], reinterpret_cast<long>(src) + done, len - done);
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
-  }
-  for (size_t done = 0; ok && done < len;) {
-    const long n = RawSyscall6(SYS_read, p[0], reinterpret_cast<long>(dst) + done, len - done);
-    ok = n > 0;
-    if (ok) done += static_cast<size_t>(n);
+    const long w = RawSyscall6(SYS_write, p[1], reinterpret_cast<long>(src) + done, len - done);
+    ok = w > 0;
+    for (long got = 0; ok && got < w;) {
+      const long r = RawSyscall6(SYS_read, p[0], reinterpret_cast<long>(dst) + done + got, w - got);
+      ok = r > 0;
+      if (ok) got += r;
+    }
+    if (ok) done += static_cast<size_t>(w);
   }
   RawSyscall6(SYS_close, p[0]);
   RawSyscall6(SYS_close, p[1]);
@@ -77,6 +73,8 @@ bool VmCopy(long nr, void* local_at, void* remote_at, size_t len) {
 
 }  // namespace
 
+// The application's memory, copied as the kernel would (process_vm_readv/writev of this
+// process): a bad or read-only pointer gives false, where a plain access would crash.
 bool CopyIn(void* dst, long src, size_t len) {
   return VmCopy(SYS_process_vm_readv, dst, reinterpret_cast<void*>(src), len);
 }
