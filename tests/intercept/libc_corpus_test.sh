@@ -26,7 +26,9 @@ for entry in bullseye bullseye/libpthread bookworm trixie sid; do
   fi
   suite=$entry
   if [ ! -e "$libc" ]; then
-    echo "libc-corpus: $suite: skipped, no $libc (make it with ci/debian-root.sh $suite)"
+    maker="ci/debian-root.sh ${suite%%/*}"
+    [ "$multiarch" = x86_64-linux-gnu ] || maker=ci/arm64.sh
+    echo "libc-corpus: $suite: skipped, no $libc (make it with $maker)"
     continue
   fi
   json=$("$fanrun" doctor --libc "$libc" --json)
