@@ -32,18 +32,19 @@ inline const char* CollapseRefusal(int err) {
                          : "MADV_COLLAPSE failed";
 }
 
-// Maps `len` bytes of `fd` from offset 0, PROT_READ and MAP_SHARED, 2 MiB-aligned when
-// `len` is at least 2 MiB. Returns the address, or a negative errno (as the raw mmap).
-inline long MapHugeAligned(int fd, size_t len) {
+// Maps `len` bytes of `fd` from offset 0, MAP_SHARED with `prot` (PROT_READ unless a copy
+// is written through it), 2 MiB-aligned when `len` is at least 2 MiB. Returns the address,
+// or a negative errno (as the raw mmap).
+inline long MapHugeAligned(int fd, size_t len, long prot = PROT_READ) {
   if (len < kHugePage)
-    return RawSyscall6(SYS_mmap, 0, static_cast<long>(len), PROT_READ, MAP_SHARED, fd, 0);
+    return RawSyscall6(SYS_mmap, 0, static_cast<long>(len), prot, MAP_SHARED, fd, 0);
   const long span = RawSyscall6(SYS_mmap, 0, static_cast<long>(len + kHugePage), PROT_NONE,
                                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (static_cast<unsigned long>(span) >= static_cast<unsigned long>(-4095))
-    return RawSyscall6(SYS_mmap, 0, static_cast<long>(len), PROT_READ, MAP_SHARED, fd, 0);
+    return RawSyscall6(SYS_mmap, 0, static_cast<long>(len), prot, MAP_SHARED, fd, 0);
   const uintptr_t start = static_cast<uintptr_t>(span);
   const uintptr_t at = (start + kHugePage - 1) & ~uintptr_t{kHugePage - 1};
-  const long m = RawSyscall6(SYS_mmap, static_cast<long>(at), static_cast<long>(len), PROT_READ,
+  const long m = RawSyscall6(SYS_mmap, static_cast<long>(at), static_cast<long>(len), prot,
                              MAP_SHARED | MAP_FIXED, fd, 0);
   if (static_cast<unsigned long>(m) >= static_cast<unsigned long>(-4095)) {
     RawSyscall6(SYS_munmap, span, static_cast<long>(len + kHugePage));

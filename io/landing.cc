@@ -22,15 +22,23 @@ uint64_t Load(const uint64_t* w) {
   return __atomic_load_n(w, __ATOMIC_ACQUIRE);
 }
 
+bool ChunkBytesValid(uint64_t c) {
+  return c >= (64u << 10) && c <= (64u << 20) && (c & (c - 1)) == 0;
+}
+
 }  // namespace
 
-Result<LandingMap> LandingMap::Create(const std::string& path, const std::vector<uint64_t>& sizes) {
+Result<LandingMap> LandingMap::Create(const std::string& path, const std::vector<uint64_t>& sizes,
+                                      uint64_t chunk) {
+  if (!ChunkBytesValid(chunk))
+    return Status::Error(path + ": " + std::to_string(chunk) + "-byte chunks (not 64 KiB-64 MiB)");
   std::vector<uint64_t> head(kHead + 4 * sizes.size(), 0);
   head[0] = kMagic;
   head[1] = sizes.size();
+  head[3] = chunk;
   uint64_t next_word = head.size();
   for (size_t p = 0; p < sizes.size(); ++p) {
-    const uint64_t chunks = (sizes[p] + kLandingChunk - 1) / kLandingChunk;
+    const uint64_t chunks = (sizes[p] + chunk - 1) / chunk;
     const uint64_t words = (chunks + 63) / 64;
     head[kHead + 4 * p + 1] = chunks;
     head[kHead + 4 * p + 2] = next_word;
@@ -71,7 +79,8 @@ LandingMap LandingMap::Attach(const std::string& path) {
   if (m == MAP_FAILED) return map;
   const auto* w = static_cast<const uint64_t*>(m);
   const size_t words = static_cast<size_t>(st.st_size) / 8;
-  bool ok = w[0] == kMagic && w[1] < (1u << 24) && kHead + 4 * w[1] <= words;
+  bool ok = words >= kHead && w[0] == kMagic && w[1] < (1u << 24) && ChunkBytesValid(w[3]) &&
+            kHead + 4 * w[1] <= words;
   for (uint64_t p = 0; ok && p < w[1]; ++p) {  // every slot's bits inside the file
     const uint64_t* s = w + kHead + 4 * p;
     const uint64_t n = (s[1] + 63) / 64;
@@ -97,9 +106,9 @@ bool LandingMap::Bit(uint64_t first_word, uint64_t i) const {
 
 bool LandingMap::RangeLanded(uint32_t p, uint64_t off, uint64_t len) const {
   if (p >= parts() || len == 0) return p < parts();
-  const uint64_t last = (off + len - 1) / kLandingChunk;
+  const uint64_t last = (off + len - 1) / chunk_bytes();
   if (last >= chunks(p)) return false;
-  for (uint64_t c = off / kLandingChunk; c <= last; ++c)
+  for (uint64_t c = off / chunk_bytes(); c <= last; ++c)
     if (!Landed(p, c)) return false;
   return true;
 }
@@ -107,10 +116,30 @@ bool LandingMap::RangeLanded(uint32_t p, uint64_t off, uint64_t len) const {
 void LandingMap::Want(uint32_t p, uint64_t off, uint64_t len) {
   if (p >= parts() || len == 0) return;
   const uint64_t* s = Slot(p);
-  const uint64_t last = std::min((off + len - 1) / kLandingChunk, s[1] - 1);
-  for (uint64_t c = off / kLandingChunk; c <= last && s[1] > 0; ++c)
-    if (!Landed(p, c) && !Bit(s[3], c))
+  const uint64_t last = std::min((off + len - 1) / chunk_bytes(), s[1] - 1);
+  bool news = false;
+  for (uint64_t c = off / chunk_bytes(); c <= last && s[1] > 0; ++c)
+    if (!Landed(p, c) && !Bit(s[3], c)) {
       __atomic_fetch_or(words_ + s[3] + c / 64, uint64_t{1} << (c % 64), __ATOMIC_RELEASE);
+      news = true;
+    }
+  if (news) Nudge();
+}
+
+uint32_t LandingMap::WantCount() const {
+  return __atomic_load_n(reinterpret_cast<const uint32_t*>(words_ + 4), __ATOMIC_ACQUIRE);
+}
+
+void LandingMap::WaitForWant(uint32_t seen, int64_t timeout_ns) const {
+  timespec t{static_cast<time_t>(timeout_ns / 1'000'000'000),
+             static_cast<long>(timeout_ns % 1'000'000'000)};
+  base::RawSyscall6(SYS_futex, reinterpret_cast<long>(words_ + 4), FUTEX_WAIT, seen,
+                    reinterpret_cast<long>(&t));
+}
+
+void LandingMap::Nudge() {
+  __atomic_fetch_add(reinterpret_cast<uint32_t*>(words_ + 4), 1u, __ATOMIC_RELEASE);
+  base::RawSyscall6(SYS_futex, reinterpret_cast<long>(words_ + 4), FUTEX_WAKE, INT_MAX);
 }
 
 int64_t LandingMap::NextWanted(uint32_t p, const std::vector<uint64_t>& issued) const {

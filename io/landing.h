@@ -1,11 +1,12 @@
 // The landing map: while one node copies its partitions to local storage as CMD runs, which
-// 4 MiB chunks of each copy have landed (readers read those from the copy at once) and which
+// 2 MiB chunks of each copy have landed (readers read those from the copy at once) and which
 // ones readers wait for (the copier takes those next). A small file in the rank's directory
 // under /dev/shm, mapped shared by fanrun's copier and every served process; a reader waits
 // on a partition's landing count with a futex.
 //
-// Layout (64-bit words): magic, partition count, whether the copier is at work, unused; per
-// partition 4 words: the landing count
+// Layout (64-bit words): magic, partition count, whether the copier is at work, the chunk
+// size, the want count (low 32 bits, the futex word the copier's urgent stream sleeps on),
+// unused; per partition 4 words: the landing count
 // (low 32 bits, the futex word) and the state (high 32), chunks, the word of its landed
 // bits, the word of its wanted bits; then the bits.
 // Thread-safety: every operation is atomic on the shared words; Create and Close are the
@@ -20,7 +21,8 @@
 
 namespace fanstore::io {
 
-inline constexpr uint64_t kLandingChunk = 4 << 20;
+// The chunk: one huge page, made one by the copier before its bytes land (io/stage.h).
+inline constexpr uint64_t kLandingChunk = 2 << 20;
 
 // The map fanrun makes beside `image_path` (the namespace image).
 inline std::string LandingPathBeside(const std::string& image_path) {
@@ -34,8 +36,10 @@ enum class LandingState : uint32_t { kCopying = 0, kDone = 1, kFailed = 2 };
 class LandingMap {
  public:
   LandingMap() = default;
-  // Makes the file at `path` for partitions of these sizes (0: not copied) and maps it.
-  static Result<LandingMap> Create(const std::string& path, const std::vector<uint64_t>& sizes);
+  // Makes the file at `path` for partitions of these sizes (0: not copied) in chunks of
+  // `chunk` bytes (a power of two, 64 KiB to 64 MiB) and maps it.
+  static Result<LandingMap> Create(const std::string& path, const std::vector<uint64_t>& sizes,
+                                   uint64_t chunk = kLandingChunk);
   // Maps an existing file; !valid() when there is none or it is not a landing map.
   static LandingMap Attach(const std::string& path);
   void Close();
@@ -43,12 +47,19 @@ class LandingMap {
   bool valid() const { return words_ != nullptr; }
   uint32_t parts() const { return valid() ? static_cast<uint32_t>(words_[1]) : 0; }
   uint64_t chunks(uint32_t p) const { return p < parts() ? Slot(p)[1] : 0; }
+  uint64_t chunk_bytes() const { return valid() ? words_[3] : kLandingChunk; }
 
   bool Landed(uint32_t p, uint64_t chunk) const { return Bit(Slot(p)[2], chunk); }
   // Whether every chunk of [off, off + len) has landed.
   bool RangeLanded(uint32_t p, uint64_t off, uint64_t len) const;
-  // Marks the chunks of [off, off + len) not landed yet as wanted.
+  // Marks the chunks of [off, off + len) not landed yet as wanted, and wakes the copier's
+  // urgent stream if that is news.
   void Want(uint32_t p, uint64_t off, uint64_t len);
+  // The want count, and a sleep until it is no longer `seen` or `timeout_ns` has passed (the
+  // copier's side); Nudge wakes such a sleeper with nothing new wanted.
+  uint32_t WantCount() const;
+  void WaitForWant(uint32_t seen, int64_t timeout_ns) const;
+  void Nudge();
   // The first chunk wanted, not landed and not in `issued` (one bit per chunk), or -1.
   int64_t NextWanted(uint32_t p, const std::vector<uint64_t>& issued) const;
 
@@ -65,7 +76,7 @@ class LandingMap {
   void Wait(uint32_t p, uint32_t seen, int64_t timeout_ns) const;
 
  private:
-  static constexpr uint64_t kHead = 4;  // magic, partitions, copying, (unused)
+  static constexpr uint64_t kHead = 6;  // magic, partitions, copying, chunk, wants, (unused)
   uint64_t* Slot(uint32_t p) const { return words_ + kHead + 4 * static_cast<size_t>(p); }
   bool Bit(uint64_t first_word, uint64_t i) const;
   void Wake(uint32_t p) const;

@@ -18,9 +18,11 @@ Status CopyBytes(int in, int out, uint64_t off, size_t len, uint8_t* buf, const 
                  const std::string& dst, bool* no_room);
 // Opens `src` into *in, checks its size against the manifest's partition `id`, and makes
 // `tmp` (*out) with room for it; returns the size. *no_room: failed for want of room only.
+// `seed_huge`: on tmpfs, room is checked, not reserved, and one page per 2 MiB allocated for
+// MADV_COLLAPSE to make each a huge page before it is written (the landing copy).
 Result<uint64_t> OpenCopy(const std::string& src, const std::string& tmp, const std::string& dst,
                           const meta::Manifest& manifest, uint32_t id, int* in, int* out,
-                          bool* no_room);
+                          bool* no_room, bool seed_huge);
 // The complete copy at `tmp` checked as partition `id` (header, footer, index, manifest,
 // and with `check_members` every raw member's CRC32C; made huge pages on tmpfs) and renamed
 // to `dst`; removed when it fails. A copy read while it is made is not checked member by

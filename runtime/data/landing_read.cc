@@ -1,7 +1,7 @@
 // Reads of a partition while fanrun copies it to local storage (io/landing.h): the first
 // epoch of a job on a shared file system. A read whose chunks have landed is served from the
 // copy; one whose chunks have not asks for them, and the copier, which reads large chunks in
-// a few streams, takes them next: the shared file system then sees each byte once, in 4 MiB
+// a few streams, takes them next: the shared file system then sees each byte once, in 1 MiB
 // reads, instead of the copy's stream and the readers' small random reads competing for it.
 #include <time.h>
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One node copying DATA (on FUSE, as a shared file system) while CMD reads: the copy's 4 MiB
+# One node copying DATA (on FUSE, as a shared file system) while CMD reads: the copy's 2 MiB
 # chunks are tracked in the landing map (io/landing.h). A read of a region not copied yet
 # asks for its chunk, which the copier takes next, and is served from the copy once it has
 # landed; a second read of a landed region is served from the copy without waiting; a
@@ -13,7 +13,7 @@ SRCDIR=$3
 . "$SRCDIR/tests/bin/lib.sh"
 S=$SCRATCH
 skip_without_fuse
-# 2 partitions of about 12 MiB: 3 chunks each.
+# 2 partitions of about 12 MiB: 6 chunks each.
 /usr/bin/python3 "$SRCDIR/bench/gen_dataset.py" imagenet "$S/src" --files 600 --classes 3 --mean-kb 40 >/dev/null
 $FANSTORE pack -q --compress none "$S/src" "$S/packed" --partitions 2 || bad "pack"
 fuse_data "$S/packed" "$S/fuse" || { echo "SKIP: squashfuse could not mount here"; exit 77; }
@@ -30,7 +30,7 @@ def words():
     b = open(os.path.join(rank, "landing"), "rb").read()
     return struct.unpack("<%dQ" % (len(b) // 8), b)
 def landed(w, p, c):
-    slot = 4 + 4 * p
+    slot = 6 + 4 * p  # (the map's head is 6 words: io/landing.h)
     return (w[w[slot + 2] + c // 64] >> (c % 64)) & 1
 def same(rel):
     return open(os.path.join(mnt, rel), "rb").read() == open(os.path.join(src, rel), "rb").read()
@@ -38,7 +38,7 @@ deadline = time.time() + 120
 if mode == "late":
     while not words()[2] and time.time() < deadline: time.sleep(0.01)
     w = words()
-    chunks = w[4 + 4 * 1 + 1]
+    chunks = w[6 + 4 * 1 + 1]
     print("before", landed(w, 1, chunks - 1), flush=True)
     rel = sys.argv[4]
     print("read", same(rel), same(rel), flush=True)

@@ -1,0 +1,176 @@
+// The landing map (io/landing.h) and the copy that fills it (io/stage.h StageLanding): the
+// map records its chunk size, a want wakes the copier once, and the copy lands byte-exact,
+// in huge pages where the kernel makes them, taking a chunk a reader waits for before its
+// sequential stream reaches it.
+#include "io/landing.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/map_aligned.h"
+#include "io/stage.h"
+#include "meta/format.h"
+#include "meta/manifest.h"
+#include "meta/pack.h"
+#include "tests/testutil.h"
+
+namespace fanstore::io {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+// A directory under /dev/shm (the map and tmpfs copies live there), removed at the end.
+class ShmDir {
+ public:
+  ShmDir() {
+    char tmpl[] = "/dev/shm/fanstore-landing-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl) ? tmpl : "";
+  }
+  ~ShmDir() {
+    if (!path_.empty()) std::system(("rm -rf '" + path_ + "'").c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+TEST(LandingMap, RecordsItsChunkSizeForEveryReader) {
+  ShmDir d;
+  ASSERT_FALSE(d.path().empty());
+  auto made = LandingMap::Create(d.path() + "/landing", {5 * kMiB, 0, 2 * kMiB}, 2 * kMiB);
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_EQ(made->chunk_bytes(), 2 * kMiB);
+  EXPECT_EQ(made->chunks(0), 3u);
+  EXPECT_EQ(made->chunks(1), 0u);
+  EXPECT_EQ(made->chunks(2), 1u);
+  LandingMap seen = LandingMap::Attach(d.path() + "/landing");
+  ASSERT_TRUE(seen.valid());
+  EXPECT_EQ(seen.chunk_bytes(), 2 * kMiB);
+  // A range of partition 0 spans chunks by the recorded size: [1.5 MiB, 2.5 MiB) is 0 and 1.
+  made->Land(0, 0);
+  EXPECT_FALSE(seen.RangeLanded(0, 3 * kMiB / 2, kMiB));
+  made->Land(0, 1);
+  EXPECT_TRUE(seen.RangeLanded(0, 3 * kMiB / 2, kMiB));
+  seen.Close();
+  made->Close();
+  EXPECT_FALSE(LandingMap::Create(d.path() + "/odd", {kMiB}, 3 * kMiB).ok());
+}
+
+TEST(LandingMap, AMapWithoutAValidChunkSizeIsNotAttached) {
+  ShmDir d;
+  ASSERT_FALSE(d.path().empty());
+  const std::string path = d.path() + "/landing";
+  auto made = LandingMap::Create(path, {4 * kMiB});
+  ASSERT_TRUE(made.ok());
+  made->Close();
+  std::string bytes = testing::ReadFile(path);
+  const uint64_t bad = 3 * kMiB;  // (word 3: not a power of two)
+  bytes.replace(24, 8, reinterpret_cast<const char*>(&bad), 8);
+  testing::WriteFile(path, bytes);
+  EXPECT_FALSE(LandingMap::Attach(path).valid());
+}
+
+TEST(LandingMap, AWantWakesTheCopierOnceAndOnlyForChunksNotLanded) {
+  ShmDir d;
+  ASSERT_FALSE(d.path().empty());
+  auto m = LandingMap::Create(d.path() + "/landing", {8 * kMiB}, 2 * kMiB);
+  ASSERT_TRUE(m.ok());
+  const uint32_t before = m->WantCount();
+  m->Land(0, 1);
+  m->Want(0, 2 * kMiB, 100);  // chunk 1: landed, nothing to ask
+  EXPECT_EQ(m->WantCount(), before);
+  m->Want(0, 6 * kMiB + 10, 100);  // chunk 3
+  EXPECT_EQ(m->WantCount(), before + 1);
+  m->Want(0, 6 * kMiB, 4096);  // chunk 3 again: no news
+  EXPECT_EQ(m->WantCount(), before + 1);
+  EXPECT_EQ(m->NextWanted(0, {}), 3);
+  EXPECT_EQ(m->NextWanted(0, {uint64_t{1} << 3}), -1);  // (issued to a stream already)
+  // A sleeper on the count is woken by the next want, not left to its timeout.
+  const uint32_t seen = m->WantCount();
+  std::thread wanter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    m->Want(0, 0, 1);
+  });
+  m->WaitForWant(seen, 30'000'000'000);
+  EXPECT_NE(m->WantCount(), seen);
+  wanter.join();
+}
+
+// Whether this kernel makes a shmem file huge pages on MADV_COLLAPSE (Linux 6.1+, shmem huge
+// pages not denied), as the landing copy asks of each chunk.
+bool KernelCollapsesShmem() {
+  const int fd = ::memfd_create("probe", 0);
+  if (fd < 0) return false;
+  bool ok = ::ftruncate(fd, base::kHugePage) == 0 && ::posix_fallocate(fd, 0, 4096) == 0;
+  const long m = ok ? base::MapHugeAligned(fd, base::kHugePage, PROT_READ | PROT_WRITE) : -1;
+  ok = m >= 0 && ::madvise(reinterpret_cast<void*>(m), base::kHugePage, base::kMadvCollapse) == 0;
+  if (m >= 0) ::munmap(reinterpret_cast<void*>(m), base::kHugePage);
+  ::close(fd);
+  return ok;
+}
+
+TEST(StageLanding, TakesAWantedChunkAtOnceAndLandsByteExact) {
+  testing::TempDir t;
+  ShmDir d;
+  ASSERT_FALSE(d.path().empty());
+  // One partition of 24 x 1 MiB raw members: 12+ chunks, copied by one sequential stream.
+  for (int i = 0; i < 24; ++i)
+    testing::WriteFile(t.path() + "/src/f" + std::to_string(i),
+                       testing::RandomBytes(kMiB, static_cast<uint32_t>(i)));
+  meta::PackOptions o;
+  o.src = t.path() + "/src";
+  o.out = t.path() + "/packed";
+  o.partitions = 1;
+  o.compress = *meta::CompressMode::Parse("none");
+  o.warn = [](const std::string&) {};
+  ASSERT_TRUE(meta::Pack(o).ok());
+  auto manifest = meta::Manifest::Load(o.out);
+  ASSERT_TRUE(manifest.ok());
+  const std::string src = o.out + "/" + meta::PartitionFileName(0);
+  const std::string dst = d.path() + "/" + meta::PartitionFileName(0);
+  auto map = LandingMap::Create(d.path() + "/landing", {manifest->partitions[0].file_size});
+  ASSERT_TRUE(map.ok());
+  const uint64_t chunks = map->chunks(0);
+  ASSERT_GE(chunks, 12u);
+
+  // A reader asks for the last chunk as soon as the copy runs; the sequential stream, one
+  // chunk per 30 ms, would reach it last.
+  std::atomic<uint64_t> landed_when_wanted_arrived{~uint64_t{0}};
+  std::thread reader([&] {
+    while (!map->Copying()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    map->Want(0, (chunks - 1) * map->chunk_bytes(), 1);
+    while (!map->Landed(0, chunks - 1)) map->Wait(0, map->Count(0), 5'000'000);
+    uint64_t n = 0;
+    for (uint64_t c = 0; c < chunks; ++c) n += map->Landed(0, c);
+    landed_when_wanted_arrived = n;
+  });
+  LandingOptions opt;
+  opt.chunk_delay_ms = 30;
+  StageResult result;
+  const Status st = StageLanding({{0, src, dst}}, *manifest, &*map, opt, nullptr,
+                                 [&](const LandingCopy&, const StageResult& r) { result = r; });
+  reader.join();
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_LT(landed_when_wanted_arrived.load(), chunks / 2)
+      << "the wanted chunk waited for the sequential stream";
+  EXPECT_EQ(map->State(0), LandingState::kDone);
+  EXPECT_EQ(testing::ReadFile(dst), testing::ReadFile(src));
+  EXPECT_EQ(result.bytes, manifest->partitions[0].file_size);
+  if (KernelCollapsesShmem())
+    EXPECT_TRUE(result.huge_pages) << result.small_pages_why;
+  else
+    EXPECT_FALSE(result.small_pages_why.empty());  // (said, not silently small)
+}
+
+}  // namespace
+}  // namespace fanstore::io
