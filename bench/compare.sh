@@ -4,8 +4,10 @@
 #   tmpfs    a copy in /dev/shm
 #   squashfuse_ll  a squashfs image (mksquashfs, gzip) of the tree mounted with squashfuse_ll
 #                  (skipped with a message where FUSE is not available)
-#   fanstore the packed tree under `fanrun`, served in place
-#   fanstore --stage  the same staged on /dev/shm (warm rows only)
+#   fanstore the packed tree under `fanrun --no-stage`, served in place from the page cache
+#   fanstore --stage  the same staged on /dev/shm (warm rows only): what fanrun does by
+#            default with DATA on a local disk where the node makes shmem huge pages
+#            (docs/guide.md)
 # and prints files/s with the ratio to native: first the pattern training has (one epoch,
 # every file once, by 2 new processes as DataLoader workers, page cache warm and dropped),
 # then one new process's first pass, re-reads for --seconds in one process with 1 and 2
@@ -14,9 +16,11 @@
 # third within minutes); the report gives the median of the rounds and each round's ratio.
 # Writes bench/results/compare.json and, with gnuplot, bench/results/compare.png.
 # With --states, only the training pattern's warm epoch, in the states the page cache can
-# hold FanStore's data in: native; blobs read by `cat` after the cache was dropped; blobs
-# read by fanrun's own cold epoch after the cache was dropped; staged (--stage), once the
-# copy has landed. Each state is made again before each of its rounds.
+# hold FanStore's data in: native; DATA's blobs read by `cat` after the cache was dropped,
+# and read by fanrun's own cold epoch after the cache was dropped, each through fanrun as
+# it chooses (a copy in /dev/shm in huge pages where the node makes them, measured once the
+# copy has landed) and with --no-stage (DATA's page cache as it is); staged (--stage), once
+# the copy has landed. Each state is made again before each of its rounds.
 # --bin DIR takes fsbench, fanstore and fanrun from DIR (an unpacked bundle's bin/, e.g. the
 # aarch64 one on a Grace node: docs/bundle.md) instead of building build/release here.
 # Usage: bench/compare.sh [--files N] [--mean-kb K] [--seconds S] [--rounds R] [--work DIR]
@@ -118,7 +122,7 @@ if [ -x "$FANRUN" ]; then
   packed=$work/compare-packed
   drop_format_1 "$packed"
   [ -f "$packed/manifest" ] || "$FANSTORE" pack -q "$tree" "$packed"
-  targets+=("fanstore	fanstore	$FANRUN	--data	$packed	--	$FSBENCH	$tree")
+  targets+=("fanstore	fanstore	$FANRUN	--no-stage	--data	$packed	--	$FSBENCH	$tree")
   # The same staged on /dev/shm (--stage: copied, in huge pages), measured once the copy
   # is done (its staging-from file gone; a failed copy leaves it, so at most 60 s); warm
   # rows only.
@@ -134,12 +138,22 @@ state_rows() {  # state_rows ROUND
   IFS=$'\t' read -r -a w <<<"${targets[0]}"
   run "$round" native "${w[1]}" read 2 epoch -- "$FSBENCH" "$tree"
   [ $can_drop = 1 ] || { echo "   (cannot drop the page cache here: the blob states are skipped)"; return; }
-  sync && echo 3 >/proc/sys/vm/drop_caches
-  cat "$packed"/part-*.fsb >/dev/null
-  run "$round" fanstore-seq "fanstore, blobs by cat" read 2 epoch -- "$FANRUN" --data "$packed" -- "$FSBENCH" "$tree"
-  sync && echo 3 >/proc/sys/vm/drop_caches
-  "$FANRUN" --data "$packed" -- "$FSBENCH" --op read --epochs 1 --fresh-processes --processes 2 "$tree" >/dev/null 2>&1
-  run "$round" fanstore-own "fanstore, own cold" read 2 epoch -- "$FANRUN" --data "$packed" -- "$FSBENCH" "$tree"
+  local how label
+  for how in cat own; do
+    for label in "" --no-stage; do
+      sync && echo 3 >/proc/sys/vm/drop_caches
+      if [ $how = cat ]; then
+        cat "$packed"/part-*.fsb >/dev/null
+      else
+        "$FANRUN" --no-stage --data "$packed" -- "$FSBENCH" --op read --epochs 1 --fresh-processes --processes 2 "$tree" >/dev/null 2>&1
+      fi
+      if [ -z "$label" ]; then
+        run "$round" "fanstore-$how" "fanstore, blobs by $how" read 2 epoch -- "$FANRUN" --data "$packed" -- sh -c "$wait_staged" sh "$FSBENCH" "$tree"
+      else
+        run "$round" "fanstore-$how-in-place" "fanstore --no-stage, by $how" read 2 epoch -- "$FANRUN" --no-stage --data "$packed" -- "$FSBENCH" "$tree"
+      fi
+    done
+  done
   IFS=$'\t' read -r -a w <<<"${targets[-1]}"
   [ "${w[0]}" = fanstore-staged ] && run "$round" "${w[0]}" "${w[1]}" read 2 epoch -- "${w[@]:2}"
 }

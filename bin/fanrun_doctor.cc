@@ -27,6 +27,7 @@
 #include "bin/mpi_load.h"
 #include "intercept/libc_image.h"
 #include "intercept/libc_plan.h"
+#include "io/stage.h"
 #include "meta/dataset.h"
 #include "runtime/calls/served_calls.h"
 
@@ -174,31 +175,6 @@ std::string ThpChoice(const char* name) {
                                                                    : text.substr(a + 1, b - a - 1);
 }
 
-// Whether the kernel makes a shmem file huge pages on MADV_COLLAPSE, as staging asks of its
-// copies: tried on a 2 MiB memfd (shmem, as /dev/shm is).
-std::string CollapseError() {
-  const int fd = static_cast<int>(::syscall(SYS_memfd_create, "fanrun-doctor", MFD_CLOEXEC));
-  if (fd < 0) return std::string("memfd_create: ") + std::strerror(errno);
-  std::string err;
-  if (::ftruncate(fd, base::kHugePage) != 0)
-    err = std::string("ftruncate: ") + std::strerror(errno);
-  const std::vector<char> ones(base::kHugePage, 1);
-  if (err.empty() && ::pwrite(fd, ones.data(), ones.size(), 0) != static_cast<ssize_t>(ones.size()))
-    err = "no memory for 2 MiB of shmem";
-  if (err.empty()) {
-    const long m = base::MapHugeAligned(fd, base::kHugePage);
-    if (m < 0) {
-      err = std::string("mmap: ") + std::strerror(static_cast<int>(-m));
-    } else {
-      if (::madvise(reinterpret_cast<void*>(m), base::kHugePage, base::kMadvCollapse) != 0)
-        err = base::CollapseRefusal(errno);
-      ::munmap(reinterpret_cast<void*>(m), base::kHugePage);
-    }
-  }
-  ::close(fd);
-  return err;
-}
-
 KernelReport CheckKernel() {
   KernelReport k;
   utsname u{};
@@ -207,7 +183,7 @@ KernelReport CheckKernel() {
   k.uring_error = IoUringError();
   k.thp = ThpChoice("enabled");
   k.shmem_thp = ThpChoice("shmem_enabled");
-  k.collapse_error = CollapseError();
+  k.collapse_error = io::ShmemCollapseError();
   k.collapse = k.collapse_error.empty();
   return k;
 }

@@ -91,6 +91,13 @@ StageDecision DecideCopy(const StageInputs& in) {
     std::snprintf(type, sizeof type, "type 0x%lx",
                   static_cast<unsigned long>(in.data_fs_type) & 0xFFFFFFFFul);
     d.why = std::string("DATA is on a local file system (") + (local ? local : type) + ")";
+    constexpr long kTmpfs = 0x01021994;  // (already in memory: a copy gains nothing)
+    if (in.shmem_huge && in.data_fs_type != kTmpfs && in.share_bytes > 0 &&
+        in.share_bytes <= in.mem_available / 2 && in.share_bytes <= in.local_free) {
+      d.stage = d.overlap = true;
+      d.why += ", and a copy in huge pages in " + in.local_where +
+               " reads faster than its page cache (--no-stage: in place)";
+    }
     return d;
   }
   if (in.share_bytes > in.local_free) {

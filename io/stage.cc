@@ -5,6 +5,7 @@
 #include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -281,6 +282,29 @@ Result<uint64_t> OpenCopy(const std::string& src, const std::string& tmp, const 
     return Status::FromErrno(dst, rc);
   }
   return size;
+}
+
+std::string ShmemCollapseError() {
+  const int fd = static_cast<int>(::syscall(SYS_memfd_create, "fanstore-probe", MFD_CLOEXEC));
+  if (fd < 0) return std::string("memfd_create: ") + std::strerror(errno);
+  std::string err;
+  if (::ftruncate(fd, base::kHugePage) != 0)
+    err = std::string("ftruncate: ") + std::strerror(errno);
+  const std::vector<char> ones(base::kHugePage, 1);
+  if (err.empty() && ::pwrite(fd, ones.data(), ones.size(), 0) != static_cast<ssize_t>(ones.size()))
+    err = "no memory for 2 MiB of shmem";
+  if (err.empty()) {
+    const long m = base::MapHugeAligned(fd, base::kHugePage);
+    if (m < 0) {
+      err = std::string("mmap: ") + std::strerror(static_cast<int>(-m));
+    } else {
+      if (::madvise(reinterpret_cast<void*>(m), base::kHugePage, base::kMadvCollapse) != 0)
+        err = base::CollapseRefusal(errno);
+      ::munmap(reinterpret_cast<void*>(m), base::kHugePage);
+    }
+  }
+  ::close(fd);
+  return err;
 }
 
 Result<StageResult> StagePartition(const std::string& src, const std::string& dst,

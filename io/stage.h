@@ -33,6 +33,11 @@ struct StageResult {
 // (if given) stops the copy soon, with an error and nothing left at `dst`. `no_room` (if
 // given) is set when the copy failed only because `dst`'s file system had no room for it
 // (ENOSPC or EDQUOT: the source is fine and may be read where it is).
+// "" when this kernel makes a shmem file huge pages on MADV_COLLAPSE, as a copy on tmpfs
+// asks of its chunks (Linux 6.1+, shmem huge pages not `deny`), else why not: tried on a
+// 2 MiB memfd (shmem, as /dev/shm is). `fanrun doctor` says it; staging chooses by it.
+std::string ShmemCollapseError();
+
 Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
                                    const meta::Manifest& manifest, uint32_t id,
                                    const std::atomic<bool>* cancel = nullptr,

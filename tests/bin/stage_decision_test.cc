@@ -102,5 +102,41 @@ TEST(StageDecision, ALocalShareThatFitsInHalfOfMemoryIsWarmedInHugeFolios) {
   EXPECT_FALSE(DecideStaging(in).warm);
 }
 
+TEST(StageDecision, ALocalShareIsCopiedToHugePagesWhereTheyCanBeMadeAndItFits) {
+  StageInputs in = OneNode(kExt4);
+  in.mem_available = 1ull << 30;
+  in.shmem_huge = true;
+  StageDecision d = DecideStaging(in);
+  EXPECT_TRUE(d.stage);
+  EXPECT_TRUE(d.overlap);  // (while CMD runs)
+  EXPECT_FALSE(d.warm);
+  EXPECT_EQ(d.why,
+            "DATA is on a local file system (ext4), and a copy in huge pages in /dev/shm reads "
+            "faster than its page cache (--no-stage: in place)");
+  // Each reason to stay in place: no huge pages (a copy in 4 KiB pages is no faster than the
+  // page cache), a share over half of the memory or the room, memory unknown, --no-stage,
+  // DATA in memory already.
+  StageInputs no = in;
+  no.shmem_huge = false;
+  EXPECT_FALSE(DecideStaging(no).stage);
+  EXPECT_TRUE(DecideStaging(no).warm);
+  no = in;
+  no.share_bytes = (512ull << 20) + 1;
+  EXPECT_FALSE(DecideStaging(no).stage);
+  no = in;
+  no.local_free = in.share_bytes - 1;
+  EXPECT_FALSE(DecideStaging(no).stage);
+  no = in;
+  no.mem_available = 0;
+  EXPECT_FALSE(DecideStaging(no).stage);
+  no = in;
+  no.no_stage_flag = true;
+  EXPECT_FALSE(DecideStaging(no).stage);
+  EXPECT_EQ(DecideStaging(no).why, "--no-stage");
+  no = in;
+  no.data_fs_type = kTmpfs;
+  EXPECT_FALSE(DecideStaging(no).stage);
+}
+
 }  // namespace
 }  // namespace fanstore::fanrun

@@ -39,7 +39,7 @@ find . -type f | LC_ALL=C sort | while read -r f; do
 done
 EOF
 head -c $((200 << 10)) /dev/urandom >"$S/noise"
-"$FANRUN" --data "$S/bad" --mount "$MNT" --stats "$S/stats" -- sh -c \
+"$FANRUN" --no-stage --data "$S/bad" --mount "$MNT" --stats "$S/stats" -- sh -c \
   "dd if='$S/noise' of='$part' bs=4096 seek=$first oflag=seek_bytes conv=notrunc status=none && sh '$S/read_all.sh'" \
   >"$S/fan.sum" 2>"$S/fan.err"
 grep -v '^EIO ' "$S/fan.sum" | sed 's|  \./|  ./|' >"$S/fan.read"

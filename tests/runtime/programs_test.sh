@@ -7,6 +7,9 @@ FANSTORE=$1
 FANRUN=$2
 SRCDIR=$3
 . "$SRCDIR/tests/bin/lib.sh"
+# (outputs are compared with native ones: no start-up lines; DATA is local, so fanrun
+# copies it to /dev/shm while the programs run where the node makes huge pages)
+export FANSTORE_QUIET=1
 S=$SCRATCH
 PY=/usr/bin/python3
 T=$S/src
@@ -347,15 +350,16 @@ chmod +x "$S/drop.sh"
 stat_sum() {  # stat_sum STATS-FILE FIELD: the field summed over every process's line
   $PY -c "import json, sys; print(sum(json.loads(l)[sys.argv[2]] for l in open(sys.argv[1])))" "$1" "$2"
 }
-# read_all PACKED OUT STATS [FIRST]: under fanrun, FIRST (a shell command) and then md5sum of
-# every file in the mount, sorted, into OUT; the processes' statistics into STATS.
+# read_all PACKED OUT STATS [FIRST]: under fanrun --no-stage (these check the in-place read
+# path), FIRST (a shell command) and then md5sum of every file in the mount, sorted, into
+# OUT; the processes' statistics into STATS.
 # TWICE=1: every file is read twice in a row by the same md5sum process (its output lines
 # made unique again).
 read_all() {
   rm -f "$3"
   local dup=cat
   [ "${TWICE:-0}" = 1 ] && dup="sed -z p"
-  FANSTORE_MAPPED_READS=1 "$FANRUN" --data "$S/$1" --mount "$MNT" --stats "$3" -- bash -c \
+  FANSTORE_MAPPED_READS=1 "$FANRUN" --no-stage --data "$S/$1" --mount "$MNT" --stats "$3" -- bash -c \
     "${4:-true} && cd '$MNT' && find . -type f -print0 | LC_ALL=C sort -z | $dup | xargs -0 md5sum | uniq" >"$2"
 }
 (cd "$T" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 md5sum) >"$S/md5.native"
@@ -416,7 +420,7 @@ read_all()
 print(os.getpid(), pid)
 EOF2
 rm -f "$S/stats.fork"
-FANSTORE_MAPPED_READS=1 "$FANRUN" --data "$S/raw" --mount "$MNT" --stats "$S/stats.fork" -- bash -c \
+FANSTORE_MAPPED_READS=1 "$FANRUN" --no-stage --data "$S/raw" --mount "$MNT" --stats "$S/stats.fork" -- bash -c \
   "cd '$MNT' && find train -type f -print0 | xargs -0 $PY '$S/fork_reads.py'" >"$S/fork.out"
 read -r parent child <"$S/fork.out"
 mapped_of() {  # mapped_of PID: mapped_reads of that process's statistics line
@@ -448,7 +452,7 @@ print(len(files), faults)
 EOF2
 head -c $((8 << 20)) /dev/urandom >"$S/cold.bin" && sync "$S/cold.bin"
 rm -f "$S/stats.evict"
-FANSTORE_MAPPED_READS=1 "$FANRUN" --data "$S/raw" --mount "$MNT" --stats "$S/stats.evict" -- bash -c \
+FANSTORE_MAPPED_READS=1 "$FANRUN" --no-stage --data "$S/raw" --mount "$MNT" --stats "$S/stats.evict" -- bash -c \
   "cd '$MNT' && find train -type f -print0 | xargs -0 $PY '$S/evict_reads.py' '$S/cold.bin'" >"$S/evict.out"
 read -r nfiles faults <"$S/evict.out"
 if [ "${faults:-0}" -gt 0 ]; then
@@ -470,7 +474,7 @@ $FANSTORE pack -q --compress none "$S/ra-src" "$S/ra-packed" || bad "pack the re
 (cd "$S/ra-src" && ls | shuf --random-source=<(yes) | xargs md5sum) >"$S/md5.ra-native"
 for ra in 0 1M; do
   rm -f "$S/stats.ra"
-  "$FANRUN" --data "$S/ra-packed" --mount "$MNT" --readahead $ra --stats "$S/stats.ra" -- bash -c \
+  "$FANRUN" --no-stage --data "$S/ra-packed" --mount "$MNT" --readahead $ra --stats "$S/stats.ra" -- bash -c \
     "$S/drop.sh $S/ra-packed/part-*.fsb && cd '$MNT' && ls | shuf --random-source=<(yes) | xargs md5sum" >"$S/md5.ra"
   cmp -s "$S/md5.ra-native" "$S/md5.ra" && ok || bad "cold reads with --readahead $ra: $(diff "$S/md5.ra-native" "$S/md5.ra" | head -4)"
   stat_sum "$S/stats.ra" device_reads >"$S/device.$ra"
@@ -509,7 +513,7 @@ print("read", ok, "eio", eio > 0)
 EOF2
 for packed in raw z; do
   rm -rf "$S/cut" && cp -r "$S/$packed" "$S/cut"
-  "$FANRUN" --data "$S/cut" --mount "$MNT" -- bash -c \
+  "$FANRUN" --no-stage --data "$S/cut" --mount "$MNT" -- bash -c \
     "cd '$MNT' && find train -type f -print0 | xargs -0 $PY '$S/cut.py' '$S/cut/part-00000.fsb'" >"$S/cut.out" 2>"$S/cut.err"
   if grep -q "eio True" "$S/cut.out"; then ok; else
     bad "blob cut short in the job ($packed): $(cat "$S/cut.out") / $(tail -3 "$S/cut.err")"
@@ -591,7 +595,7 @@ print("wrong reads:", bad)
 EOF2
 rm -f "$S"/regions.stats*
 # (cat checks the member's blocks first, so that the reader's counts are the rule's alone)
-got=$(FANSTORE_MAPPED_READS=1 "$FANRUN" --data "$S/bigr.packed" --mount "$S/bigrm" -- sh -c \
+got=$(FANSTORE_MAPPED_READS=1 "$FANRUN" --no-stage --data "$S/bigr.packed" --mount "$S/bigrm" -- sh -c \
   "cat '$S/bigrm/r.bin' >/dev/null && FANSTORE_STATS='$S/regions.stats' exec $PY '$S/regions.py' '$S/bigrm/r.bin' '$S/bigr/r.bin'")
 [ "$got" = "wrong reads: 0" ] && ok || bad "short reads of a large member: $got"
 mapped=$(stat_sum "$S/regions.stats" mapped_reads) trusted=$(stat_sum "$S/regions.stats" trusted_reads)

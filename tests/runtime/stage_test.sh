@@ -83,15 +83,53 @@ jobdir=$(sed -n 's|^fanrun: copying .* of DATA to \(/dev/shm/[^ ]*/job-[^/ ]*\)/
   >"$S/one" 2>"$S/err" && ok || bad "--no-stage run failed: $(cat "$S/err")"
 grep -qx "fanrun: serving DATA in place (--no-stage)" "$S/err" && ok || bad "--no-stage is said: $(cat "$S/err")"
 
-# 3. DATA on a local file system: in place and silent; --stage copies it anyway.
-"$FANRUN" --data "$S/packed" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
-  bad "local DATA: in place and silent: $(cat "$S/err")"
+# 3. DATA on a local file system: copied to /dev/shm while CMD runs where the node makes
+# shmem huge pages (fanrun doctor says whether), and said, the copy read; else in place and
+# silent. --no-stage: in place and silent; --stage copies it anyway.
+if "$FANRUN" doctor 2>&1 | grep -q "staged copies in huge pages"; then
+  "$FANRUN" --data "$S/packed" --mount "$S/mnt" -- \
+    /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/packed" >"$S/out" 2>"$S/err"
+  grep -q "^fanrun: copying .* of DATA to /dev/shm/.* while the command runs; .*(DATA is on a local file system (.*), and a copy in huge pages in /dev/shm reads faster than its page cache (--no-stage: in place))$" "$S/err" &&
+    grep -q "^then 0 .*local" "$S/out" && ok ||
+    bad "local DATA is copied to huge pages, said, and the copy read: $(cat "$S/err" "$S/out")"
+else
+  "$FANRUN" --data "$S/packed" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
+    bad "local DATA without shmem huge pages: in place and silent: $(cat "$S/err")"
+fi
+"$FANRUN" --no-stage --data "$S/packed" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
+  bad "local DATA with --no-stage: in place and silent: $(cat "$S/err")"
 "$FANRUN" --stage --data "$S/packed" --mount "$S/mnt" -- \
   /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/packed" >"$S/out" 2>"$S/err"
 grep -q "(--stage)$" "$S/err" && grep -q "^then 0 .*local" "$S/out" && ok ||
   bad "--stage copies local DATA and reads the copy: $(cat "$S/err" "$S/out")"
 expect_rc 2 "--stage with --no-stage" -- "$FANRUN" --stage --no-stage --data "$S/packed" -- true
 grep -q "excludes" "$SCRATCH/err" && ok || bad "--stage with --no-stage is refused: $(cat "$SCRATCH/err")"
+
+# 3b. The memory rule counts the job's memory cgroup, where a copy in /dev/shm is charged: a
+# 40 MiB share in a cgroup limited to 64 MiB is served in place, silently. (Root, and a
+# memory controller to make a cgroup with: v2's or v1's.)
+cg=""
+if [ "$(id -u)" = 0 ] && grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null &&
+  mkdir "/sys/fs/cgroup/fanstore-test-$$" 2>/dev/null; then
+  cg=/sys/fs/cgroup/fanstore-test-$$
+  echo $((64 << 20)) >"$cg/memory.max" || cg=""
+elif [ "$(id -u)" = 0 ] && [ -d /sys/fs/cgroup/memory ] &&
+  mkdir "/sys/fs/cgroup/memory/fanstore-test-$$" 2>/dev/null; then
+  cg=/sys/fs/cgroup/memory/fanstore-test-$$
+  echo $((64 << 20)) >"$cg/memory.limit_in_bytes" || cg=""
+fi
+if [ -z "$cg" ] || ! "$FANRUN" doctor 2>&1 | grep -q "staged copies in huge pages"; then
+  skip "part 3b: no memory cgroup to make here (root and a memory controller), or no shmem huge pages"
+else
+  mkdir -p "$S/cgsrc" && head -c $((40 << 20)) /dev/urandom >"$S/cgsrc/big.bin" &&
+    $FANSTORE pack -q "$S/cgsrc" "$S/cgpacked" || bad "pack for the cgroup"
+  "$FANRUN" --data "$S/cgpacked" --mount "$S/mnt" -- true 2>"$S/err" && grep -q "^fanrun: copying" "$S/err" && ok ||
+    bad "a 40 MiB share outside the cgroup is copied: $(cat "$S/err")"
+  sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+    "$FANRUN" --data "$S/cgpacked" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
+    bad "a 40 MiB share in a 64 MiB cgroup is served in place, silently: $(cat "$S/err")"
+  rmdir "$cg" 2>/dev/null || true
+fi
 
 # 4. One rank under a launcher: copied before the command starts (the rank's clean-up and
 # the job's agreement on damaged members cover the copy), the copy read, --local-dir left
@@ -157,8 +195,9 @@ grep -q "in $page KiB pages.*(the kernel has no MADV_COLLAPSE" "$S/err" &&
   grep -q "^then 0 .*local" "$S/out" && ok ||
   bad "--stage without huge pages copies, says so, and reads the copy: $(cat "$S/err" "$S/out")"
 
-# 8. DATA on a local file system, with the share fitting in half of the free memory, is read
-# into the page cache in huge folios while CMD runs (io/warm.h), silently. Counted by
+# 8. DATA served in place from a local file system (--no-stage), with the share fitting in
+# half of the free memory, is read into the page cache in huge folios while CMD runs
+# (io/warm.h), silently. Counted by
 # FileHugePages after the page cache is dropped, where a probe shows that this kernel and
 # file system make huge folios for such a mapping at all.
 huge_kb() { awk '/^FileHugePages:/ {print $2}' /proc/meminfo; }
@@ -183,7 +222,7 @@ else
     $FANSTORE pack -q "$S/warmsrc" "$S/warm" --partitions 1 || bad "pack for the warm"
   sync && echo 3 >/proc/sys/vm/drop_caches
   before=$(huge_kb)
-  "$FANRUN" --data "$S/warm" --mount "$S/mnt" -- sh -c \
+  "$FANRUN" --no-stage --data "$S/warm" --mount "$S/mnt" -- sh -c \
     'i=0; while [ -e "$(dirname "$FANSTORE_IMAGE")/warming" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; awk "/^FileHugePages:/ {print \$2}" /proc/meminfo' \
     >"$S/huge" 2>"$S/err"
   during=$(cat "$S/huge")
