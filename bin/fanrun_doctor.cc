@@ -25,6 +25,7 @@
 #include "bin/launcher.h"
 #include "bin/mount_choice.h"
 #include "bin/mpi_load.h"
+#include "bin/node_memory.h"
 #include "intercept/libc_image.h"
 #include "intercept/libc_plan.h"
 #include "io/stage.h"
@@ -281,6 +282,17 @@ void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const KernelRe
       std::printf("%-9s %s: %s\n", s == &shm ? "shm" : "local dir", s->path.c_str(),
                   s->error.c_str());
   }
+  // (what decides whether fanrun copies DATA from a local disk: bin/stage_decision.h)
+  const uint64_t available = MemAvailable(), room = CgroupRoom();
+  std::string memory = cli::HumanBytes(static_cast<double>(available)) + " available";
+  if (room != UINT64_MAX)
+    memory +=
+        ", " + cli::HumanBytes(static_cast<double>(room)) + " left in this job's memory cgroup";
+  if (kernel.collapse)
+    memory += "; a local DATA share up to " +
+              cli::HumanBytes(static_cast<double>(std::min(available, room) / 2)) +
+              " is copied to /dev/shm in huge pages";
+  std::printf("memory    %s\n", memory.c_str());
   std::printf("MPI       %s; launcher: %s\n", mpi.c_str(),
               launcher.empty() ? "none (fanrun alone serves one node)" : launcher.c_str());
   if (data) {
@@ -344,6 +356,9 @@ void PrintJson(const DoctorOptions& opt, const LibcReport& libc, const KernelRep
        ",\"staged_huge_pages\":" + (kernel.collapse ? "true" : "false") +
        ",\"staged_huge_pages_error\":" + J(kernel.collapse_error) + "}";
   o += ",\"shm\":" + SpaceJson(&shm) + ",\"local_dir\":" + SpaceJson(local);
+  const uint64_t room = CgroupRoom();
+  o += ",\"memory_available\":" + std::to_string(MemAvailable()) +
+       ",\"cgroup_room\":" + (room == UINT64_MAX ? std::string("null") : std::to_string(room));
   o += ",\"mpi\":{\"library\":" + J(mpi) + ",\"launcher\":" + J(launcher) + "}";
   if (!data) {
     o += ",\"data\":null";

@@ -98,6 +98,9 @@ else
 fi
 "$FANRUN" --no-stage --data "$S/packed" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
   bad "local DATA with --no-stage: in place and silent: $(cat "$S/err")"
+"$KERNEL_REFUSES" collapse "$FANRUN" --data "$S/packed" --mount "$S/mnt" -- true 2>"$S/err" &&
+  [ ! -s "$S/err" ] && ok ||
+  bad "local DATA where the kernel makes no shmem huge pages: in place and silent: $(cat "$S/err")"
 "$FANRUN" --stage --data "$S/packed" --mount "$S/mnt" -- \
   /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/packed" >"$S/out" 2>"$S/err"
 grep -q "(--stage)$" "$S/err" && grep -q "^then 0 .*local" "$S/out" && ok ||
@@ -128,6 +131,9 @@ else
   sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
     "$FANRUN" --data "$S/cgpacked" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
     bad "a 40 MiB share in a 64 MiB cgroup is served in place, silently: $(cat "$S/err")"
+  sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$FANRUN" doctor >"$S/doctor" 2>&1
+  grep -q "^memory    .* available, .* left in this job's memory cgroup; a local DATA share up to .* is copied" "$S/doctor" &&
+    ok || bad "doctor names the job's memory cgroup: $(grep '^memory' "$S/doctor")"
   rmdir "$cg" 2>/dev/null || true
 fi
 
@@ -182,6 +188,8 @@ shmem=$(sed 's/.*\[\(.*\)\].*/\1/' /sys/kernel/mm/transparent_hugepage/shmem_ena
 page=$(($(getconf PAGESIZE) / 1024))
 grep -q "^pages     $page KiB, transparent huge pages $thp, shmem $shmem; staged copies in " "$S/doctor" && ok ||
   bad "doctor names the node's page settings ($page KiB, $thp, $shmem): $(grep '^pages' "$S/doctor")"
+grep -q "^memory    [0-9.]* [KMGT]iB available" "$S/doctor" && ok ||
+  bad "doctor says the memory copies may take: $(grep '^memory' "$S/doctor")"
 "$KERNEL_REFUSES" collapse "$FANRUN" doctor >"$S/doctor" 2>&1
 grep -q "^pages .*staged copies in $page KiB pages: the kernel has no MADV_COLLAPSE" "$S/doctor" && ok ||
   bad "doctor says when staged copies cannot be huge pages: $(grep '^pages' "$S/doctor")"
