@@ -2,6 +2,7 @@
 // the namespace exchange (several nodes), and the copier that makes them while CMD runs
 // (one node).
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
@@ -75,6 +76,9 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (::statvfs(local_dir_.c_str(), &local_fs) == 0)
     in.local_free = static_cast<uint64_t>(local_fs.f_bavail) * local_fs.f_frsize;
   in.local_where = opt.local_dir.empty() ? "/dev/shm" : opt.local_dir;
+  struct statfs local_type;
+  in.local_is_memory =
+      ::statfs(local_dir_.c_str(), &local_type) == 0 && local_type.f_type == TMPFS_MAGIC;
   in.mem_available = MemoryForCopies();
   // (one node, no launcher, DATA local: whether a copy in huge pages is possible decides)
   if (nodes_ == 1 && !mpi_ && !opt.no_stage && st.ok() && !SharedFsName(in.data_fs_type))

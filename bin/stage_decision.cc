@@ -107,6 +107,16 @@ StageDecision DecideCopy(const StageInputs& in) {
             " (give --local-dir on a larger disk)";
     return d;
   }
+  // (a copy in tmpfs is memory charged to the job: over half of what the job may use, it
+  // would crowd out the training itself, or be killed by the job's cgroup)
+  if (in.local_is_memory && in.mem_available > 0 && in.share_bytes > in.mem_available / 2) {
+    d.why = std::string("DATA is on ") + shared + ", but a copy of " +
+            cli::HumanBytes(static_cast<double>(in.share_bytes)) + " in " + in.local_where +
+            " would take over half of the " +
+            cli::HumanBytes(static_cast<double>(in.mem_available)) +
+            " of memory this job may use (give --local-dir on a local disk)";
+    return d;
+  }
   d.stage = d.overlap = true;
   d.why = std::string("DATA is on ") + shared;
   return d;

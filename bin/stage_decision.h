@@ -17,6 +17,7 @@ struct StageInputs {
   long data_fs_type = 0;         // statfs(DATA).f_type
   uint64_t share_bytes = 0;      // this node's partitions
   uint64_t local_free = 0;       // free bytes where the copies would go
+  bool local_is_memory = false;  // and that place is tmpfs: a copy there takes memory
   std::string local_where;       // that place, for the reason
   uint64_t mem_available = 0;    // MemAvailable of /proc/meminfo
   bool shmem_huge = false;       // a copy in /dev/shm can be huge pages (io::ShmemCollapseError)

@@ -102,6 +102,24 @@ TEST(StageDecision, ALocalShareThatFitsInHalfOfMemoryIsWarmedInHugeFolios) {
   EXPECT_FALSE(DecideStaging(in).warm);
 }
 
+TEST(StageDecision, ACopyInMemoryOverHalfOfWhatTheJobMayUseIsNotMade) {
+  StageInputs in = OneNode(kFuse);
+  in.local_is_memory = true;
+  in.mem_available = 20u << 20;  // (a 10 MiB share: exactly half, copied)
+  EXPECT_TRUE(DecideStaging(in).stage);
+  in.mem_available = (20u << 20) - 2;
+  const StageDecision d = DecideStaging(in);
+  EXPECT_FALSE(d.stage);
+  EXPECT_EQ(d.why,
+            "DATA is on FUSE, but a copy of 10.0 MiB in /dev/shm would take over half of the "
+            "20.0 MiB of memory this job may use (give --local-dir on a local disk)");
+  in.local_is_memory = false;  // (a local disk: its room decides)
+  EXPECT_TRUE(DecideStaging(in).stage);
+  in.local_is_memory = true;
+  in.mem_available = 0;  // (unknown)
+  EXPECT_TRUE(DecideStaging(in).stage);
+}
+
 TEST(StageDecision, ALocalShareIsCopiedToHugePagesWhereTheyCanBeMadeAndItFits) {
   StageInputs in = OneNode(kExt4);
   in.mem_available = 1ull << 30;

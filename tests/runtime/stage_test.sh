@@ -131,6 +131,13 @@ else
   sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
     "$FANRUN" --data "$S/cgpacked" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
     bad "a 40 MiB share in a 64 MiB cgroup is served in place, silently: $(cat "$S/err")"
+  # (DATA on FUSE: its copy in /dev/shm would take over half of what the job may use)
+  if fuse_data "$S/cgpacked" "$S/cgfuse"; then
+    sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
+      "$FANRUN" --data "$S/cgfuse" --mount "$S/mnt" -- true 2>"$S/err"
+    grep -q "^fanrun: serving DATA in place (DATA is on FUSE, but a copy of 40\.[0-9] MiB in /dev/shm would take over half of the .* of memory this job may use (give --local-dir on a local disk))$" "$S/err" &&
+      ok || bad "DATA on FUSE whose copy would not fit the job's cgroup: in place, said: $(cat "$S/err")"
+  fi
   sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$FANRUN" doctor >"$S/doctor" 2>&1
   grep -q "^memory    .* available, .* left in this job's memory cgroup; a local DATA share up to .* is copied" "$S/doctor" &&
     ok || bad "doctor names the job's memory cgroup: $(grep '^memory' "$S/doctor")"
