@@ -150,29 +150,25 @@ void Node::MakeJobDirectories(const NodeOptions& opt, StartUp* s) {
     local_dir_ = rank_dir_;
   } else if (st.ok()) {
     auto abs_local = cli::AbsolutePath("--local-dir " + opt.local_dir, opt.local_dir);
-    if (!abs_local.ok()) {
-      st = abs_local.status();
-      return;
-    }
-    st = MakeLocalParent(*abs_local);
-    if (!st.ok()) return;
-    // A fresh name (mkdtemp): a name known in advance could be made first by another user.
-    auto made = MakeFreshPrivateDir(*abs_local + "/fanstore-" + std::to_string(::getuid()) + "-" +
-                                    job_ + "-rank" + std::to_string(rank_) + "-");
-    if (!made.ok()) {
-      st = Status::Error("--local-dir " + opt.local_dir + ": " + made.status().message());
-      return;
-    }
-    local_dir_ = *made;
-    auto id = CheckPrivateDir(local_dir_);
-    if (!id.ok()) {
-      st = id.status();
-      return;
-    }
-    local_id_ = *id;
-    own_local_dir_ = true;
-    st = WriteFile(rank_dir_ + "/local", local_dir_ + "\n" + FormatDirId(local_id_) + "\n");
+    st = abs_local.ok() ? UseLocalDir("--local-dir " + opt.local_dir, *abs_local)
+                        : abs_local.status();
   }
+}
+
+// This rank's local directory: a fresh private one in `abs_dir` (named `what` in errors),
+// removed at the end (its name and identity in the rank's `local` file, for the clean-up).
+Status Node::UseLocalDir(const std::string& what, const std::string& abs_dir) {
+  FANSTORE_RETURN_IF_ERROR(MakeLocalParent(abs_dir));
+  // A fresh name (mkdtemp): a name known in advance could be made first by another user.
+  auto made = MakeFreshPrivateDir(abs_dir + "/fanstore-" + std::to_string(::getuid()) + "-" + job_ +
+                                  "-rank" + std::to_string(rank_) + "-");
+  if (!made.ok()) return Status::Error(what + ": " + made.status().message());
+  local_dir_ = *made;
+  auto id = CheckPrivateDir(local_dir_);
+  if (!id.ok()) return id.status();
+  local_id_ = *id;
+  own_local_dir_ = true;
+  return WriteFile(rank_dir_ + "/local", local_dir_ + "\n" + FormatDirId(local_id_) + "\n");
 }
 
 }  // namespace fanstore::fanrun

@@ -84,6 +84,7 @@ class Node {
   // Setup's phases, in order.
   Status Join(const NodeOptions& opt, bool mpi, StartUp* s);
   void MakeJobDirectories(const NodeOptions& opt, StartUp* s);
+  Status UseLocalDir(const std::string& what, const std::string& abs_dir);
   void StageIn(const NodeOptions& opt, StartUp* s);
   Status StartNamespace(const NodeOptions& opt, StartUp* s);
   void Announce(const StartUp& s, double ready_s, double stage_to_ready_s);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -33,6 +34,25 @@
 namespace fanstore::fanrun {
 
 namespace {
+
+// A directory on a local disk for a copy that does not fit where copies go by default: the
+// first of $TMPDIR, /tmp and /var/tmp on a known local file system that is not memory and
+// that this user may write; false when none is.
+bool FindLocalDisk(std::string* dir, uint64_t* free_bytes) {
+  const char* tmpdir = std::getenv("TMPDIR");
+  for (const char* c : {tmpdir ? tmpdir : "", "/tmp", "/var/tmp"}) {
+    char real[PATH_MAX];
+    struct statfs fs;
+    if (!*c || !::realpath(c, real) || ::statfs(real, &fs) != 0 || ::access(real, W_OK | X_OK) != 0)
+      continue;
+    const long t = static_cast<long>(fs.f_type);
+    if (!LocalFsName(t) || t == TMPFS_MAGIC || t == RAMFS_MAGIC) continue;
+    *dir = real;
+    *free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_bsize;
+    return true;
+  }
+  return false;
+}
 
 // Once per rank: a staged copy on tmpfs that the kernel did not make huge pages, and why
 // (reads from base pages are slower: docs/performance.md).
@@ -80,6 +100,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   in.local_is_memory =
       ::statfs(local_dir_.c_str(), &local_type) == 0 && local_type.f_type == TMPFS_MAGIC;
   in.mem_available = MemoryForCopies();
+  if (opt.local_dir.empty() && nodes_ == 1) FindLocalDisk(&in.disk_where, &in.disk_free);
   // (one node, no launcher, DATA local: whether a copy in huge pages is possible decides)
   if (nodes_ == 1 && !mpi_ && !opt.no_stage && st.ok() && !SharedFsName(in.data_fs_type))
     in.shmem_huge = io::ShmemCollapseError().empty();
@@ -87,6 +108,12 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   // clean-up and the job's agreement on damaged members cover a copy made then, not one
   // still running when a rank is killed or a member found damaged.
   StageDecision decision = DecideStaging(in);
+  if (st.ok() && decision.stage && !decision.local_dir.empty()) {
+    if (Status made = UseLocalDir(decision.local_dir, decision.local_dir); !made.ok()) {
+      decision.stage = false;  // (a copy that cannot be made costs speed, not the job)
+      decision.why += " (but " + made.message() + ": served in place)";
+    }
+  }
   if (mpi_) decision.overlap = false;
   s->stage = decision.stage;
   const bool overlap = decision.stage && decision.overlap;

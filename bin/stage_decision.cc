@@ -100,21 +100,27 @@ StageDecision DecideCopy(const StageInputs& in) {
     }
     return d;
   }
-  if (in.share_bytes > in.local_free) {
-    d.why = std::string("DATA is on ") + shared + ", but " + in.local_where + " has " +
-            cli::HumanBytes(static_cast<double>(in.local_free)) + " free for " +
-            cli::HumanBytes(static_cast<double>(in.share_bytes)) +
-            " (give --local-dir on a larger disk)";
-    return d;
-  }
+  std::string short_of;  // why the copy cannot go where copies go by default
+  if (in.share_bytes > in.local_free)
+    short_of = in.local_where + " has " + cli::HumanBytes(static_cast<double>(in.local_free)) +
+               " free for " + cli::HumanBytes(static_cast<double>(in.share_bytes));
   // (a copy in tmpfs is memory charged to the job: over half of what the job may use, it
   // would crowd out the training itself, or be killed by the job's cgroup)
-  if (in.local_is_memory && in.mem_available > 0 && in.share_bytes > in.mem_available / 2) {
-    d.why = std::string("DATA is on ") + shared + ", but a copy of " +
-            cli::HumanBytes(static_cast<double>(in.share_bytes)) + " in " + in.local_where +
-            " would take over half of the " +
-            cli::HumanBytes(static_cast<double>(in.mem_available)) +
-            " of memory this job may use (give --local-dir on a local disk)";
+  else if (in.local_is_memory && in.mem_available > 0 && in.share_bytes > in.mem_available / 2)
+    short_of = "a copy of " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " in " +
+               in.local_where + " would take over half of the " +
+               cli::HumanBytes(static_cast<double>(in.mem_available)) +
+               " of memory this job may use";
+  if (!short_of.empty() && !in.disk_where.empty() && in.share_bytes <= in.disk_free) {
+    d.stage = d.overlap = true;
+    d.local_dir = in.disk_where;
+    d.why = std::string("DATA is on ") + shared + "; " + short_of + ", so the copy goes to " +
+            in.disk_where + ", a local disk";
+    return d;
+  }
+  if (!short_of.empty()) {
+    d.why = std::string("DATA is on ") + shared + ", but " + short_of +
+            " (give --local-dir on a larger local disk)";
     return d;
   }
   d.stage = d.overlap = true;

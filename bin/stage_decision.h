@@ -18,9 +18,13 @@ struct StageInputs {
   uint64_t share_bytes = 0;      // this node's partitions
   uint64_t local_free = 0;       // free bytes where the copies would go
   bool local_is_memory = false;  // and that place is tmpfs: a copy there takes memory
-  std::string local_where;       // that place, for the reason
-  uint64_t mem_available = 0;    // MemAvailable of /proc/meminfo
-  bool shmem_huge = false;       // a copy in /dev/shm can be huge pages (io::ShmemCollapseError)
+  // Without --local-dir: a directory on a local disk (FindLocalDisk), "" when none, and its
+  // free bytes, for a copy that does not fit where copies go by default.
+  std::string disk_where;
+  uint64_t disk_free = 0;
+  std::string local_where;     // that place, for the reason
+  uint64_t mem_available = 0;  // MemAvailable of /proc/meminfo
+  bool shmem_huge = false;     // a copy in /dev/shm can be huge pages (io::ShmemCollapseError)
 };
 
 struct StageDecision {
@@ -32,7 +36,8 @@ struct StageDecision {
   // out of 2 MiB pages whatever the page cache held (1.5-1.8x native against 1.3-1.5x from
   // ext4's page cache, docs/performance.md).
   bool overlap = false;
-  std::string why;  // "DATA is on NFS", "--no-stage", ...
+  std::string why;        // "DATA is on NFS", "--no-stage", ...
+  std::string local_dir;  // the copies go to this local disk instead (disk_where), or ""
   // Served in place from a local file system, with the node's share fitting in half of the
   // available memory: fanrun reads the blobs into the page cache in huge folios while CMD
   // runs (io/warm.h), so that a warm epoch copies out of 2 MiB folios whatever order the

@@ -112,12 +112,48 @@ TEST(StageDecision, ACopyInMemoryOverHalfOfWhatTheJobMayUseIsNotMade) {
   EXPECT_FALSE(d.stage);
   EXPECT_EQ(d.why,
             "DATA is on FUSE, but a copy of 10.0 MiB in /dev/shm would take over half of the "
-            "20.0 MiB of memory this job may use (give --local-dir on a local disk)");
+            "20.0 MiB of memory this job may use (give --local-dir on a larger local disk)");
   in.local_is_memory = false;  // (a local disk: its room decides)
   EXPECT_TRUE(DecideStaging(in).stage);
   in.local_is_memory = true;
   in.mem_available = 0;  // (unknown)
   EXPECT_TRUE(DecideStaging(in).stage);
+}
+
+TEST(StageDecision, ACopyThatDoesNotFitByDefaultGoesToALocalDisk) {
+  StageInputs in = OneNode(kFuse);
+  in.local_is_memory = true;
+  in.mem_available = 16u << 20;  // (a 10 MiB share: over half)
+  in.disk_where = "/tmp";
+  in.disk_free = 10u << 20;
+  StageDecision d = DecideStaging(in);
+  EXPECT_TRUE(d.stage);
+  EXPECT_TRUE(d.overlap);
+  EXPECT_EQ(d.local_dir, "/tmp");
+  EXPECT_EQ(d.why,
+            "DATA is on FUSE; a copy of 10.0 MiB in /dev/shm would take over half of the 16.0 "
+            "MiB of memory this job may use, so the copy goes to /tmp, a local disk");
+  in.mem_available = 1ull << 30;  // (short of room instead)
+  in.local_free = 1u << 20;
+  d = DecideStaging(in);
+  EXPECT_EQ(d.local_dir, "/tmp");
+  EXPECT_EQ(d.why,
+            "DATA is on FUSE; /dev/shm has 1.0 MiB free for 10.0 MiB, so the copy goes to "
+            "/tmp, a local disk");
+  in.disk_free = (10u << 20) - 1;  // the disk too small as well: in place, said
+  d = DecideStaging(in);
+  EXPECT_FALSE(d.stage);
+  EXPECT_TRUE(d.local_dir.empty());
+  in.disk_free = 10u << 20;
+  in.local_free = 1u << 30;  // /dev/shm fits: it is used, not the disk
+  d = DecideStaging(in);
+  EXPECT_TRUE(d.stage);
+  EXPECT_TRUE(d.local_dir.empty());
+  StageInputs local = OneNode(kExt4);  // DATA on a local disk is never copied to another
+  local.disk_where = "/tmp";
+  local.disk_free = 1ull << 30;
+  local.mem_available = 1u << 20;
+  EXPECT_FALSE(DecideStaging(local).stage);
 }
 
 TEST(StageDecision, ALocalShareIsCopiedToHugePagesWhereTheyCanBeMadeAndItFits) {

@@ -131,12 +131,19 @@ else
   sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
     "$FANRUN" --data "$S/cgpacked" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
     bad "a 40 MiB share in a 64 MiB cgroup is served in place, silently: $(cat "$S/err")"
-  # (DATA on FUSE: its copy in /dev/shm would take over half of what the job may use)
-  if fuse_data "$S/cgpacked" "$S/cgfuse"; then
-    sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
-      "$FANRUN" --data "$S/cgfuse" --mount "$S/mnt" -- true 2>"$S/err"
-    grep -q "^fanrun: serving DATA in place (DATA is on FUSE, but a copy of 40\.[0-9] MiB in /dev/shm would take over half of the .* of memory this job may use (give --local-dir on a local disk))$" "$S/err" &&
-      ok || bad "DATA on FUSE whose copy would not fit the job's cgroup: in place, said: $(cat "$S/err")"
+  # (DATA on FUSE: its copy in /dev/shm would take over half of what the job may use, so it
+  # goes to a local disk, $TMPDIR, where the scratch directory is on one; read from there)
+  if [ "$(stat -f -c %T "$S")" = tmpfs ]; then
+    skip "part 3b: the scratch directory is on tmpfs, no local disk to copy to"
+  elif fuse_data "$S/cgpacked" "$S/cgfuse"; then
+    mkdir -p "$S/disk"
+    sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" env TMPDIR="$S/disk" \
+      "$FANRUN" --data "$S/cgfuse" --mount "$S/mnt" -- \
+      sh -c 'i=0; while [ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; cmp "$1" "$2" && ls "$3"' \
+      sh "$S/mnt/big.bin" "$S/cgsrc/big.bin" "$S/disk" >"$S/out" 2>"$S/err"
+    grep -q "^fanrun: copying 40\.[0-9] MiB of DATA to $S/disk/fanstore-.* while the command runs; .*(DATA is on FUSE; a copy of 40\.[0-9] MiB in /dev/shm would take over half of the .* of memory this job may use, so the copy goes to $S/disk, a local disk)$" "$S/err" &&
+      grep -q "^fanstore-" "$S/out" && [ -z "$(ls "$S/disk")" ] && ok ||
+      bad "DATA on FUSE whose copy would not fit the job's cgroup goes to a local disk, read byte-exact, removed at the end: $(cat "$S/err" "$S/out")"
   fi
   sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" "$FANRUN" doctor >"$S/doctor" 2>&1
   grep -q "^memory    .* available, .* left in this job's memory cgroup; a local DATA share up to .* is copied" "$S/doctor" &&
