@@ -3,6 +3,9 @@
 # Source after tests/bin/lib.sh with SRCDIR set; sets B (the bundle), S (scratch), DS (the
 # packed dataset), NATIVE (md5sum lines of every file), MNT (a mount path no image has).
 S=$SCRATCH
+# (checks read fanrun's stderr for one line: no start-up lines, such as the copy of this
+# local dataset to /dev/shm fanrun makes where the node makes shmem huge pages)
+export FANSTORE_QUIET=1
 ROOTS=${FANSTORE_ROOTS:-/var/cache/fanstore-roots}
 tarball=${TARBALL:-$(ls -t "$SRCDIR"/build/bundle/fanstore-*-linux-x86_64.tar.gz 2>/dev/null | head -1)}
 if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
