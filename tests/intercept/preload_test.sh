@@ -157,6 +157,8 @@ if [ -n "${PROBE_CTOR_THREADS:-}" ]; then
   e6=EHOSTDOWN,EHOSTDOWN,EHOSTDOWN,EHOSTDOWN,EHOSTDOWN,EHOSTDOWN
   [ "$native_ctor" = "read=1x opens=ENOENT,ENOENT,ENOENT,ENOENT,ENOENT,ENOENT" ] && ok ||
     bad "constructor threads, natively: $native_ctor"
+  moved_all=0  # (whether a stopped thread is caught inside the blocked read is chance: counted
+  # over both hooks' 50 runs, where one of 25 found none under load)
   for mode in rewrite pass; do
     want="read=1x opens=$e6"
     [ $mode = pass ] && want=$native_ctor
@@ -174,8 +176,9 @@ if [ -n "${PROBE_CTOR_THREADS:-}" ]; then
     [ $fails -eq 0 ] && ok || bad "constructor threads ($mode hook): $fails of 25 runs wrong, the last: $last"
     [ $stopped -eq 25 ] && ok || bad "constructor threads ($mode hook): 6 threads stopped in $stopped of 25 runs"
     echo "constructor threads ($mode hook): a thread resumed in a stub in $moved of 25 runs"
+    moved_all=$((moved_all + moved))
   done
-  [ $moved -gt 0 ] && ok || bad "constructor threads: the blocked read never resumed in a stub in 25 runs"
+  [ $moved_all -gt 0 ] && ok || bad "constructor threads: the blocked read never resumed in a stub in 50 runs"
   if emulated; then
     skip "a thread blocking every signal: under qemu-user it looks like qemu's own threads"
   elif got=$(CTOR_THREADS_BLOCK=1 LD_PRELOAD=$LIB "$PROBE_CTOR_THREADS" 2>"$S/ctor.err") &&
