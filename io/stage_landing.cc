@@ -201,6 +201,9 @@ class Lander {
       const size_t want = std::min(len - got, kRead);
       const ssize_t n = ::pread(p.in, p.map + off + got, want, static_cast<off_t>(off + got));
       if (n < 0 && errno == EINTR) continue;
+      // (the kernel could not fault in a page of the copy: tmpfs is full since its room was
+      // checked, ENOSPC as a plain write would say)
+      if (n < 0 && errno == EFAULT) return Status::FromErrno(p.copy->dst, ENOSPC);
       if (n < 0) return Status::FromErrno(p.copy->src, errno);
       if (n == 0) return Status::Error(p.copy->src + ": shorter than expected");
       got += static_cast<size_t>(n);
