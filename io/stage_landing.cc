@@ -1,7 +1,5 @@
 #include <fcntl.h>
-#include <linux/magic.h>
 #include <sys/mman.h>
-#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,9 +50,9 @@ class Lander {
 
   Status Run(const std::atomic<bool>* cancel) {
     for (Part& p : parts_) {
-      bool no_room = false;
+      bool no_room = false, seeded = false;
       auto size = OpenCopy(p.copy->src, p.copy->dst + ".staging", p.copy->dst, manifest_,
-                           p.copy->partition, &p.in, &p.out, &no_room, true);
+                           p.copy->partition, &p.in, &p.out, &no_room, &seeded);
       if (!size.ok()) return size.status();
       p.size = *size;
       p.chunks = (p.size + map_->chunk_bytes() - 1) / map_->chunk_bytes();
@@ -62,7 +60,7 @@ class Lander {
       p.t0 = std::chrono::steady_clock::now();
       // (a FUSE client or NFS reads further ahead of a stream it is told is sequential)
       ::posix_fadvise(p.in, 0, 0, POSIX_FADV_SEQUENTIAL);
-      MapForLanding(p);
+      if (seeded) MapForLanding(p);
       if (map_->chunks(p.copy->partition) != p.chunks)
         return Status::Error(p.copy->src + ": the landing map does not match its size");
     }
@@ -86,9 +84,6 @@ class Lander {
 
  private:
   static constexpr size_t kStreams = 4;
-  // A chunk is read 1 MiB at a time: four streams of 4 MiB reads from MooseFS's FUSE client
-  // took 0.68-0.72 s and 1.07-1.12 CPU-seconds for 200 MiB, of 1 MiB 0.60 s and 1.0.
-  static constexpr size_t kRead = 1u << 20;
 
   // A chunk a reader waits for and no stream has taken.
   bool PickWanted(size_t* part, uint64_t* chunk) {
@@ -185,8 +180,6 @@ class Lander {
   // every reader), and could be refused (EAGAIN) while one copied out. A chunk the kernel
   // does not collapse stays small pages; FinishCopy tries the whole copy again and says so.
   void MapForLanding(Part& p) {
-    struct statfs fs;
-    if (p.size < base::kHugePage || ::fstatfs(p.out, &fs) != 0 || fs.f_type != TMPFS_MAGIC) return;
     const long m = base::MapHugeAligned(p.out, p.size, PROT_READ | PROT_WRITE);
     if (m >= 0) p.map = reinterpret_cast<uint8_t*>(m);
   }
@@ -197,18 +190,11 @@ class Lander {
     bool no_room = false;
     if (!p.map) return CopyBytes(p.in, p.out, off, len, buf, p.copy->src, p.copy->dst, &no_room);
     ::madvise(p.map + off, len, base::kMadvCollapse);
-    for (size_t got = 0; got < len;) {
-      const size_t want = std::min(len - got, kRead);
-      const ssize_t n = ::pread(p.in, p.map + off + got, want, static_cast<off_t>(off + got));
-      if (n < 0 && errno == EINTR) continue;
-      // (the kernel could not fault in a page of the copy: tmpfs is full since its room was
-      // checked, ENOSPC as a plain write would say)
-      if (n < 0 && errno == EFAULT) return Status::FromErrno(p.copy->dst, ENOSPC);
-      if (n < 0) return Status::FromErrno(p.copy->src, errno);
-      if (n == 0) return Status::Error(p.copy->src + ": shorter than expected");
-      got += static_cast<size_t>(n);
-    }
-    return Status::Ok();
+    Status st = ReadAt(p.in, p.map + off, off, len, p.copy->src);
+    // (the kernel could not fault in a page of the copy: tmpfs filled since its room was
+    // checked; ENOSPC, as a plain write would say)
+    if (st.IsErrno(EFAULT)) return Status::FromErrno(p.copy->dst, ENOSPC);
+    return st;
   }
 
   // A chunk written: landed; the partition checked and renamed once all of it is (by the

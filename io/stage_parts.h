@@ -12,17 +12,20 @@
 
 namespace fanstore::io {
 
+// `len` bytes at `off` of `in` (`src`) read into `to`, in reads of 1 MiB at most.
+Status ReadAt(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src);
 // `len` bytes at `off` of `in` (`src`) written at the same offset of `out` (`dst`), through
 // `buf` (len bytes). *no_room: failed for want of room only.
 Status CopyBytes(int in, int out, uint64_t off, size_t len, uint8_t* buf, const std::string& src,
                  const std::string& dst, bool* no_room);
 // Opens `src` into *in, checks its size against the manifest's partition `id`, and makes
 // `tmp` (*out) with room for it; returns the size. *no_room: failed for want of room only.
-// `seed_huge`: on tmpfs, room is checked, not reserved, and one page per 2 MiB allocated for
-// MADV_COLLAPSE to make each a huge page before it is written (the landing copy).
+// With `seeded` (the landing copy), a copy of 2 MiB or more on tmpfs has its room checked,
+// not reserved, and one page per 2 MiB allocated, for MADV_COLLAPSE to make each a huge
+// page before it is written; *seeded says whether that was done.
 Result<uint64_t> OpenCopy(const std::string& src, const std::string& tmp, const std::string& dst,
                           const meta::Manifest& manifest, uint32_t id, int* in, int* out,
-                          bool* no_room, bool seed_huge);
+                          bool* no_room, bool* seeded);
 // The complete copy at `tmp` checked as partition `id` (header, footer, index, manifest,
 // and with `check_members` every raw member's CRC32C; made huge pages on tmpfs) and renamed
 // to `dst`; removed when it fails. A copy read while it is made is not checked member by
