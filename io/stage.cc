@@ -297,9 +297,8 @@ std::string ShmemCollapseError() {
   std::string err;
   if (::ftruncate(fd, base::kHugePage) != 0)
     err = std::string("ftruncate: ") + std::strerror(errno);
-  const std::vector<char> ones(base::kHugePage, 1);
-  if (err.empty() && ::pwrite(fd, ones.data(), ones.size(), 0) != static_cast<ssize_t>(ones.size()))
-    err = "no memory for 2 MiB of shmem";
+  // (one seed page, as OpenCopy leaves a landing copy: the collapse makes the rest)
+  if (err.empty() && ::posix_fallocate(fd, 0, 4096) != 0) err = "no memory for shmem";
   if (err.empty()) {
     const long m = base::MapHugeAligned(fd, base::kHugePage);
     if (m < 0) {

@@ -35,7 +35,8 @@ struct StageResult {
 // (ENOSPC or EDQUOT: the source is fine and may be read where it is).
 // "" when this kernel makes a shmem file huge pages on MADV_COLLAPSE, as a copy on tmpfs
 // asks of its chunks (Linux 6.1+, shmem huge pages not `deny`), else why not: tried on a
-// 2 MiB memfd (shmem, as /dev/shm is). `fanrun doctor` says it; staging chooses by it.
+// 2 MiB memfd (shmem, as /dev/shm is) holding one seed page, as a landing copy does. `fanrun
+// doctor` says it; staging chooses by it.
 std::string ShmemCollapseError();
 
 Result<StageResult> StagePartition(const std::string& src, const std::string& dst,
