@@ -15,9 +15,11 @@ namespace fanstore::testing {
 
 class TempDir {
  public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "fanstore-test-XXXXXX").string();
-    path_ = ::mkdtemp(tmpl.data());
+  TempDir() : TempDir(std::filesystem::temp_directory_path().string()) {}
+  // In `base` (e.g. /dev/shm, for what must be on tmpfs).
+  explicit TempDir(const std::string& base) {
+    std::string tmpl = base + "/fanstore-test-XXXXXX";
+    path_ = ::mkdtemp(tmpl.data()) ? tmpl : "";
   }
   ~TempDir() {
     std::error_code ec;
