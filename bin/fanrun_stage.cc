@@ -102,7 +102,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   in.mem_available = MemoryForCopies();
   if (opt.local_dir.empty() && nodes_ == 1) FindLocalDisk(&in.disk_where, &in.disk_free);
   // (one node, no launcher, DATA local: whether a copy in huge pages is possible decides)
-  if (nodes_ == 1 && !mpi_ && !opt.no_stage && st.ok() && !SharedFsName(in.data_fs_type))
+  if (nodes_ == 1 && !mpi_ && !opt.no_stage && st.ok() && !SharedFsName(in.data_fs_type) &&
+      in.data_fs_type != TMPFS_MAGIC)
     in.shmem_huge = io::ShmemCollapseError().empty();
   // Under a launcher even one rank copies before the exchange, as several do: the rank's
   // clean-up and the job's agreement on damaged members cover a copy made then, not one

@@ -68,6 +68,8 @@ const char* LocalFsName(long t) {
 
 namespace {
 
+constexpr long kTmpfs = 0x01021994;
+
 StageDecision DecideCopy(const StageInputs& in) {
   StageDecision d;
   if (in.no_stage_flag) {
@@ -91,7 +93,7 @@ StageDecision DecideCopy(const StageInputs& in) {
     std::snprintf(type, sizeof type, "type 0x%lx",
                   static_cast<unsigned long>(in.data_fs_type) & 0xFFFFFFFFul);
     d.why = std::string("DATA is on a local file system (") + (local ? local : type) + ")";
-    constexpr long kTmpfs = 0x01021994;  // (already in memory: a copy gains nothing)
+    // (DATA on tmpfs is in memory already: a copy gains nothing)
     if (in.shmem_huge && in.data_fs_type != kTmpfs && in.share_bytes > 0 &&
         in.share_bytes <= in.mem_available / 2 && in.share_bytes <= in.local_free) {
       d.stage = d.overlap = true;
@@ -132,7 +134,7 @@ StageDecision DecideCopy(const StageInputs& in) {
 
 StageDecision DecideStaging(const StageInputs& in) {
   StageDecision d = DecideCopy(in);
-  constexpr long kTmpfs = 0x01021994;  // (always in memory: nothing to read in)
+  // (DATA on tmpfs is always in memory: nothing to read in)
   d.warm = !d.stage && !SharedFsName(in.data_fs_type) && in.data_fs_type != kTmpfs &&
            in.share_bytes > 0 && in.share_bytes <= in.mem_available / 2;
   return d;
