@@ -95,9 +95,10 @@ inline constexpr char kTestCorruptReplies[] = "FANSTORE_TEST_CORRUPT_REPLIES";
 inline constexpr char kTestSilentRank[] = "FANSTORE_TEST_SILENT_RANK";
 inline constexpr char kTestCopyDelayMs[] = "FANSTORE_TEST_COPY_DELAY_MS";
 // For tests: each chunk of a copy made while CMD runs waits N ms before it starts; the copy
-// fails once N chunks have landed.
+// fails once N chunks have landed; chunks land in the copy even where DATA keeps pages cached.
 inline constexpr char kTestChunkDelayMs[] = "FANSTORE_TEST_CHUNK_DELAY_MS";
 inline constexpr char kTestCopyFailAfter[] = "FANSTORE_TEST_COPY_FAIL_AFTER";
+inline constexpr char kTestLandInCopy[] = "FANSTORE_TEST_LAND_IN_COPY";
 
 // Whether the environment entry `e` ("NAME=value") assigns the variable `name`.
 constexpr bool Assigns(const char* e, const char* name) {

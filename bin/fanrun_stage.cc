@@ -314,11 +314,12 @@ void Node::StartCopier(const meta::Manifest& manifest) {
     bool huge = false;
     std::vector<io::LandingCopy> copies;
     for (const Copy& c : copies_) copies.push_back({c.partition, c.src, c.dst});
-    io::LandingOptions opt;  // (tests: a slow copy, a copy that fails midway)
+    io::LandingOptions opt;  // (tests: a slow copy, a copy that fails midway, no fetch)
     if (const char* d = std::getenv(fanstore::env::kTestChunkDelayMs))
       opt.chunk_delay_ms = std::atoi(d);
     if (const char* f = std::getenv(fanstore::env::kTestCopyFailAfter))
       opt.fail_after = std::atoll(f);
+    opt.copy_first = std::getenv(fanstore::env::kTestLandInCopy) != nullptr;
     const Status st =
         io::StageLanding(copies, manifest, &landing_, opt, &cancel_copy_,
                          [&](const io::LandingCopy&, const io::StageResult& r) {

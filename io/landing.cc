@@ -192,6 +192,14 @@ bool LandingMap::Copying() const {
   return Load(words_ + 2) != 0;
 }
 
+void LandingMap::SetFromData(bool on) {
+  __atomic_store_n(words_ + 5, on ? 1 : 0, __ATOMIC_RELEASE);
+}
+
+bool LandingMap::FromData() const {
+  return Load(words_ + 5) != 0;
+}
+
 void LandingMap::Wake(uint32_t p) const {
   base::RawSyscall6(SYS_futex, reinterpret_cast<long>(Slot(p)), FUTEX_WAKE, INT_MAX);
 }

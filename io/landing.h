@@ -1,12 +1,13 @@
 // The landing map: while one node copies its partitions to local storage as CMD runs, which
-// 2 MiB chunks of each copy have landed (readers read those from the copy at once) and which
-// ones readers wait for (the copier takes those next). A small file in the rank's directory
+// 2 MiB chunks of each partition have landed (readers read those at once: from DATA's page
+// cache where the copier fetches first, else from the copy) and which ones readers wait for
+// (the copier takes those next). A small file in the rank's directory
 // under /dev/shm, mapped shared by fanrun's copier and every served process; a reader waits
 // on a partition's landing count with a futex.
 //
 // Layout (64-bit words): magic, partition count, whether the copier is at work, the chunk
 // size, the want count (low 32 bits, the futex word the copier's urgent stream sleeps on),
-// unused; per partition 4 words: the landing count
+// where landed chunks are read (1: DATA, 0: the copy); per partition 4 words: the landing count
 // (low 32 bits, the futex word) and the state (high 32), chunks, the word of its landed
 // bits, the word of its wanted bits; then the bits.
 // Thread-safety: every operation is atomic on the shared words; Create and Close are the
@@ -72,11 +73,15 @@ class LandingMap {
   // CMD runs, and stops at the end of the copy, a failure or CMD's end); wakes every waiter.
   void SetCopying(bool on);
   bool Copying() const;
+  // Where landed chunks are: in DATA's page cache (read DATA), or in the copy. The copier's
+  // to set, before anything lands.
+  void SetFromData(bool on);
+  bool FromData() const;
   // Sleeps until the landing count is no longer `seen`, or `timeout_ns`.
   void Wait(uint32_t p, uint32_t seen, int64_t timeout_ns) const;
 
  private:
-  static constexpr uint64_t kHead = 6;  // magic, partitions, copying, chunk, wants, (unused)
+  static constexpr uint64_t kHead = 6;  // magic, partitions, copying, chunk, wants, from DATA
   uint64_t* Slot(uint32_t p) const { return words_ + kHead + 4 * static_cast<size_t>(p); }
   bool Bit(uint64_t first_word, uint64_t i) const;
   void Wake(uint32_t p) const;

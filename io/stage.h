@@ -45,11 +45,14 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
                                    bool* no_room = nullptr);
 
 // The copies one node makes while CMD runs, all at once, chunk by chunk (io/landing.h): each
-// chunk is marked in `map` as it lands, so readers read it from the copy at once; chunks
-// readers want go first, the rest in order; a partition whose chunks have all landed is
-// checked and renamed as StagePartition does, and `landed` is called for it. On an error
-// (named as StagePartition names it) every copy not finished is removed and marked
-// kFailed, so that readers read those partitions where they are.
+// chunk is marked in `map` as it lands, so readers read it at once; chunks readers want go
+// first, the rest in order. Where DATA's file system keeps what is read in the page cache,
+// a chunk lands there (fetched: read once, the bytes dropped) and readers read it from DATA;
+// once every chunk has, the copies are made from the page cache at the lowest CPU priority.
+// Elsewhere each chunk lands in the copy. A partition whose copy is complete is checked and
+// renamed as StagePartition does, and `landed` is called for it. On an error (named as
+// StagePartition names it) every copy not finished is removed and marked kFailed, so that
+// readers read those partitions where they are.
 struct LandingCopy {
   uint32_t partition;
   std::string src, dst;
@@ -57,6 +60,7 @@ struct LandingCopy {
 struct LandingOptions {     // (for tests)
   int chunk_delay_ms = 0;   // before each chunk is started
   int64_t fail_after = -1;  // chunks landed before the copy fails
+  bool copy_first = false;  // land chunks in the copy even where DATA keeps pages cached
 };
 using LandedFn = std::function<void(const LandingCopy&, const StageResult&)>;
 Status StageLanding(const std::vector<LandingCopy>& copies, const meta::Manifest& manifest,

@@ -1,5 +1,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,7 +27,8 @@ struct Part {
   std::vector<uint64_t> issued;
   uint8_t* map = nullptr;  // the copy, written through (tmpfs: MapForLanding)
   bool finished = false;
-  bool taken = false;  // a stream reads it in order
+  bool taken = false;       // a stream reads it in order
+  bool copy_taken = false;  // (fetched first) a thread copies it
   std::chrono::steady_clock::time_point t0;
 };
 
@@ -64,6 +67,8 @@ class Lander {
       if (map_->chunks(p.copy->partition) != p.chunks)
         return Status::Error(p.copy->src + ": the landing map does not match its size");
     }
+    from_data_ = !opt_.copy_first && KeepsPages();
+    map_->SetFromData(from_data_);
     for (Part& p : parts_)  // (an empty partition has nothing to land)
       if (p.chunks == 0) FANSTORE_RETURN_IF_ERROR(Finish(p));
     cancel_ = cancel;
@@ -79,11 +84,43 @@ class Lander {
     streams_done_ = true;
     map_->Nudge();
     urgent.join();
+    if (!error_.ok() || !from_data_) return error_;
+    // Every chunk is in DATA's page cache, where readers read it: now the copies, behind
+    // anything else that wants the CPU (the first epoch's readers, on a node the fetch kept
+    // busy), each partition by one thread.
+    streams.clear();
+    for (size_t i = 1; i < n; ++i) streams.emplace_back([this] { CopyParts(); });
+    CopyParts();
+    for (std::thread& t : streams) t.join();
     return error_;
   }
 
  private:
   static constexpr size_t kStreams = 4;
+
+  // Whether DATA's file system keeps what is read in the page cache, so that a fetched
+  // chunk can be read there: the first page of every partition (fanrun's set-up read it,
+  // the header) is read, the file opened again as a reader would, and the page found still
+  // cached. A file system that reads around the page cache (FUSE's direct_io) or drops it
+  // at each open says no, and the chunks land in the copy instead.
+  bool KeepsPages() const {
+    const long page = ::sysconf(_SC_PAGESIZE);
+    std::vector<uint8_t> head(static_cast<size_t>(page));
+    for (const Part& p : parts_) {
+      if (p.size < static_cast<uint64_t>(page)) continue;
+      if (::pread(p.in, head.data(), head.size(), 0) != page) return false;
+      const int again = ::open(p.copy->src.c_str(), O_RDONLY | O_CLOEXEC);
+      if (again < 0) return false;
+      void* m = ::mmap(nullptr, head.size(), PROT_READ, MAP_SHARED, again, 0);
+      ::close(again);
+      if (m == MAP_FAILED) return false;
+      unsigned char v = 0;
+      const bool cached = ::mincore(m, head.size(), &v) == 0 && (v & 1);
+      ::munmap(m, head.size());
+      if (!cached) return false;
+    }
+    return true;
+  }
 
   // A chunk a reader waits for and no stream has taken.
   bool PickWanted(size_t* part, uint64_t* chunk) {
@@ -158,18 +195,56 @@ class Lander {
     }
   }
 
-  // False (the copy's error recorded) when it failed.
+  // A chunk fetched into DATA's page cache (read into `buf`, which is then dropped) or
+  // copied, and landed. False (the copy's error recorded) when it failed.
   bool CopyAndLand(size_t part, uint64_t chunk, uint8_t* buf) {
     if (opt_.chunk_delay_ms > 0)
       std::this_thread::sleep_for(std::chrono::milliseconds(opt_.chunk_delay_ms));
-    Status st = cancel_ && cancel_->load(std::memory_order_relaxed)
-                    ? Status::Error("copy cancelled")
-                    : CopyChunk(parts_[part], chunk, buf);
+    Status st = Cancelled()  ? Status::Error("copy cancelled")
+                : from_data_ ? Fetch(parts_[part], chunk, buf)
+                             : CopyChunk(parts_[part], chunk, buf);
     if (st.ok()) st = Landed(part, chunk);
+    return Record(st);
+  }
+  bool Cancelled() const { return cancel_ && cancel_->load(std::memory_order_relaxed); }
+  bool Record(const Status& st) {
     if (st.ok()) return true;
     std::lock_guard<std::mutex> lock(mu_);
     if (error_.ok()) error_ = st;
     return false;
+  }
+
+  Status Fetch(const Part& p, uint64_t chunk, uint8_t* buf) {
+    const uint64_t off = chunk * map_->chunk_bytes();
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(map_->chunk_bytes(), p.size - off));
+    return ReadAt(p.in, buf, off, len, p.copy->src);
+  }
+
+  // The second phase of a fetched copy: the partitions no thread has taken, each copied
+  // from DATA's page cache chunk by chunk, then checked and renamed. At the lowest CPU
+  // priority: it is off every reader's path (their bytes are cached), and the readers of
+  // the first epoch would otherwise share the CPU with it.
+  void CopyParts() {
+    ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 19);
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[map_->chunk_bytes()]);
+    for (;;) {
+      Part* p = nullptr;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (!error_.ok()) return;
+        for (Part& q : parts_)
+          if (!q.finished && !q.copy_taken) {
+            q.copy_taken = true;
+            p = &q;
+            break;
+          }
+      }
+      if (!p) return;
+      for (uint64_t c = 0; c < p->chunks; ++c)
+        if (!Record(Cancelled() ? Status::Error("copy cancelled") : CopyChunk(*p, c, buf.get())))
+          return;
+      if (!Record(Cancelled() ? Status::Error("copy cancelled") : Finish(*p))) return;
+    }
   }
 
   // A copy on tmpfs is written through a mapping of it, each chunk made huge pages before
@@ -210,10 +285,9 @@ class Lander {
       last = ++p.landed == p.chunks;
     }
     // (CMD is done: checking a copy nobody will read would hold up the job's end)
-    if (last && cancel_ && cancel_->load(std::memory_order_relaxed))
-      return Status::Error("copy cancelled");
+    if (last && Cancelled()) return Status::Error("copy cancelled");
     map_->Land(p.copy->partition, chunk);
-    return last ? Finish(p) : Status::Ok();
+    return last && !from_data_ ? Finish(p) : Status::Ok();
   }
 
   Status Finish(Part& p) {
@@ -238,6 +312,7 @@ class Lander {
   LandingOptions opt_;
   const LandedFn& landed_;
   const std::atomic<bool>* cancel_ = nullptr;
+  bool from_data_ = false;  // chunks land in DATA's page cache, and are copied after
   std::atomic<bool> streams_done_{false};
   std::mutex mu_;  // guards the parts' cursors and bits, own_, error_, landed_total_
   std::vector<Part> parts_;

@@ -1,7 +1,8 @@
 // The landing map (io/landing.h) and the copy that fills it (io/stage.h StageLanding): the
 // map records its chunk size, a want wakes the copier once, and the copy lands byte-exact,
 // in huge pages where the kernel makes them, taking a chunk a reader waits for before its
-// sequential stream reaches it.
+// sequential stream reaches it: fetched into DATA's page cache first (where DATA keeps
+// pages, as here) or landed in the copy.
 #include "io/landing.h"
 
 #include <fcntl.h>
@@ -90,7 +91,9 @@ TEST(LandingMap, AWantWakesTheCopierOnceAndOnlyForChunksNotLanded) {
   wanter.join();
 }
 
-TEST(StageLanding, TakesAWantedChunkAtOnceAndLandsByteExact) {
+class LandingCopies : public ::testing::TestWithParam<bool> {};  // (copy_first)
+
+TEST_P(LandingCopies, TakesAWantedChunkAtOnceAndLandsByteExact) {
   testing::TempDir t;
   testing::TempDir d("/dev/shm");  // (the map and tmpfs copies live there)
   ASSERT_FALSE(d.path().empty());
@@ -130,6 +133,7 @@ TEST(StageLanding, TakesAWantedChunkAtOnceAndLandsByteExact) {
   });
   LandingOptions opt;
   opt.chunk_delay_ms = 30;
+  opt.copy_first = GetParam();
   StageResult result;
   const Status st = StageLanding({{0, src, dst}}, *manifest, &*map, opt, nullptr,
                                  [&](const LandingCopy&, const StageResult& r) { result = r; });
@@ -137,6 +141,7 @@ TEST(StageLanding, TakesAWantedChunkAtOnceAndLandsByteExact) {
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_LT(landed_when_wanted_arrived.load(), chunks / 2)
       << "the wanted chunk waited for the sequential stream";
+  EXPECT_EQ(map->FromData(), !GetParam()) << "where landed chunks are read";
   EXPECT_EQ(map->State(0), LandingState::kDone);
   EXPECT_EQ(testing::ReadFile(dst), testing::ReadFile(src));
   EXPECT_EQ(result.bytes, manifest->partitions[0].file_size);
@@ -145,6 +150,11 @@ TEST(StageLanding, TakesAWantedChunkAtOnceAndLandsByteExact) {
   else
     EXPECT_FALSE(result.small_pages_why.empty());  // (said, not silently small)
 }
+
+INSTANTIATE_TEST_SUITE_P(Modes, LandingCopies, ::testing::Values(false, true),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? "LandedInTheCopy" : "FetchedThenCopied";
+                         });
 
 }  // namespace
 }  // namespace fanstore::io

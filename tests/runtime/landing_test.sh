@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # One node copying DATA (on FUSE, as a shared file system) while CMD reads: the copy's 2 MiB
-# chunks are tracked in the landing map (io/landing.h). A read of a region not copied yet
-# asks for its chunk, which the copier takes next, and is served from the copy once it has
-# landed; a second read of a landed region is served from the copy without waiting; a
+# chunks are tracked in the landing map (io/landing.h). A read of a region not landed yet
+# asks for its chunk, which the copier takes next, and is served once it has landed (from
+# DATA's page cache, where the copier fetched it, or, told to land chunks in the copy, from
+# the copy); a second read of a landed region is served without waiting; a
 # copy that fails midway leaves no partial copy, and every file still reads byte-exact
 # from DATA; eight partitions read whole while copied read byte-exact. Each check reads the
 # map itself, and the runtime's statistics say where the bytes came from.
@@ -39,7 +40,7 @@ if mode == "late":
     while not words()[2] and time.time() < deadline: time.sleep(0.01)
     w = words()
     chunks = w[6 + 4 * 1 + 1]
-    print("before", landed(w, 1, chunks - 1), flush=True)
+    print("before", landed(w, 1, chunks - 1), "from_data", w[5], flush=True)
     rel = sys.argv[4]
     print("read", same(rel), same(rel), flush=True)
 elif mode == "phases":  # everything before the copy starts, while it runs, and after
@@ -69,8 +70,10 @@ else:
 PY
 stat_of() { /usr/bin/python3 -c "import json,sys; print(sum(json.loads(l)['$1'] for l in open(sys.argv[1])))" "$2"; }
 
-# 1. A region not copied yet: the read asks for its chunk, waits, and is served from the copy.
-# (the member at the highest offset of partition 1: `fanstore stat` gives partition and offset)
+# 1. A region not landed yet: the read asks for its chunk, waits, and is served once it has
+# landed: from DATA's page cache (squashfuse keeps it), and told to land chunks in the copy,
+# from the copy. (the member at the highest offset of partition 1: `fanstore stat` gives
+# partition and offset)
 best=""; best_off=-1
 for rel in $(cd "$S/src" && find . -type f | sed 's|^\./||'); do
   line=$($FANSTORE stat "$S/packed" "$rel" | awk '/Partition/ {p=$2} /Offset/ {o=$2} END {print p, o}')
@@ -78,12 +81,20 @@ for rel in $(cd "$S/src" && find . -type f | sed 's|^\./||'); do
   if [ "$p" = part-00001.fsb ] && [ "$o" -gt "$best_off" ]; then best=$rel; best_off=$o; fi
 done
 [ -n "$best" ] && ok || bad "fanstore stat names the last member of partition 1"
-FANSTORE_TEST_CHUNK_DELAY_MS=200 "$FANRUN" --stats "$S/stats1" --data "$S/fuse" --mount "$S/mnt" -- \
-  /usr/bin/python3 "$S/probe.py" late "$S/mnt" "$S/src" "$best" >"$S/out1" 2>"$S/err1"
-grep -qx "before 0" "$S/out1" && ok || bad "the region was not copied when read: $(cat "$S/out1" "$S/err1")"
-grep -qx "read True True" "$S/out1" && ok || bad "it reads byte-exact, twice: $(cat "$S/out1" "$S/err1")"
-[ "$(stat_of landing_waits "$S/stats1")" = 1 ] && ok || bad "the first read waited for its chunk, the second did not: $(cat "$S/stats1")"
-[ "$(stat_of landed_reads "$S/stats1")" -ge 2 ] && ok || bad "both reads came from the copy: $(cat "$S/stats1")"
+for where in data copy; do
+  if [ $where = data ]; then unset FANSTORE_TEST_LAND_IN_COPY; else export FANSTORE_TEST_LAND_IN_COPY=1; fi
+  FANSTORE_TEST_CHUNK_DELAY_MS=200 "$FANRUN" --stats "$S/stats1$where" --data "$S/fuse" --mount "$S/mnt" -- \
+    /usr/bin/python3 "$S/probe.py" late "$S/mnt" "$S/src" "$best" >"$S/out1" 2>"$S/err1"
+  want=$([ $where = data ] && echo 1 || echo 0)
+  grep -qx "before 0 from_data $want" "$S/out1" && ok ||
+    bad "($where) the region was not landed when read, and landed chunks are read from $where: $(cat "$S/out1" "$S/err1")"
+  grep -qx "read True True" "$S/out1" && ok || bad "($where) it reads byte-exact, twice: $(cat "$S/out1" "$S/err1")"
+  [ "$(stat_of landing_waits "$S/stats1$where")" = 1 ] && ok ||
+    bad "($where) the first read waited for its chunk, the second did not: $(cat "$S/stats1$where")"
+  [ "$(stat_of landed_reads "$S/stats1$where")" -ge 2 ] && ok ||
+    bad "($where) both reads were served as landed: $(cat "$S/stats1$where")"
+done
+unset FANSTORE_TEST_LAND_IN_COPY
 
 # 2. A copy that fails midway (after 2 chunks): no partial copy is left, every file reads
 # byte-exact (from DATA), and the failure is said.
