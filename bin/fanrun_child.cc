@@ -5,12 +5,14 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -18,6 +20,7 @@
 #include "base/env_names.h"
 #include "bin/cli_util.h"
 #include "bin/container.h"
+#include "bin/fanrun_node_parts.h"
 #include "bin/launcher.h"
 #include "bin/read_calibration.h"
 #include "bin/static_program.h"
@@ -216,10 +219,29 @@ void SetStagingFrom(const std::string& data) {
     ::setenv(env::kStagingFrom, data.c_str(), 1);
 }
 
-void ChooseMappedReads(const std::string& blob, const std::string& scratch_dir) {
+void ChooseMappedReads(const std::string& blob, const std::string& scratch_dir,
+                       const std::string& keep_in) {
   if (std::getenv(env::kMappedReads) || (blob.empty() && scratch_dir.empty())) return;
-  std::string file = blob;
+  std::string file = blob, kept;
   if (!scratch_dir.empty()) {
+    // Measured on a file of its own, the choice is the machine's and the file system's:
+    // kept for later jobs (in a private directory, so nobody else's choice is taken).
+    struct statfs fs;
+    if (!keep_in.empty() && ::statfs(scratch_dir.c_str(), &fs) == 0) {
+      char name[64];
+      std::snprintf(name, sizeof name, "/read-choice-%lx", static_cast<unsigned long>(fs.f_type));
+      kept = keep_in + name;
+      char c = 0;
+      const int k = ::open(kept.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+      const bool got = k >= 0 && ::read(k, &c, 1) == 1 && (c == '0' || c == '1');
+      if (k >= 0) ::close(k);
+      if (got) {
+        ::setenv(env::kMappedReads, c == '1' ? "1" : "0", 1);
+        spdlog::debug("reads of page-cached members: {} (kept from a measurement in {})",
+                      c == '1' ? "copied from the blob's mapping" : "pread", kept);
+        return;
+      }
+    }
     file = scratch_dir + "/calibration";
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0) return;
@@ -238,6 +260,7 @@ void ChooseMappedReads(const std::string& blob, const std::string& scratch_dir) 
   if (!cost) return;
   const bool mapped = MappedReadsPay(*cost);
   ::setenv(env::kMappedReads, mapped ? "1" : "0", 1);
+  if (!kept.empty()) (void)WriteFile(kept, mapped ? "1" : "0");
   spdlog::debug(
       "reads of page-cached members: {} (per 64 KiB: pread {:.0f} ns, from a new mapping {:.0f} "
       "ns, again {:.0f} ns)",

@@ -37,8 +37,11 @@ Status SetRuntimeEnv(const std::string& image, const std::string& mount, const s
 void SetStagingFrom(const std::string& data);
 // FANSTORE_MAPPED_READS for CMD, unless the user set it: measured on `blob`
 // (bin/read_calibration.h), or, when `scratch_dir` is given, on a file of its own there
-// (a blob still being copied from a shared file system is not read twice for it).
-void ChooseMappedReads(const std::string& blob, const std::string& scratch_dir = "");
+// (a blob still being copied from a shared file system is not read twice for it). That
+// choice, the machine's, is kept in the private directory `keep_in` (if given) per file
+// system type, and taken from there by later jobs (until /dev/shm is emptied: a reboot).
+void ChooseMappedReads(const std::string& blob, const std::string& scratch_dir = "",
+                       const std::string& keep_in = "");
 // Which node CMD runs on, of how many, and its place on its host (-1: not known, unset).
 void SetPlaceEnv(int rank, const std::string& nodes, int local_rank);
 

@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
   if (node.staging_from().empty())
     ChooseMappedReads(node.some_blob());
   else
-    ChooseMappedReads("", node.local_dir());
+    ChooseMappedReads("", node.local_dir(), node.kept_base());
   // The application's bound on one answer of its agent: every holder's timeout, and slack.
   ::setenv(env::kAgentTimeout, std::to_string(opt.timeout_s * (opt.replicas + 1) + 5).c_str(), 1);
   SetPlaceEnv(node.rank(), std::to_string(node.nodes()), node.local_rank());

@@ -90,7 +90,6 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   if (st.ok()) st = WriteFile(rank_dir_ + "/cache-dir", cache_dir());
   staged_ = s->stage && s->in_place.empty();  // (every local blob is fanrun's own copy)
   if (st.ok()) st = WriteFile(rank_dir_ + "/staged", staged_ ? "1" : "0");  // (for fanrun attach)
-  if (st.ok() && !staging_from_.empty()) st = WriteFile(rank_dir_ + "/staging-from", staging_from_);
   if (st.ok()) st = WriteFile(rank_dir_ + "/nodes", std::to_string(nodes_));
   s->build_s = Since(t_build);
   if (!st.ok()) return Status::Ok();  // (said at the agreement)

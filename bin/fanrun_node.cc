@@ -248,6 +248,11 @@ void Node::Teardown() {
   if (torn_down_) return;
   torn_down_ = true;
   cancel_copy_ = true;  // (CMD is done: a copy still running is of no use)
+  // (one node: the skeleton's directories go while the copier stops, each rmdir a journaled
+  // change, ~0.1 ms on ext4, 20 ms for an ImageNet-like tree's 200; ranks sharing a host
+  // remove theirs once they have met, below)
+  std::thread skeleton;
+  if (!mpi_) skeleton = std::thread([this] { RemoveSkeleton(skeleton_, mount_); });
   if (copier_.joinable()) copier_.join();
   const bool agent_met_the_others = agent_ && agent_->running() && mpi_;
   agent_.reset();
@@ -260,7 +265,10 @@ void Node::Teardown() {
     mpi::World().Ibarrier(&barrier);  // (the agents' end-of-job barrier is an Ibarrier)
     mpi::World().Wait(&barrier);
   }
-  RemoveSkeleton(skeleton_, mount_);
+  if (skeleton.joinable())
+    skeleton.join();
+  else
+    RemoveSkeleton(skeleton_, mount_);
   std::error_code ec;
   if (own_local_dir_) RemoveIfSame(local_dir_, local_id_);
   if (!rank_dir_.empty()) fs::remove_all(rank_dir_, ec);

@@ -24,6 +24,20 @@
 
 namespace fanstore::fanrun {
 
+// ThreadSanitizer's runtime cannot take a fork while another thread runs: built with it,
+// fanrun starts its threads only once CMD is forked.
+#if defined(__SANITIZE_THREAD__)
+inline constexpr bool kForkWaitsForThreads = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+inline constexpr bool kForkWaitsForThreads = true;
+#else
+inline constexpr bool kForkWaitsForThreads = false;
+#endif
+#else
+inline constexpr bool kForkWaitsForThreads = false;
+#endif
+
 // fanrun's exit status for its own failure (125, as env(1) and timeout(1) use).
 inline constexpr int kExitFanrun = 125;
 
@@ -60,6 +74,11 @@ class Node {
   int local_rank() const { return local_rank_; }
   const std::string& job() const { return job_; }
   const std::string& rank_dir() const { return rank_dir_; }
+  // The usual private directory of this user's jobs on this host (bin/private_dir.h), where
+  // what later jobs may reuse is kept; "" when this job uses a fresh one (removed at its end).
+  std::string kept_base() const {
+    return fresh_base_.empty() ? job_dir_.substr(0, job_dir_.rfind('/')) : "";
+  }
   const std::string& local_dir() const { return local_dir_; }  // the staged copies' directory
   const std::string& image_path() const { return image_path_; }
   const std::string& socket_path() const { return socket_path_; }
@@ -74,9 +93,12 @@ class Node {
   // One of this node's blobs as CMD will first read it (a copy, or DATA's while the copy is
   // made), for measuring read costs (bin/read_calibration.h); "" when it holds none.
   const std::string& some_blob() const { return some_blob_; }
-  // Starts that copy (a thread), if any. Called once CMD is forked: a process forked while
-  // another thread runs is what some runtimes (ThreadSanitizer's) cannot take.
-  void StartStaging() { StartCopier(copies_manifest_); }
+  // Starts that copy (a thread), if StageIn has not: a process forked while another thread
+  // runs is what ThreadSanitizer's runtime cannot take, so under it the copy starts once
+  // CMD is forked. Elsewhere StageIn starts it, before the partitions' indexes are read.
+  void StartStaging() {
+    if (!copier_.joinable()) StartCopier(copies_manifest_);
+  }
   io::AgentStats agent_stats() const;
 
  private:

@@ -124,17 +124,18 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   s->readers = std::vector<meta::PartitionReader>(parts);
   std::string room_error;
   uint64_t in_place_bytes = 0;
+  std::vector<std::pair<uint32_t, std::string>> held;  // (partition, the blob it reads first)
   for (uint32_t p = 0; p < parts && st.ok(); ++p) {
     s->broadcast[p] = (manifest.partitions[p].flags & meta::kFlagBroadcast) != 0;
     if (!s->placement.Holds(static_cast<uint32_t>(rank_), p, s->broadcast[p])) continue;
     // DATA's blob through fanrun's own descriptor: the job reads the dataset it started
     // with even if DATA is repacked, moved or deleted while it runs (HoldBlob).
-    auto held = HoldBlob(p, s->abs_data + "/" + meta::PartitionFileName(p));
-    if (!held.ok()) {
-      st = held.status();
+    auto blob = HoldBlob(p, s->abs_data + "/" + meta::PartitionFileName(p));
+    if (!blob.ok()) {
+      st = blob.status();
       break;
     }
-    const std::string src = *held;
+    const std::string src = *blob;
     std::string path = src;
     if (overlap) {  // read in place now, copied while CMD runs (StartCopier)
       copies_.push_back({p, src, local_dir_ + "/" + meta::PartitionFileName(p)});
@@ -157,14 +158,10 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
         break;
       }
     }
-    if (Status opened = s->readers[p].Open(path); !opened.ok()) {
-      st = opened;
-    } else if (Status same = meta::CheckAgainstManifest(s->readers[p], manifest, p); !same.ok()) {
-      st = same;
-    }
     s->local_paths[p] = overlap ? copies_.back().dst : path;
     if (some_blob_.empty()) some_blob_ = path;
     if (decision.warm) warm_.push_back(src);
+    held.emplace_back(p, path);
   }
   if (overlap && st.ok()) {
     staging_from_ = rank_dir_ + "/data";
@@ -175,7 +172,31 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
       landing_ = *map;
     else
       st = map.status();
+    // (for fanrun attach, and anyone watching: the copy removes it when done)
+    if (st.ok()) st = WriteFile(rank_dir_ + "/staging-from", staging_from_);
   }
+  // Each partition's header, footer and index, checked against the manifest: read at once
+  // (each is a few round trips on a shared file system).
+  std::vector<Status> checked(held.size());
+  std::atomic<size_t> next{0};
+  auto check = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < held.size();) {
+      const auto& [p, path] = held[i];
+      checked[i] = s->readers[p].Open(path);
+      if (checked[i].ok()) checked[i] = meta::CheckAgainstManifest(s->readers[p], manifest, p);
+    }
+  };
+  if (st.ok()) {
+    std::vector<std::thread> readers;
+    for (size_t i = 1; i < std::min<size_t>(held.size(), 8); ++i) readers.emplace_back(check);
+    check();
+    for (std::thread& t : readers) t.join();
+  }
+  for (const Status& c : checked)
+    if (st.ok() && !c.ok()) st = c;
+  // The copy starts now, while the namespace is built and CMD starts, unless a fork must
+  // wait for it (StartStaging).
+  if (overlap && st.ok() && !kForkWaitsForThreads) StartCopier(manifest);
   // (its absence tells a test or a benchmark that the blobs are warm)
   if (st.ok() && !warm_.empty()) st = WriteFile(rank_dir_ + "/warming", "1");
   // (DATA served in place from a local disk stays silent, as it was: --log-level debug)
@@ -302,10 +323,19 @@ void Node::StartCopier(const meta::Manifest& manifest) {
     return;
   }
   if (copies_.empty()) return;
-  // (tests: hold the copy back, so that reads are seen going to DATA first)
+  // (read here, not in the thread: the main thread may still be setting CMD's environment)
+  // (tests: hold the copy back, so that reads are seen going to DATA first; a slow copy, a
+  // copy that fails midway, one that lands chunks in the copy)
   const char* delay = std::getenv(fanstore::env::kTestCopyDelayMs);
   const long delay_ms = delay ? std::strtol(delay, nullptr, 10) : 0;
-  copier_ = std::thread([this, manifest, delay_ms] {
+  io::LandingOptions opt;
+  if (const char* d = std::getenv(fanstore::env::kTestChunkDelayMs))
+    opt.chunk_delay_ms = std::atoi(d);
+  if (const char* f = std::getenv(fanstore::env::kTestCopyFailAfter))
+    opt.fail_after = std::atoll(f);
+  opt.copy_first = std::getenv(fanstore::env::kTestLandInCopy) != nullptr;
+  const bool quiet = std::getenv(fanstore::env::kQuiet) != nullptr;
+  copier_ = std::thread([this, manifest, delay_ms, opt, quiet] {
     for (long waited = 0; waited < delay_ms && !cancel_copy_.load(); waited += 10)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const auto t0 = Clock::now();
@@ -314,12 +344,6 @@ void Node::StartCopier(const meta::Manifest& manifest) {
     bool huge = false;
     std::vector<io::LandingCopy> copies;
     for (const Copy& c : copies_) copies.push_back({c.partition, c.src, c.dst});
-    io::LandingOptions opt;  // (tests: a slow copy, a copy that fails midway, no fetch)
-    if (const char* d = std::getenv(fanstore::env::kTestChunkDelayMs))
-      opt.chunk_delay_ms = std::atoi(d);
-    if (const char* f = std::getenv(fanstore::env::kTestCopyFailAfter))
-      opt.fail_after = std::atoll(f);
-    opt.copy_first = std::getenv(fanstore::env::kTestLandInCopy) != nullptr;
     const Status st =
         io::StageLanding(copies, manifest, &landing_, opt, &cancel_copy_,
                          [&](const io::LandingCopy&, const io::StageResult& r) {
@@ -339,7 +363,7 @@ void Node::StartCopier(const meta::Manifest& manifest) {
     // (its absence tells `fanrun attach` and anyone watching the job that the copy is done)
     ::unlink((rank_dir_ + "/staging-from").c_str());
     const double secs = Since(t0);
-    if (!std::getenv(fanstore::env::kQuiet))
+    if (!quiet)
       cli::Say("fanrun: staged %s in %.2f s (%.0f MB/s)%s; reads now go to %s\n",
                cli::HumanBytes(static_cast<double>(bytes)).c_str(), secs,
                secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0,
