@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The first epoch on a shared file system against its floor: one-epoch jobs (every file once,
-# in a random order, by 1 and by 2 Python threads: bench/pfs_epoch.py, start-up included)
-# through one-node fanrun with DATA on MooseFS (started here: bench/mfs_lib.sh), beside the
-# floor, the same packed bytes read once by a new client four partitions at a time
-# (`xargs -P 4 cat`). With --before FANRUN, that build's fanrun takes its turn in every
-# round too. Each job gets a new MooseFS client and a dropped page cache; the targets
-# alternate within each round. Prints every job and writes bench/results/first_epoch.json.
+# in a random order, by 1 and by 2 threads of fsbench and of Python, bench/pfs_epoch.py;
+# start-up included) through one-node fanrun with DATA on MooseFS (started here:
+# bench/mfs_lib.sh), beside the floor, the same packed bytes read once by a new client
+# four partitions at a time (`xargs -P 4 cat`). With --before FANRUN, that build's fanrun
+# takes its turn in every round too. Each job gets a new MooseFS client and a dropped page
+# cache; the targets alternate within each round. Prints every job and writes
+# bench/results/first_epoch.json.
 # Usage: bench/first_epoch.sh [--files N] [--rounds R] [--before FANRUN]   (root; default
 #        2,500 files of ~80 KB in 4 partitions, 4 rounds)
 set -euo pipefail
@@ -37,8 +38,8 @@ mfs_start || { echo "first_epoch.sh: MooseFS did not start" >&2; exit 1; }
 build/release/bin/fanstore pack -q --partitions 4 "$work/src" "$MFS_MNT/packed"
 echo "packed: $(du -sm "$MFS_MNT/packed" | cut -f1) MiB in 4 partitions on MooseFS"
 targets=(floor)
-[ -z "$before" ] || targets+=(before1 before2)
-targets+=(fanrun1 fanrun2)
+[ -z "$before" ] || targets+=(before-fsbench1 before-fsbench2 before-python1 before-python2)
+targets+=(fanrun-fsbench1 fanrun-fsbench2 fanrun-python1 fanrun-python2)
 out=$work/rows
 : >"$out"
 for r in $(seq "$rounds"); do
@@ -47,10 +48,15 @@ for r in $(seq "$rounds"); do
     mkdir -p "$c"
     mfsmount -H "$MFS_IP" "$c" >/dev/null 2>&1
     sync && echo 3 >/proc/sys/vm/drop_caches
+    threads=${t: -1}
+    case $t in
+      *fsbench*) reader=(build/release/bin/fsbench --op read --epochs 1 --threads "$threads" -q "$work/ds") ;;
+      *python*) reader=(/usr/bin/python3 bench/pfs_epoch.py "$work/ds" --threads "$threads") ;;
+    esac
     case $t in
       floor) cmd=(sh -c "ls $c/packed/part-*.fsb | xargs -P 4 -n 1 cat >/dev/null") ;;
-      before*) cmd=("$before" --data "$c/packed" --mount "$work/ds" -- /usr/bin/python3 bench/pfs_epoch.py "$work/ds" --threads "${t#before}") ;;
-      fanrun*) cmd=(build/release/bin/fanrun --data "$c/packed" --mount "$work/ds" -- /usr/bin/python3 bench/pfs_epoch.py "$work/ds" --threads "${t#fanrun}") ;;
+      before*) cmd=("$before" --data "$c/packed" --mount "$work/ds" -- "${reader[@]}") ;;
+      fanrun*) cmd=(build/release/bin/fanrun --data "$c/packed" --mount "$work/ds" -- "${reader[@]}") ;;
     esac
     t0=$(date +%s.%N)
     "${cmd[@]}" >"$work/job.out" 2>&1 || { echo "first_epoch.sh: $t failed: $(tail -3 "$work/job.out")" >&2; exit 1; }
@@ -70,7 +76,7 @@ for r, t, s in rows:
         out.setdefault(t, []).append({"round": int(r), "wall_s": float(s), "floor_s": floor[r], "x_floor": float(s) / floor[r]})
 for t, v in out.items():
     x = [e["x_floor"] for e in v]
-    print("%-8s wall median %.2f s, x floor median %.2f (rounds: %s)" % (
+    print("%-16s wall median %.2f s, x floor median %.2f (rounds: %s)" % (
         t, statistics.median(e["wall_s"] for e in v), statistics.median(x), " ".join("%.2f" % e for e in x)))
 json.dump({"benchmark": "first_epoch", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "files": int(sys.argv[2]), "rounds": int(sys.argv[3]), "before": sys.argv[4] or None,

@@ -3,7 +3,8 @@
 # Lustre's MDS) started here, an ImageNet-like tree of real JPEGs generated and packed on
 # it, and jobs alternating native (the tree on the MooseFS mount) and one-node `fanrun`
 # (DATA on MooseFS, copied to /dev/shm while the command runs). Each job gets a new
-# MooseFS client (its own mount, no cache) and a dropped page cache. The jobs: 3 epochs,
+# MooseFS client (its own mount, no cache) and a dropped page cache. The jobs: one cold
+# epoch read by fsbench with 1 and 2 threads (start-up included); 3 epochs,
 # every file once per epoch in a random order, with 1 and 2 Python reader threads (cold;
 # the first over fanrun's fresh copy; warm); a warm epoch read by fsbench (after an
 # untimed one); a PyTorch DataLoader epoch (bench/train_epoch.py); a two-rank job
@@ -104,6 +105,8 @@ def job(make_cmd, parse=True, interfere=False):
     if st: out["other_stats_per_s"] = st.n / wall
     if parse == "fsbench":
         out["warm_files_per_s"] = json.loads(r.stdout)["items_per_s"]
+    elif parse == "fsbench-cold":
+        out["cold_files_per_s"] = json.loads(r.stdout)["items_per_s"]
     elif parse:
         e = [json.loads(l) for l in r.stdout.splitlines() if l.startswith("{")]
         out.update({"cold_files_per_s": e[0]["files_per_s"], "first_read_s": e[0]["first_read_s"],
@@ -144,11 +147,16 @@ def compare(name, native_cmd, fanrun_cmd, **kw):
 idle = Stats(); idle.start(); time.sleep(3); idle.stop = True; idle.join()
 idle_rate = idle.n / 3
 print("another client's stat loop alone: %.0f stat/s" % idle_rate)
+fsbench = os.path.join(os.path.dirname(fanrun), "fsbench")
+for t in (1, 2):  # one cold epoch by C++ threads: no interpreter starting beside the copy
+    compare("first epoch, fsbench, %d thread%s" % (t, "s" if t > 1 else ""),
+            lambda m: [fsbench, "--op", "read", "--epochs", "1", "--threads", str(t), "--json", "-q", m + "/imagenet"],
+            lambda m: under(m) + [fsbench, "--op", "read", "--epochs", "1", "--threads", str(t), "--json", "-q", work + "/ds"],
+            parse="fsbench-cold")
 for t in (1, 2):
     compare("epochs, %d thread%s" % (t, "s" if t > 1 else ""),
             lambda m: epoch + [m + "/imagenet", "--threads", str(t), "--epochs", "3"],
             lambda m: under(m) + epoch + [work + "/ds", "--threads", str(t), "--epochs", "3", "--after-staging"])
-fsbench = os.path.join(os.path.dirname(fanrun), "fsbench")
 def fsbench_warm(root, t):  # one warm epoch, after an untimed one (C++: no interpreter's ceiling)
     return (r'while [ -e "$(dirname "${FANSTORE_IMAGE:-/nonexistent/x}")/staging-from" ]; do sleep 0.05; done; '
             '%s --op read --warmup --epochs 1 --threads %d --json -q %s' % (fsbench, t, root))
