@@ -217,8 +217,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     cli::Say("fanrun: %s (%s)\n",
              overlap ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
                         " of DATA to " + local_dir_ +
-                        " while the command runs; reads take their 2 MiB chunks from the copy, "
-                        "which copies the chunks they wait for first")
+                        " while the command runs; reads take their 2 MiB chunks as they land, "
+                        "the ones they wait for first")
                            .c_str()
              : s->stage
                  ? (nodes_ == 1 ? "staging DATA before the command starts"
