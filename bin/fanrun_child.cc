@@ -219,6 +219,30 @@ void SetStagingFrom(const std::string& data) {
     ::setenv(env::kStagingFrom, data.c_str(), 1);
 }
 
+namespace {
+
+// Where the mapped-reads choice measured in `scratch_dir` is kept: in `keep_in`, per file
+// system type; "" when nothing is kept.
+std::string KeptChoicePath(const std::string& keep_in, const std::string& scratch_dir) {
+  struct statfs fs;
+  if (keep_in.empty() || ::statfs(scratch_dir.c_str(), &fs) != 0) return "";
+  char name[64];
+  std::snprintf(name, sizeof name, "/read-choice-%lx", static_cast<unsigned long>(fs.f_type));
+  return keep_in + name;
+}
+
+// '0' or '1' as kept at `path`, else 0 (none, or not a choice: measured again).
+char ReadKeptChoice(const std::string& path) {
+  if (path.empty()) return 0;
+  char c = 0;
+  const int k = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  const bool got = k >= 0 && ::read(k, &c, 1) == 1 && (c == '0' || c == '1');
+  if (k >= 0) ::close(k);
+  return got ? c : 0;
+}
+
+}  // namespace
+
 void ChooseMappedReads(const std::string& blob, const std::string& scratch_dir,
                        const std::string& keep_in) {
   if (std::getenv(env::kMappedReads) || (blob.empty() && scratch_dir.empty())) return;
@@ -226,21 +250,12 @@ void ChooseMappedReads(const std::string& blob, const std::string& scratch_dir,
   if (!scratch_dir.empty()) {
     // Measured on a file of its own, the choice is the machine's and the file system's:
     // kept for later jobs (in a private directory, so nobody else's choice is taken).
-    struct statfs fs;
-    if (!keep_in.empty() && ::statfs(scratch_dir.c_str(), &fs) == 0) {
-      char name[64];
-      std::snprintf(name, sizeof name, "/read-choice-%lx", static_cast<unsigned long>(fs.f_type));
-      kept = keep_in + name;
-      char c = 0;
-      const int k = ::open(kept.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-      const bool got = k >= 0 && ::read(k, &c, 1) == 1 && (c == '0' || c == '1');
-      if (k >= 0) ::close(k);
-      if (got) {
-        ::setenv(env::kMappedReads, c == '1' ? "1" : "0", 1);
-        spdlog::debug("reads of page-cached members: {} (kept from a measurement in {})",
-                      c == '1' ? "copied from the blob's mapping" : "pread", kept);
-        return;
-      }
+    kept = KeptChoicePath(keep_in, scratch_dir);
+    if (const char c = ReadKeptChoice(kept); c != 0) {
+      ::setenv(env::kMappedReads, c == '1' ? "1" : "0", 1);
+      spdlog::debug("reads of page-cached members: {} (kept from a measurement in {})",
+                    c == '1' ? "copied from the blob's mapping" : "pread", kept);
+      return;
     }
     file = scratch_dir + "/calibration";
     const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);

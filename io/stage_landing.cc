@@ -10,9 +10,11 @@
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "base/map_aligned.h"
+#include "base/page_size.h"
 #include "io/stage.h"
 #include "io/stage_parts.h"
 
@@ -104,11 +106,11 @@ class Lander {
   // cached. A file system that reads around the page cache (FUSE's direct_io) or drops it
   // at each open says no, and the chunks land in the copy instead.
   bool KeepsPages() const {
-    const long page = ::sysconf(_SC_PAGESIZE);
-    std::vector<uint8_t> head(static_cast<size_t>(page));
+    std::vector<uint8_t> head(base::PageSize());
     for (const Part& p : parts_) {
-      if (p.size < static_cast<uint64_t>(page)) continue;
-      if (::pread(p.in, head.data(), head.size(), 0) != page) return false;
+      if (p.size < head.size()) continue;
+      if (::pread(p.in, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()))
+        return false;
       const int again = ::open(p.copy->src.c_str(), O_RDONLY | O_CLOEXEC);
       if (again < 0) return false;
       void* m = ::mmap(nullptr, head.size(), PROT_READ, MAP_SHARED, again, 0);
@@ -214,9 +216,14 @@ class Lander {
     return false;
   }
 
-  Status Fetch(const Part& p, uint64_t chunk, uint8_t* buf) {
+  // A chunk's offset in its partition, and its length (the last one may be short).
+  std::pair<uint64_t, size_t> Span(const Part& p, uint64_t chunk) const {
     const uint64_t off = chunk * map_->chunk_bytes();
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(map_->chunk_bytes(), p.size - off));
+    return {off, static_cast<size_t>(std::min<uint64_t>(map_->chunk_bytes(), p.size - off))};
+  }
+
+  Status Fetch(const Part& p, uint64_t chunk, uint8_t* buf) {
+    const auto [off, len] = Span(p, chunk);
     return ReadAt(p.in, buf, off, len, p.copy->src);
   }
 
@@ -260,8 +267,7 @@ class Lander {
   }
 
   Status CopyChunk(const Part& p, uint64_t chunk, uint8_t* buf) {
-    const uint64_t off = chunk * map_->chunk_bytes();
-    const size_t len = static_cast<size_t>(std::min<uint64_t>(map_->chunk_bytes(), p.size - off));
+    const auto [off, len] = Span(p, chunk);
     bool no_room = false;
     if (!p.map) return CopyBytes(p.in, p.out, off, len, buf, p.copy->src, p.copy->dst, &no_room);
     ::madvise(p.map + off, len, base::kMadvCollapse);
