@@ -61,6 +61,7 @@ class Lander {
       if (!size.ok()) return size.status();
       p.size = *size;
       p.chunks = (p.size + map_->chunk_bytes() - 1) / map_->chunk_bytes();
+      total_chunks_ += p.chunks;
       p.issued.assign((p.chunks + 63) / 64, 0);
       p.t0 = std::chrono::steady_clock::now();
       // (a FUSE client or NFS reads further ahead of a stream it is told is sequential)
@@ -124,8 +125,9 @@ class Lander {
     return true;
   }
 
-  // A chunk a reader waits for and no stream has taken.
+  // A chunk a reader waits for and no stream has taken, unless the fetch ends soon.
   bool PickWanted(size_t* part, uint64_t* chunk) {
+    if (EndsSoon()) return false;
     for (size_t i = 0; i < parts_.size(); ++i) {
       Part& p = parts_[i];
       if (p.finished) continue;
@@ -159,7 +161,20 @@ class Lander {
       if (next_of(i)) return true;
     return false;
   }
+  // Whether the streams are expected to land every chunk not issued yet within
+  // opt_.in_order_ns, at the pace of their chunks so far (each partition has one stream, up
+  // to kStreams).
+  bool EndsSoon() const {
+    const int64_t per_chunk = chunk_ns_.load(std::memory_order_relaxed);
+    if (per_chunk == 0) return false;  // (no chunk has landed yet)
+    size_t open = 0;
+    for (const Part& p : parts_) open += p.next < p.chunks;
+    const uint64_t streams = std::max<size_t>(1, std::min(kStreams, open));
+    return (total_chunks_ - issued_) * static_cast<uint64_t>(per_chunk) / streams <
+           static_cast<uint64_t>(opt_.in_order_ns);
+  }
   bool Take(size_t i, uint64_t c, size_t* part, uint64_t* chunk) {
+    ++issued_;
     parts_[i].issued[c / 64] |= uint64_t{1} << (c % 64);
     *part = i;
     *chunk = c;
@@ -170,8 +185,16 @@ class Lander {
     std::unique_ptr<uint8_t[]> buf(new uint8_t[map_->chunk_bytes()]);
     size_t part = 0;
     uint64_t chunk = 0;
-    while (Pick(me, &part, &chunk))
+    while (Pick(me, &part, &chunk)) {
+      const auto t0 = std::chrono::steady_clock::now();
       if (!CopyAndLand(part, chunk, buf.get())) return;
+      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                             std::chrono::steady_clock::now() - t0)
+                             .count();
+      // (a moving average over about 8 chunks, of every stream: one stream's time per chunk)
+      const int64_t was = chunk_ns_.load(std::memory_order_relaxed);
+      chunk_ns_.store(was == 0 ? ns : (was * 7 + ns) / 8, std::memory_order_relaxed);
+    }
   }
 
   // The urgent stream: chunks readers wait for, started the moment one is asked for. The
@@ -320,11 +343,13 @@ class Lander {
   const std::atomic<bool>* cancel_ = nullptr;
   bool from_data_ = false;  // chunks land in DATA's page cache, and are copied after
   std::atomic<bool> streams_done_{false};
+  std::atomic<int64_t> chunk_ns_{0};  // a stream's time per chunk, averaged
   std::mutex mu_;  // guards the parts' cursors and bits, own_, error_, landed_total_
   std::vector<Part> parts_;
   std::vector<size_t> own_;  // the partition each stream reads in order
   Status error_;
   uint64_t landed_total_ = 0;
+  uint64_t total_chunks_ = 0, issued_ = 0;  // (issued_ under mu_)
 };
 
 }  // namespace

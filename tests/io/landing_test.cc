@@ -1,8 +1,8 @@
 // The landing map (io/landing.h) and the copy that fills it (io/stage.h StageLanding): the
 // map records its chunk size, a want wakes the copier once, and the copy lands byte-exact,
 // in huge pages where the kernel makes them, taking a chunk a reader waits for before its
-// sequential stream reaches it: fetched into DATA's page cache first (where DATA keeps
-// pages, as here) or landed in the copy.
+// sequential stream reaches it, unless the copy is about to end: fetched into DATA's page
+// cache first (where DATA keeps pages, as here) or landed in the copy.
 #include "io/landing.h"
 
 #include <fcntl.h>
@@ -93,11 +93,18 @@ TEST(LandingMap, AWantWakesTheCopierOnceAndOnlyForChunksNotLanded) {
 
 class LandingCopies : public ::testing::TestWithParam<bool> {};  // (copy_first)
 
-TEST_P(LandingCopies, TakesAWantedChunkAtOnceAndLandsByteExact) {
+// One partition of 24 x 1 MiB raw members (12+ chunks, copied by one sequential stream at
+// one chunk per 30 ms) copied while a reader asks for its last chunk, once `after` chunks
+// have landed. The chunks landed when the wanted one had, and the copy's result.
+struct WantedRun {
+  uint64_t chunks = 0, landed_when_wanted_arrived = 0;
+  StageResult result;
+};
+void CopyWantingTheLastChunk(bool copy_first, int64_t in_order_ns, uint64_t after,
+                             WantedRun* run) {
   testing::TempDir t;
   testing::TempDir d("/dev/shm");  // (the map and tmpfs copies live there)
   ASSERT_FALSE(d.path().empty());
-  // One partition of 24 x 1 MiB raw members: 12+ chunks, copied by one sequential stream.
   for (int i = 0; i < 24; ++i)
     testing::WriteFile(t.path() + "/src/f" + std::to_string(i),
                        testing::RandomBytes(kMiB, static_cast<uint32_t>(i)));
@@ -114,41 +121,60 @@ TEST_P(LandingCopies, TakesAWantedChunkAtOnceAndLandsByteExact) {
   const std::string dst = d.path() + "/" + meta::PartitionFileName(0);
   auto map = LandingMap::Create(d.path() + "/landing", {manifest->partitions[0].file_size});
   ASSERT_TRUE(map.ok());
-  const uint64_t chunks = map->chunks(0);
+  const uint64_t chunks = run->chunks = map->chunks(0);
   ASSERT_GE(chunks, 12u);
 
-  // A reader asks for the last chunk as soon as the copy runs; the sequential stream, one
-  // chunk per 30 ms, would reach it last.
   std::atomic<uint64_t> landed_when_wanted_arrived{~uint64_t{0}};
   std::thread reader([&] {
-    while (!map->Copying() && map->State(0) != LandingState::kFailed)
+    // (a copy that stopped lands nothing more: the test then fails below, never hangs)
+    auto landed = [&] {
+      uint64_t n = 0;
+      for (uint64_t c = 0; c < chunks; ++c) n += map->Landed(0, c);
+      return n;
+    };
+    while (map->State(0) != LandingState::kFailed &&
+           (!map->Copying() || landed() < after))
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     map->Want(0, (chunks - 1) * map->chunk_bytes(), 1);
-    // (a copy that stopped lands nothing more: the test then fails below, never hangs)
     while (!map->Landed(0, chunks - 1) && map->State(0) != LandingState::kFailed)
       map->Wait(0, map->Count(0), 5'000'000);
-    uint64_t n = 0;
-    for (uint64_t c = 0; c < chunks; ++c) n += map->Landed(0, c);
-    landed_when_wanted_arrived = n;
+    landed_when_wanted_arrived = landed();
   });
   LandingOptions opt;
   opt.chunk_delay_ms = 30;
-  opt.copy_first = GetParam();
-  StageResult result;
+  opt.copy_first = copy_first;
+  opt.in_order_ns = in_order_ns;
   const Status st = StageLanding({{0, src, dst}}, *manifest, &*map, opt, nullptr,
-                                 [&](const LandingCopy&, const StageResult& r) { result = r; });
+                                 [&](const LandingCopy&, const StageResult& r) { run->result = r; });
   reader.join();
   ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_LT(landed_when_wanted_arrived.load(), chunks / 2)
-      << "the wanted chunk waited for the sequential stream";
-  EXPECT_EQ(map->FromData(), !GetParam()) << "where landed chunks are read";
+  run->landed_when_wanted_arrived = landed_when_wanted_arrived.load();
+  EXPECT_EQ(map->FromData(), !copy_first) << "where landed chunks are read";
   EXPECT_EQ(map->State(0), LandingState::kDone);
   EXPECT_EQ(testing::ReadFile(dst), testing::ReadFile(src));
-  EXPECT_EQ(result.bytes, manifest->partitions[0].file_size);
+  EXPECT_EQ(run->result.bytes, manifest->partitions[0].file_size);
+}
+
+// The copy far from its end (in_order_ns 0): the wanted chunk is taken at once, not when the
+// sequential stream would reach it, last.
+TEST_P(LandingCopies, TakesAWantedChunkAtOnceAndLandsByteExact) {
+  WantedRun run;
+  ASSERT_NO_FATAL_FAILURE(CopyWantingTheLastChunk(GetParam(), 0, 0, &run));
+  EXPECT_LT(run.landed_when_wanted_arrived, run.chunks / 2)
+      << "the wanted chunk waited for the sequential stream";
   if (ShmemCollapseError().empty())
-    EXPECT_TRUE(result.huge_pages) << result.small_pages_why;
+    EXPECT_TRUE(run.result.huge_pages) << run.result.small_pages_why;
   else
-    EXPECT_FALSE(result.small_pages_why.empty());  // (said, not silently small)
+    EXPECT_FALSE(run.result.small_pages_why.empty());  // (said, not silently small)
+}
+
+// The copy expected to end within in_order_ns (an hour here; two chunks landed, so the pace
+// is known): the wanted chunk is left to the stream, which lands every chunk in order.
+TEST_P(LandingCopies, LeavesAWantedChunkToTheStreamNearTheEnd) {
+  WantedRun run;
+  ASSERT_NO_FATAL_FAILURE(CopyWantingTheLastChunk(GetParam(), 3'600'000'000'000, 2, &run));
+  EXPECT_EQ(run.landed_when_wanted_arrived, run.chunks)
+      << "the wanted chunk was taken out of order";
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LandingCopies, ::testing::Values(false, true),
