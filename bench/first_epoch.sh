@@ -7,17 +7,19 @@
 # takes its turn in every round too. Each job gets a new MooseFS client and a dropped page
 # cache; the targets alternate within each round. Prints every job and writes
 # bench/results/first_epoch.json.
-# Usage: bench/first_epoch.sh [--files N] [--rounds R] [--before FANRUN]   (root; default
-#        2,500 files of ~80 KB in 4 partitions, 4 rounds)
+# Usage: bench/first_epoch.sh [--files N] [--partitions P] [--rounds R] [--before FANRUN]
+#        (root; default 2,500 files of ~80 KB in 4 partitions, 4 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-files=2500 rounds=4 before=""
+files=2500 partitions=4 rounds=4 before=""
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
+    --partitions) partitions=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     --before) before=$(readlink -f "$2"); shift 2 ;;
-    *) echo "usage: bench/first_epoch.sh [--files N] [--rounds R] [--before FANRUN]" >&2; exit 2 ;;
+    *) echo "usage: bench/first_epoch.sh [--files N] [--partitions P] [--rounds R] [--before FANRUN]" >&2
+       exit 2 ;;
   esac
 done
 [ -x build/release/bin/fanrun ] || { ci/install-deps.sh && ci/build.sh release >/dev/null; }
@@ -35,8 +37,8 @@ MFS_MNT=$work/mnt
 trap 'for m in "$work"/c*; do umount -l "$m" 2>/dev/null || true; done; mfs_stop; rm -rf --one-file-system "$work"' EXIT
 mfs_start || { echo "first_epoch.sh: MooseFS did not start" >&2; exit 1; }
 /usr/bin/python3 bench/gen_dataset.py imagenet "$work/src" --files "$files" --mean-kb 80 >/dev/null
-build/release/bin/fanstore pack -q --partitions 4 "$work/src" "$MFS_MNT/packed"
-echo "packed: $(du -sm "$MFS_MNT/packed" | cut -f1) MiB in 4 partitions on MooseFS"
+build/release/bin/fanstore pack -q --partitions "$partitions" "$work/src" "$MFS_MNT/packed"
+echo "packed: $(du -sm "$MFS_MNT/packed" | cut -f1) MiB in $partitions partitions on MooseFS"
 targets=(floor)
 [ -z "$before" ] || targets+=(before-fsbench1 before-fsbench2 before-python1 before-python2)
 targets+=(fanrun-fsbench1 fanrun-fsbench2 fanrun-python1 fanrun-python2)
@@ -66,7 +68,9 @@ for r in $(seq "$rounds"); do
   done
 done
 mkdir -p bench/results
-/usr/bin/python3 - "$out" "$files" "$rounds" "${before:-}" <<'PY'
+# (a partition count other than 4 has a file of its own: first_epoch_p1.json, ...)
+result=bench/results/first_epoch$([ "$partitions" = 4 ] || echo "_p$partitions").json
+/usr/bin/python3 - "$out" "$files" "$rounds" "${before:-}" "$partitions" "$result" <<'PY'
 import json, statistics, sys, time
 rows = [l.split() for l in open(sys.argv[1])]
 floor = {r: float(s) for r, t, s in rows if t == "floor"}
@@ -79,8 +83,8 @@ for t, v in out.items():
     print("%-16s wall median %.2f s, x floor median %.2f (rounds: %s)" % (
         t, statistics.median(e["wall_s"] for e in v), statistics.median(x), " ".join("%.2f" % e for e in x)))
 json.dump({"benchmark": "first_epoch", "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-           "files": int(sys.argv[2]), "rounds": int(sys.argv[3]), "before": sys.argv[4] or None,
-           "floor_s": list(floor.values()), "jobs": out},
-          open("bench/results/first_epoch.json", "w"), indent=1)
-print("wrote bench/results/first_epoch.json")
+           "files": int(sys.argv[2]), "partitions": int(sys.argv[5]), "rounds": int(sys.argv[3]),
+           "before": sys.argv[4] or None, "floor_s": list(floor.values()), "jobs": out},
+          open(sys.argv[6], "w"), indent=1)
+print("wrote " + sys.argv[6])
 PY

@@ -65,6 +65,14 @@ def fresh_mount():  # a new client per job (no cache of its own), its session to
     open("/proc/sys/vm/drop_caches", "w").write("3\n")
     subprocess.run(["mfsmount", "-H", ip, m], check=True, capture_output=True)
     return m
+def unmount(m):  # and wait for its client to exit: reads it still had in flight would
+    # otherwise count as the next job's bytes
+    pids = subprocess.run(["pgrep", "-f", "mfsmount.*" + m + r"\b"], capture_output=True,
+                          text=True).stdout.split()
+    subprocess.run(["umount", "-l", m])
+    for _ in range(200):
+        if not any(os.path.exists("/proc/" + p) for p in pids): break
+        time.sleep(0.05)
 def counters(m):
     out = subprocess.run(["mfscli", "-H", ip, "-SMO", "-m", "1"], capture_output=True, text=True).stdout
     ops = sum(int(f[-1]) for f in (l.split("\t") for l in out.splitlines())
@@ -97,7 +105,7 @@ def job(make_cmd, parse=True, interfere=False):
     wall = time.perf_counter() - t0
     if st: st.stop = True; st.join()
     c1 = counters(m)
-    subprocess.run(["umount", "-l", m])
+    unmount(m)
     if r.returncode != 0:
         sys.exit("pfs.sh: %s failed: %s" % (" ".join(cmd), r.stderr[-500:]))
     out = {"wall_s": wall, "master_ops": c1[0] - c0[0], "master_cpu_s": c1[1] - c0[1],
