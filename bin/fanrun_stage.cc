@@ -218,7 +218,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
              overlap ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
                         " of DATA to " + local_dir_ +
                         " while the command runs; reads take their 2 MiB chunks as they land, "
-                        "the ones they wait for first")
+                        "asking for the ones they wait for")
                            .c_str()
              : s->stage
                  ? (nodes_ == 1 ? "staging DATA before the command starts"

@@ -68,7 +68,7 @@ FANSTORE_TEST_COPY_DELAY_MS=5000 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- 
   /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" >"$S/out" 2>"$S/err"
 rc=$?
 [ $rc -eq 0 ] && ok || bad "fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
-grep -q "^fanrun: copying .* of DATA to .* while the command runs; reads take their 2 MiB chunks as they land, the ones they wait for first (DATA is on FUSE)$" "$S/err" &&
+grep -q "^fanrun: copying .* of DATA to .* while the command runs; reads take their 2 MiB chunks as they land, asking for the ones they wait for (DATA is on FUSE)$" "$S/err" &&
   ok || bad "the start-up line says it copies, and why: $(cat "$S/err")"
 grep -q "^first 0 data$" "$S/out" && ok || bad "reads before the copy: byte-exact, from DATA: $(cat "$S/out")"
 grep -q "^then 0 data,local$\|^then 0 local$" "$S/out" && ok ||
