@@ -73,6 +73,9 @@ def unmount(m):  # and wait for its client to exit: reads it still had in flight
     for _ in range(200):
         if not any(os.path.exists("/proc/" + p) for p in pids): break
         time.sleep(0.05)
+    else:
+        print("pfs.sh: the client of %s still runs 10 s after its unmount: the next job's "
+              "bytes may hold some of its reads" % m, file=sys.stderr)
 def counters(m):
     out = subprocess.run(["mfscli", "-H", ip, "-SMO", "-m", "1"], capture_output=True, text=True).stdout
     ops = sum(int(f[-1]) for f in (l.split("\t") for l in out.splitlines())
