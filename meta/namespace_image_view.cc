@@ -97,6 +97,9 @@ Status NamespaceView::CheckEntries(uint64_t child_slots, uint64_t string_bytes) 
     if (e.parent >= n || entries_[e.parent].kind != static_cast<uint8_t>(Kind::kDir))
       return Bad(at() + "parent is not a directory");
     const ImageEntry& parent = entries_[e.parent];
+    // (a parent may come later, its path not yet checked: compared below, it must be inside)
+    if (!End(parent.path_off, parent.path_len, 1, &path_end) || path_end > string_bytes)
+      return Bad(at() + "its parent's path is outside the string table");
     const bool open = (parent.flags & kEntryPathOpen) && OpenToAll(parent.mode, kMayExec);
     if (i == 0) {
       if (!dir || e.parent != 0 || e.path_len != 0 || e.flags != kEntryPathOpen)

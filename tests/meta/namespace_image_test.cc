@@ -176,6 +176,33 @@ TEST_F(NamespaceImageTest, OversizedCountsAreRefusedWithoutOverflow) {
   EXPECT_EQ(v.status().message(), "namespace image: inconsistent layout");
 }
 
+// A parent may come after its child in the entries (they are in decode order); its path
+// is checked before the child's parent path is compared with it, so a damaged one is
+// refused, not read outside the image (the fuzzer's image_fuzz found that read).
+TEST_F(NamespaceImageTest, ALaterParentsPathIsCheckedBeforeItIsCompared) {
+  alignas(64) static uint8_t buf[1 << 16];
+  std::memcpy(buf, bytes_.data(), bytes_.size());
+  const NamespaceView v = View();
+  const uint32_t child = v.Lookup("train/c0/f9"), dir = v.Lookup("val");
+  ASSERT_NE(child, kNoEntry);
+  ASSERT_NE(dir, kNoEntry);
+  ASSERT_LT(child, dir);  // (path order within a partition; "val" is after "train")
+  ImageHeader h;
+  std::memcpy(&h, buf, sizeof h);
+  auto* entries = reinterpret_cast<ImageEntry*>(buf + h.entries_off);
+  ImageEntry& old_parent = entries[entries[child].parent];
+  ASSERT_EQ(v.Child(v.entry(entries[child].parent), old_parent.child_count - 1), child);
+  --old_parent.child_count;  // (f9 is its last child: the lists before it stay consistent)
+  entries[child].parent = dir;
+  entries[dir].path_len = static_cast<uint16_t>(std::string_view("train/c0").size());
+  entries[dir].path_off = 0xffffff00u;
+  auto bad = NamespaceView::Attach({buf, bytes_.size()});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("parent's path is outside the string table"),
+            std::string::npos)
+      << bad.status().message();
+}
+
 TEST_F(NamespaceImageTest, PathOpenFlagFollowsTheParentsModes) {
   auto ds = Dataset::Open(t_ / "out");
   ASSERT_TRUE(ds.ok());
