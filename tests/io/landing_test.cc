@@ -100,8 +100,7 @@ struct WantedRun {
   uint64_t chunks = 0, landed_when_wanted_arrived = 0;
   StageResult result;
 };
-void CopyWantingTheLastChunk(bool copy_first, int64_t in_order_ns, uint64_t after,
-                             WantedRun* run) {
+void CopyWantingTheLastChunk(bool copy_first, int64_t in_order_ns, uint64_t after, WantedRun* run) {
   testing::TempDir t;
   testing::TempDir d("/dev/shm");  // (the map and tmpfs copies live there)
   ASSERT_FALSE(d.path().empty());
@@ -132,8 +131,7 @@ void CopyWantingTheLastChunk(bool copy_first, int64_t in_order_ns, uint64_t afte
       for (uint64_t c = 0; c < chunks; ++c) n += map->Landed(0, c);
       return n;
     };
-    while (map->State(0) != LandingState::kFailed &&
-           (!map->Copying() || landed() < after))
+    while (map->State(0) != LandingState::kFailed && (!map->Copying() || landed() < after))
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     map->Want(0, (chunks - 1) * map->chunk_bytes(), 1);
     while (!map->Landed(0, chunks - 1) && map->State(0) != LandingState::kFailed)
@@ -144,8 +142,9 @@ void CopyWantingTheLastChunk(bool copy_first, int64_t in_order_ns, uint64_t afte
   opt.chunk_delay_ms = 30;
   opt.copy_first = copy_first;
   opt.in_order_ns = in_order_ns;
-  const Status st = StageLanding({{0, src, dst}}, *manifest, &*map, opt, nullptr,
-                                 [&](const LandingCopy&, const StageResult& r) { run->result = r; });
+  const Status st =
+      StageLanding({{0, src, dst}}, *manifest, &*map, opt, nullptr,
+                   [&](const LandingCopy&, const StageResult& r) { run->result = r; });
   reader.join();
   ASSERT_TRUE(st.ok()) << st.message();
   run->landed_when_wanted_arrived = landed_when_wanted_arrived.load();
