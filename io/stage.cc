@@ -322,9 +322,20 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
   *no_room = false;
   const std::string tmp = dst + ".staging";
   int in_fd = -1, out_fd = -1;
-  auto size = OpenCopy(src, tmp, dst, manifest, id, &in_fd, &out_fd, no_room, nullptr);
+  bool seeded = false;
+  auto size = OpenCopy(src, tmp, dst, manifest, id, &in_fd, &out_fd, no_room, &seeded);
   Fd in(in_fd), out(out_fd);
   if (!size.ok()) return size.status();
+  // A copy on tmpfs, seeded with a page per 2 MiB, is made huge pages before it is written:
+  // the collapse then makes zeroed huge pages instead of copying the written small pages
+  // into them after the copy (50 MiB: 30-250 ms of a start-up, against a few).
+  if (seeded) {
+    const long m = base::MapHugeAligned(out.get(), *size, PROT_READ | PROT_WRITE);
+    if (m >= 0) {
+      ::madvise(reinterpret_cast<void*>(m), *size, base::kMadvCollapse);
+      ::munmap(reinterpret_cast<void*>(m), *size);
+    }
+  }
   if (Status s = Copy(in.get(), out.get(), *size, src, dst, cancel, no_room); !s.ok()) {
     ::unlink(tmp.c_str());
     return s;

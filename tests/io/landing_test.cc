@@ -2,7 +2,8 @@
 // map records its chunk size, a want wakes the copier once, and the copy lands byte-exact,
 // in huge pages where the kernel makes them, taking a chunk a reader waits for before its
 // sequential stream reaches it, unless the copy is about to end: fetched into DATA's page
-// cache first (where DATA keeps pages, as here) or landed in the copy.
+// cache first (where DATA keeps pages, as here) or landed in the copy; and the copy made
+// before the command starts (StagePartition).
 #include "io/landing.h"
 
 #include <fcntl.h>
@@ -174,6 +175,48 @@ TEST_P(LandingCopies, LeavesAWantedChunkToTheStreamNearTheEnd) {
   ASSERT_NO_FATAL_FAILURE(CopyWantingTheLastChunk(GetParam(), 3'600'000'000'000, 2, &run));
   EXPECT_EQ(run.landed_when_wanted_arrived, run.chunks)
       << "the wanted chunk was taken out of order";
+}
+
+// A copy made before the command starts (several nodes): byte-exact on tmpfs, in huge pages
+// where the kernel makes them (made before the copy is written); a member damaged in DATA
+// stops it, named, with nothing left where the copy would be.
+TEST(StagePartition, CopiesByteExactInHugePagesAndRefusesADamagedMember) {
+  testing::TempDir t;
+  testing::TempDir d("/dev/shm");
+  ASSERT_FALSE(d.path().empty());
+  for (int i = 0; i < 8; ++i)
+    testing::WriteFile(t.path() + "/src/f" + std::to_string(i),
+                       testing::RandomBytes(kMiB, static_cast<uint32_t>(i)));
+  meta::PackOptions o;
+  o.src = t.path() + "/src";
+  o.out = t.path() + "/packed";
+  o.partitions = 1;
+  o.compress = *meta::CompressMode::Parse("none");
+  o.warn = [](const std::string&) {};
+  ASSERT_TRUE(meta::Pack(o).ok());
+  auto manifest = meta::Manifest::Load(o.out);
+  ASSERT_TRUE(manifest.ok());
+  const std::string src = o.out + "/" + meta::PartitionFileName(0);
+  const std::string dst = d.path() + "/" + meta::PartitionFileName(0);
+  auto r = StagePartition(src, dst, *manifest, 0);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(testing::ReadFile(dst), testing::ReadFile(src));
+  EXPECT_EQ(r->bytes, manifest->partitions[0].file_size);
+  if (ShmemCollapseError().empty())
+    EXPECT_TRUE(r->huge_pages) << r->small_pages_why;
+  else
+    EXPECT_FALSE(r->small_pages_why.empty());
+  ASSERT_EQ(::unlink(dst.c_str()), 0);
+
+  std::string bytes = testing::ReadFile(src);
+  bytes[bytes.size() / 2] ^= 0x20;  // (inside a member: 8 MiB of data, a small index)
+  testing::WriteFile(src, bytes);
+  auto bad = StagePartition(src, dst, *manifest, 0);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("checksum mismatch"), std::string::npos)
+      << bad.status().message();
+  EXPECT_NE(::access(dst.c_str(), F_OK), 0);
+  EXPECT_NE(::access((dst + ".staging").c_str(), F_OK), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LandingCopies, ::testing::Values(false, true),
