@@ -328,7 +328,8 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
   if (!size.ok()) return size.status();
   // A copy on tmpfs, seeded with a page per 2 MiB, is made huge pages before it is written:
   // the collapse then makes zeroed huge pages instead of copying the written small pages
-  // into them after the copy (50 MiB: 30-250 ms of a start-up, against a few).
+  // into them after the copy (4 partitions, 200 MiB from the page cache: 0.33-0.37 s
+  // staged, against 0.40-0.45 s collapsing after).
   if (seeded) {
     const long m = base::MapHugeAligned(out.get(), *size, PROT_READ | PROT_WRITE);
     if (m >= 0) {
