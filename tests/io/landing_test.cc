@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -94,6 +95,25 @@ TEST(LandingMap, AWantWakesTheCopierOnceAndOnlyForChunksNotLanded) {
 
 class LandingCopies : public ::testing::TestWithParam<bool> {};  // (copy_first)
 
+// `files` raw members of 1 MiB packed in one partition under `t`: its blob and manifest.
+void PackRawMiBs(const testing::TempDir& t, int files, std::string* src,
+                 std::optional<meta::Manifest>* manifest) {
+  for (int i = 0; i < files; ++i)
+    testing::WriteFile(t.path() + "/src/f" + std::to_string(i),
+                       testing::RandomBytes(kMiB, static_cast<uint32_t>(i)));
+  meta::PackOptions o;
+  o.src = t.path() + "/src";
+  o.out = t.path() + "/packed";
+  o.partitions = 1;
+  o.compress = *meta::CompressMode::Parse("none");
+  o.warn = [](const std::string&) {};
+  ASSERT_TRUE(meta::Pack(o).ok());
+  auto loaded = meta::Manifest::Load(o.out);
+  ASSERT_TRUE(loaded.ok());
+  manifest->emplace(std::move(*loaded));
+  *src = o.out + "/" + meta::PartitionFileName(0);
+}
+
 // One partition of 24 x 1 MiB raw members (12+ chunks, copied by one sequential stream at
 // one chunk per 30 ms) copied while a reader asks for its last chunk, once `after` chunks
 // have landed. The chunks landed when the wanted one had, and the copy's result.
@@ -105,19 +125,9 @@ void CopyWantingTheLastChunk(bool copy_first, int64_t in_order_ns, uint64_t afte
   testing::TempDir t;
   testing::TempDir d("/dev/shm");  // (the map and tmpfs copies live there)
   ASSERT_FALSE(d.path().empty());
-  for (int i = 0; i < 24; ++i)
-    testing::WriteFile(t.path() + "/src/f" + std::to_string(i),
-                       testing::RandomBytes(kMiB, static_cast<uint32_t>(i)));
-  meta::PackOptions o;
-  o.src = t.path() + "/src";
-  o.out = t.path() + "/packed";
-  o.partitions = 1;
-  o.compress = *meta::CompressMode::Parse("none");
-  o.warn = [](const std::string&) {};
-  ASSERT_TRUE(meta::Pack(o).ok());
-  auto manifest = meta::Manifest::Load(o.out);
-  ASSERT_TRUE(manifest.ok());
-  const std::string src = o.out + "/" + meta::PartitionFileName(0);
+  std::string src;
+  std::optional<meta::Manifest> manifest;
+  ASSERT_NO_FATAL_FAILURE(PackRawMiBs(t, 24, &src, &manifest));
   const std::string dst = d.path() + "/" + meta::PartitionFileName(0);
   auto map = LandingMap::Create(d.path() + "/landing", {manifest->partitions[0].file_size});
   ASSERT_TRUE(map.ok());
@@ -184,19 +194,9 @@ TEST(StagePartition, CopiesByteExactInHugePagesAndRefusesADamagedMember) {
   testing::TempDir t;
   testing::TempDir d("/dev/shm");
   ASSERT_FALSE(d.path().empty());
-  for (int i = 0; i < 8; ++i)
-    testing::WriteFile(t.path() + "/src/f" + std::to_string(i),
-                       testing::RandomBytes(kMiB, static_cast<uint32_t>(i)));
-  meta::PackOptions o;
-  o.src = t.path() + "/src";
-  o.out = t.path() + "/packed";
-  o.partitions = 1;
-  o.compress = *meta::CompressMode::Parse("none");
-  o.warn = [](const std::string&) {};
-  ASSERT_TRUE(meta::Pack(o).ok());
-  auto manifest = meta::Manifest::Load(o.out);
-  ASSERT_TRUE(manifest.ok());
-  const std::string src = o.out + "/" + meta::PartitionFileName(0);
+  std::string src;
+  std::optional<meta::Manifest> manifest;
+  ASSERT_NO_FATAL_FAILURE(PackRawMiBs(t, 8, &src, &manifest));
   const std::string dst = d.path() + "/" + meta::PartitionFileName(0);
   auto r = StagePartition(src, dst, *manifest, 0);
   ASSERT_TRUE(r.ok()) << r.status().message();
