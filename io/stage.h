@@ -1,5 +1,5 @@
-// Stage-in: copies a partition blob from the shared file system to node-local storage with
-// io_uring (large sequential reads and writes, several in flight), then opens the copy and
+// Stage-in: copies a partition blob from the shared file system to node-local storage as
+// one sequential stream (a tmpfs copy read straight into its huge pages), then opens the copy and
 // checks its header, footer, index checksum, its entry in the manifest and every raw
 // member's CRC32C before anything is served from it. The copy is written under a
 // temporary name and renamed last, so a failed stage-in never leaves a plausible-looking
