@@ -61,13 +61,8 @@ Status CopyStream(int in, int out, uint8_t* map, uint64_t size, const std::strin
       FANSTORE_RETURN_IF_ERROR(CopyBytes(in, out, off, len, buf.get(), src, dst, no_room));
       continue;
     }
-    Status st = ReadAt(in, map + off, off, len, src);
-    // (the kernel could not fault in a page of the copy: tmpfs filled since its room was
-    // checked; ENOSPC, as a write would say)
-    if (st.IsErrno(EFAULT)) {
-      *no_room = true;
-      return Status::FromErrno(dst, ENOSPC);
-    }
+    const Status st = ReadIntoCopy(in, map + off, off, len, src, dst);
+    *no_room = st.IsErrno(ENOSPC);
     FANSTORE_RETURN_IF_ERROR(st);
   }
   return Status::Ok();
@@ -128,6 +123,12 @@ Status ReadAt(int in, uint8_t* to, uint64_t off, size_t len, const std::string& 
     got += static_cast<size_t>(n);
   }
   return Status::Ok();
+}
+
+Status ReadIntoCopy(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src,
+                    const std::string& dst) {
+  const Status st = ReadAt(in, to, off, len, src);
+  return st.IsErrno(EFAULT) ? Status::FromErrno(dst, ENOSPC) : st;
 }
 
 Status CopyBytes(int in, int out, uint64_t off, size_t len, uint8_t* buf, const std::string& src,

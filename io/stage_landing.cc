@@ -294,11 +294,7 @@ class Lander {
     bool no_room = false;
     if (!p.map) return CopyBytes(p.in, p.out, off, len, buf, p.copy->src, p.copy->dst, &no_room);
     ::madvise(p.map + off, len, base::kMadvCollapse);
-    Status st = ReadAt(p.in, p.map + off, off, len, p.copy->src);
-    // (the kernel could not fault in a page of the copy: tmpfs filled since its room was
-    // checked; ENOSPC, as a plain write would say)
-    if (st.IsErrno(EFAULT)) return Status::FromErrno(p.copy->dst, ENOSPC);
-    return st;
+    return ReadIntoCopy(p.in, p.map + off, off, len, p.copy->src, p.copy->dst);
   }
 
   // A chunk written: landed; the partition checked and renamed once all of it is (by the

@@ -14,13 +14,18 @@ namespace fanstore::io {
 
 // `len` bytes at `off` of `in` (`src`) read into `to`, in reads of 1 MiB at most.
 Status ReadAt(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src);
+// The same into a shared mapping of the copy `dst` at `to`: a page of the copy the kernel
+// cannot fault in (tmpfs filled since its room was checked) is ENOSPC for `dst`, as a write
+// would say.
+Status ReadIntoCopy(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src,
+                    const std::string& dst);
 // `len` bytes at `off` of `in` (`src`) written at the same offset of `out` (`dst`), through
 // `buf` (len bytes). *no_room: failed for want of room only.
 Status CopyBytes(int in, int out, uint64_t off, size_t len, uint8_t* buf, const std::string& src,
                  const std::string& dst, bool* no_room);
 // Opens `src` into *in, checks its size against the manifest's partition `id`, and makes
 // `tmp` (*out) with room for it; returns the size. *no_room: failed for want of room only.
-// With `seeded` (the landing copy), a copy of 2 MiB or more on tmpfs has its room checked,
+// With `seeded`, a copy of 2 MiB or more on tmpfs has its room checked,
 // not reserved, and one page per 2 MiB allocated, for MADV_COLLAPSE to make each a huge
 // page before it is written; *seeded says whether that was done.
 Result<uint64_t> OpenCopy(const std::string& src, const std::string& tmp, const std::string& dst,
