@@ -68,7 +68,7 @@ Status Node::StartNamespace(const NodeOptions& opt, StartUp* s) {
   if (st.ok()) st = PublishImage(*all, s->local_paths, s->manifest.dataset_id);
   if (st.ok()) {
     // Partitions whose staged copies were checked whole as they were made (not those read
-    // in place, nor those a one-node copier makes while CMD runs): their raw members start
+    // in place, nor those copied while CMD runs): their raw members start
     // marked, so that no process checks them again.
     std::vector<uint8_t> checked(s->local_paths.size(), 0);
     const bool copies_checked = s->stage && staging_from_.empty();

@@ -198,15 +198,22 @@ void Node::Announce(const StartUp& s, double ready_s, double stage_to_ready_s) {
     path_bytes += e.path_len + (e.kind == static_cast<uint8_t>(meta::Kind::kSymlink) ? e.size : 0);
   }
   const double entries = static_cast<double>(view->size());
+  // (copies made while CMD runs: what was staged before is nothing)
+  char staged[128];
+  if (copies_.empty())
+    std::snprintf(staged, sizeof staged, "staged %s in %.2f s (%.0f MB/s per node)",
+                  cli::HumanBytes(total_bytes).c_str(), slowest[0],
+                  slowest[0] > 0 ? total_bytes / nodes_ / 1e6 / slowest[0] : 0.0);
+  else
+    std::snprintf(staged, sizeof staged, "each node copies its share while the command runs");
   char line[512];
   std::snprintf(
       line, sizeof line,
-      "fanrun: %d node%s ready in %.2f s: staged %s in %.2f s (%.0f MB/s per node); "
+      "fanrun: %d node%s ready in %.2f s: %s; "
       "namespace %llu entries, %s exchanged (%.0f B/entry) in %.3f s, exchange+image %.3f s, "
       "stage-in to ready %.3f s; "
       "image %s (%.0f B/entry + %.0f B of path)\n",
-      nodes_, nodes_ == 1 ? "" : "s", slowest[2], cli::HumanBytes(total_bytes).c_str(), slowest[0],
-      slowest[0] > 0 ? total_bytes / nodes_ / 1e6 / slowest[0] : 0.0,
+      nodes_, nodes_ == 1 ? "" : "s", slowest[2], staged,
       static_cast<unsigned long long>(view->size()),
       cli::HumanBytes(static_cast<double>(s.exchanged)).c_str(),
       static_cast<double>(s.exchanged) / entries, slowest[3], slowest[1], slowest[4],
@@ -227,9 +234,9 @@ void Node::Finish(int exit_status) {
     spdlog::debug(
         "agent: {} fetches ({} bytes, {} members fetched ahead, {} of them evicted "
         "unread), served {}, {} node-cache hits, {} deduplicated, {} timeouts, {} CRC "
-        "retries, {} failures, {} evictions",
+        "retries, {} failures, {} evictions, {} requests waited for the copy",
         a.fetched, a.fetched_bytes, a.fetched_ahead, a.ahead_unread, a.served, a.cache_hits,
-        a.deduplicated, a.timeouts, a.crc_retries, a.failures, a.evictions);
+        a.deduplicated, a.timeouts, a.crc_retries, a.failures, a.evictions, a.waited_for_copy);
   }
   Teardown();
 }

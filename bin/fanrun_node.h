@@ -87,7 +87,7 @@ class Node {
   // when the local directory had no room for it (StageIn).
   std::string cache_dir() const { return cache_dir_.empty() ? local_dir_ + "/cache" : cache_dir_; }
   bool staged() const { return staged_; }  // the local blobs are this job's own copies
-  // DATA while its copies are still being made (one node stages while CMD runs), else "".
+  // DATA while its copies are still being made (staged while CMD runs), else "".
   const std::string& staging_from() const { return staging_from_; }
   const std::string& data_dir() const { return abs_data_; }  // DATA, absolute
   // One of this node's blobs as CMD will first read it (a copy, or DATA's while the copy is
@@ -127,7 +127,8 @@ class Node {
   std::string fresh_base_;  // a base made because the usual one was another user's
   DirId local_id_;          // (proves at clean-up that local_dir_ is still the directory made)
   bool staged_ = false;
-  // One node's copy while CMD runs: partitions (index, source, copy) copied by copier_.
+  // This node's copies made while CMD runs: partitions (index, source, copy) copied by
+  // copier_ (the agent answers other nodes from them as they land).
   struct Copy {
     uint32_t partition;
     std::string src, dst;

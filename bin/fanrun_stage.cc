@@ -1,6 +1,6 @@
 // Whether this node's partitions are staged (bin/stage_decision.h), the copies made before
-// the namespace exchange (several nodes), and the copier that makes them while CMD runs
-// (one node).
+// the namespace exchange (several nodes, DATA on a local disk), and the copier that makes
+// them while CMD runs (one node, or several from a shared file system).
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <spdlog/spdlog.h>
@@ -105,9 +105,9 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (nodes_ == 1 && !mpi_ && !opt.no_stage && st.ok() && !SharedFsName(in.data_fs_type) &&
       in.data_fs_type != TMPFS_MAGIC)
     in.shmem_huge = io::ShmemCollapseError().empty();
-  // Under a launcher even one rank copies before the exchange, as several do: the rank's
-  // clean-up and the job's agreement on damaged members cover a copy made then, not one
-  // still running when a rank is killed or a member found damaged.
+  // (under a launcher, from a local disk: copied before the exchange, so that a member found
+  // damaged stops every rank before CMD runs; a copy made while CMD runs leaves that to the
+  // readers, which check every member they read from it)
   StageDecision decision = DecideStaging(in);
   if (st.ok() && decision.stage && !decision.local_dir.empty()) {
     if (Status made = UseLocalDir(decision.local_dir, decision.local_dir); !made.ok()) {
@@ -115,7 +115,6 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
       decision.why += " (but " + made.message() + ": served in place)";
     }
   }
-  if (mpi_) decision.overlap = false;
   s->stage = decision.stage;
   const bool overlap = decision.stage && decision.overlap;
   abs_data_ = s->abs_data;
@@ -215,11 +214,16 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (st.ok() && !std::getenv(fanstore::env::kQuiet) && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type)))
     cli::Say("fanrun: %s (%s)\n",
-             overlap ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
-                        " of DATA to " + local_dir_ +
-                        " while the command runs; reads take their 2 MiB chunks as they land, "
-                        "asking for the ones they wait for")
-                           .c_str()
+             overlap && nodes_ > 1
+                 ? ("each node copies its share of DATA to " + local_dir_ +
+                    " while the command runs; reads, and other nodes' requests, take their "
+                    "2 MiB chunks as they land, asking for the ones they wait for")
+                       .c_str()
+             : overlap ? ("copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) +
+                          " of DATA to " + local_dir_ +
+                          " while the command runs; reads take their 2 MiB chunks as they land, "
+                          "asking for the ones they wait for")
+                             .c_str()
              : s->stage
                  ? (nodes_ == 1 ? "staging DATA before the command starts"
                                 : "staging each node's share of DATA before the command starts")
@@ -232,9 +236,16 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   cfg.rank = rank_;
   cfg.placement = s->placement;
   cfg.blob_paths = s->local_paths;
-  for (const Copy& c : copies_) cfg.blob_paths[c.partition] = c.src;  // (in place until copied)
+  if (!copies_.empty()) {  // (read in place until copied)
+    cfg.landing_path = io::LandingPathBeside(rank_dir_ + "/namespace.img");
+    cfg.copy_paths.assign(parts, "");
+  }
+  for (const Copy& c : copies_) {
+    cfg.blob_paths[c.partition] = c.src;
+    cfg.copy_paths[c.partition] = c.dst;
+  }
   // (staged: every local blob is fanrun's own copy, which no one else can cut)
-  cfg.staged = s->stage && s->in_place.empty();
+  cfg.staged = s->stage && s->in_place.empty() && copies_.empty();
   cfg.broadcast = s->broadcast;
   cfg.socket_path = socket_path_;
   cfg.cache_dir = cache_dir();
@@ -307,10 +318,10 @@ Result<std::string> Node::HoldBlob(uint32_t partition, const std::string& path) 
   return link;
 }
 
-// The copies one node makes while CMD runs, one partition after another. Each appears
-// under its final name only once complete and checked (io/stage.h), which is what the
-// runtime looks for (runtime/process/state.h staging_from); a failed copy leaves that partition
-// read in place, and says so.
+// The copies this node makes while CMD runs (io/stage.h StageLanding). Each appears under
+// its final name only once complete and checked, which is what the runtime looks for
+// (runtime/process/state.h staging_from) and what the agent moves to; a failed copy leaves
+// the partitions not finished read in place, and says so.
 void Node::StartCopier(const meta::Manifest& manifest) {
   if (copies_.empty() && !warm_.empty()) {
     copier_ = std::thread([this] {
@@ -356,14 +367,20 @@ void Node::StartCopier(const meta::Manifest& manifest) {
                          });
     if (cancel_copy_.load()) return;
     if (!st.ok()) {
-      cli::Say("fanrun: staging stopped, the rest is read in place from DATA: %s\n",
-               st.message().c_str());
+      if (mpi_)  // (the logger names the rank)
+        spdlog::warn("staging stopped, the rest is read in place from DATA: {}", st.message());
+      else
+        cli::Say("fanrun: staging stopped, the rest is read in place from DATA: %s\n",
+                 st.message().c_str());
       return;
     }
     // (its absence tells `fanrun attach` and anyone watching the job that the copy is done)
     ::unlink((rank_dir_ + "/staging-from").c_str());
     const double secs = Since(t0);
-    if (!quiet)
+    if (mpi_)
+      spdlog::debug("staged {} in {:.2f} s while the command runs",
+                    cli::HumanBytes(static_cast<double>(bytes)), secs);
+    else if (!quiet)
       cli::Say("fanrun: staged %s in %.2f s (%.0f MB/s)%s; reads now go to %s\n",
                cli::HumanBytes(static_cast<double>(bytes)).c_str(), secs,
                secs > 0 ? static_cast<double>(bytes) / 1e6 / secs : 0.0,

@@ -100,6 +100,14 @@ Status Agent::Loop::OpenStorage(uint32_t entries, uint64_t fetchable) {
   for (size_t p = 0; p < blob_maps.size() && staged_bytes <= kPopulateBudget; ++p)
     if (blob_in_memory[p])
       ::madvise(const_cast<uint8_t*>(blob_maps[p]), blob_sizes[p], MADV_POPULATE_READ);
+  if (!cfg.landing_path.empty()) {
+    landing = LandingMap::Attach(cfg.landing_path);
+    if (!landing.valid()) return Status::Error(cfg.landing_path + ": not a landing map");
+    cfg.copy_paths.resize(cfg.blob_paths.size());
+    staging_fds.assign(cfg.blob_paths.size(), -1);
+    moved.assign(cfg.blob_paths.size(), 0);
+    cache_ahead_due = true;  // (once the copies have ended: ProgressLanding)
+  }
   if (::mkdir(cfg.cache_dir.c_str(), 0700) != 0 && errno != EEXIST)
     return Status::FromErrno(cfg.cache_dir, errno);
   fetchable_bytes = fetchable;
@@ -265,6 +273,7 @@ void Agent::Loop::Run() {
   bool broadcast_done = false;
   for (;;) {
     bool active = cfg.mpi && ProgressServer();
+    active |= cfg.mpi && ProgressLanding();
     active |= cfg.mpi && ProgressFetches();
     if (stop_requested.load() && !broadcast_done) {
       if (cfg.mpi) BroadcastStop();  // the stop started here (a peer's stop is not passed on again)
@@ -291,7 +300,7 @@ void Agent::Loop::Run() {
     // with 4, on 2 cores; local reads unchanged). A transfer that has not moved for 50 ms
     // (its peer is stopped or gone) no longer keeps the core: it is polled every 0.5 ms.
     timespec timeout{0, 0};
-    const bool in_flight = !fetches.empty() || !outgoing.empty();
+    const bool in_flight = !fetches.empty() || !outgoing.empty() || !waiting.empty();
     const bool hot = idle < std::chrono::microseconds(500) ||
                      (in_flight && idle < std::chrono::milliseconds(50));
     if (!active && !fetches.empty() && arena.Preallocate(kPreallocateAhead, kPreallocateStep)) {
@@ -373,7 +382,13 @@ Agent::~Agent() {
     l.Withdraw();  // opened and never started, or already withdrawn at the end of its run
   for (size_t p = 0; p < l.blob_maps.size(); ++p)
     if (l.blob_maps[p]) ::munmap(const_cast<uint8_t*>(l.blob_maps[p]), l.blob_sizes[p]);
+  for (const auto& [fd, map] : l.left_behind) {
+    if (map.first) ::munmap(const_cast<uint8_t*>(map.first), map.second);
+    if (fd >= 0) ::close(fd);
+  }
   for (int fd : l.blob_fds)
+    if (fd >= 0) ::close(fd);
+  for (int fd : l.staging_fds)
     if (fd >= 0) ::close(fd);
   for (int fd : {l.listen_fd, l.epoll_fd, l.wake_fd})
     if (fd >= 0) ::close(fd);
@@ -385,7 +400,7 @@ Status Agent::OpenStorage(uint32_t entries, uint64_t fetchable) {
 }
 
 void Agent::AllocateCacheAhead() {
-  loop_->AllocateCacheAhead();
+  if (!loop_->cache_ahead_due) loop_->AllocateCacheAhead();  // (else the loop does, later)
 }
 
 Status Agent::Open(meta::NamespaceView ns) {

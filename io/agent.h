@@ -34,6 +34,13 @@ struct AgentConfig {
   meta::Placement placement;
   std::vector<std::string> blob_paths;  // per partition: this node's copy, "" if remote
   bool staged = false;  // the blobs are fanrun's own copies (nothing else truncates them)
+  // Copies made while CMD runs (io/landing.h): the landing map's path ("" when none) and per
+  // partition the copy's final path ("" if not copied). Until a copy is done its blob_paths
+  // entry is DATA's, and a request for chunks that have not landed waits for them, asking
+  // the copier for them (kLandingWaitNs at most, then DATA is read): the shared file system
+  // sees those bytes once, in the copier's large reads. Once done, replies come from the copy.
+  std::string landing_path;
+  std::vector<std::string> copy_paths;
   std::vector<uint8_t> broadcast;  // per partition
   std::string socket_path;         // the local socket to create
   std::string cache_dir;           // holds the node cache arena
@@ -57,6 +64,7 @@ struct AgentStats {
                                                  // (most hits never reach the agent)
   uint64_t timeouts = 0, crc_retries = 0, failures = 0;
   uint64_t evictions = 0;
+  uint64_t waited_for_copy = 0;  // requests answered once the copier had landed their chunks
 };
 
 class Agent {
@@ -74,7 +82,8 @@ class Agent {
   Status OpenStorage(uint32_t entries, uint64_t fetchable);
   // Once every node of this host has staged (their copies must not meet a cache that took
   // the room first): allocates the node cache ahead up to `fetchable` bytes, at most
-  // --cache-size. No room is a warning, not an error.
+  // --cache-size. No room is a warning, not an error. With copies made while CMD runs the
+  // loop does this itself once they have ended.
   void AllocateCacheAhead();
   // With the namespace: creates the socket, posts the receives (a namespace of another size
   // than `entries` gets its node cache made again). No thread yet: the caller may still use

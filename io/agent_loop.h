@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "io/agent.h"
+#include "io/landing.h"
 #include "io/mpi.h"
 #include "io/node_cache.h"
 #include "io/pieces.h"
@@ -64,6 +65,22 @@ struct Agent::Loop {
   };
   std::list<Outgoing> outgoing;
   uint64_t corrupt_left = 0;
+
+  // Copies made while CMD runs (AgentConfig::landing_path): requests waiting for their
+  // chunks, each partition's partial copy (read for chunks landed in it) and whether the
+  // blob was moved to the finished copy; the fds and mappings of DATA's blobs left behind
+  // stay open until the end, since replies may still be sent from them.
+  LandingMap landing;
+  struct Waiting {
+    RemoteRequest req;
+    int source;
+    Clock::time_point until;
+  };
+  std::vector<Waiting> waiting;
+  std::vector<int> staging_fds;
+  std::vector<uint8_t> moved;
+  std::vector<std::pair<int, std::pair<const uint8_t*, uint64_t>>> left_behind;
+  bool cache_ahead_due = false;  // AllocateCacheAhead once every copy has ended
 
   // Client side. Fetches, waiters and the node cache are by key: a member's entry, or a
   // piece of a large member (io/pieces.h).
@@ -144,6 +161,10 @@ struct Agent::Loop {
                        &server_handles[i]);
   }
   bool ProgressServer();
+  bool MustWait(const RemoteRequest& req);
+  bool ProgressLanding();
+  bool MoveToCopy(uint32_t p);
+  int SourceFd(uint32_t p, uint64_t off, uint64_t len, bool* from_map);
   const uint8_t* Resident(uint32_t p, uint64_t off, uint64_t len);
   std::vector<unsigned char> mincore_vec;
   void Serve(const RemoteRequest& req, int source);

@@ -24,6 +24,9 @@ namespace fanstore::io {
 
 // The chunk: one huge page, made one by the copier before its bytes land (io/stage.h).
 inline constexpr uint64_t kLandingChunk = 2 << 20;
+// The longest a read (a served process's, or another node's request to this node's agent)
+// waits for chunks it asked for before it reads DATA itself: a copy this slow is stuck.
+inline constexpr int64_t kLandingWaitNs = 2'000'000'000;
 
 // The map fanrun makes beside `image_path` (the namespace image).
 inline std::string LandingPathBeside(const std::string& image_path) {

@@ -27,7 +27,7 @@ long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off) {
     if (!m.Copying()) return kNotLanded;  // (not started yet, or stopped)
     g_io.landing_waits.Add(1);
     m.Want(p, off, len);
-    const int64_t until = NowNs() + kLandingWaitNs;
+    const int64_t until = NowNs() + io::kLandingWaitNs;
     for (;;) {
       const uint32_t seen = m.Count(p);
       if (m.RangeLanded(p, off, len)) break;

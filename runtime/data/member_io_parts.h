@@ -30,11 +30,10 @@ extern IoCounters g_io;
 
 // landing_read.cc: `len` bytes of partition p at `off` while fanrun copies it (State::
 // BlobSettled is false): from the copy once the chunks they lie in have landed; chunks not
-// landed yet are asked for (the copier takes them next) and waited for, kLandingWaitNs at
+// landed yet are asked for (the copier takes them next) and waited for, io::kLandingWaitNs at
 // most. kNotLanded when the chunks landed in DATA's page cache (the copier fetches first),
 // the copy was given up, is too slow, or there is no landing map: the caller reads DATA.
 inline constexpr long kNotLanded = -(1l << 20);
-inline constexpr int64_t kLandingWaitNs = 2'000'000'000;
 long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off);
 
 // blob_read.cc: `len` bytes of blob `fd` at `off` into `buf`: copied by the kernel when they

@@ -54,7 +54,7 @@ TEST(StageDecision, FlagsOverrideTheFileSystem) {
   EXPECT_EQ(DecideStaging(in).why, "--no-stage");
 }
 
-TEST(StageDecision, SeveralNodesStageBeforeTheExchange) {
+TEST(StageDecision, SeveralNodesStageBeforeTheExchangeFromALocalDisk) {
   StageInputs in = OneNode(kExt4);
   in.nodes = 4;
   const StageDecision d = DecideStaging(in);
@@ -63,6 +63,21 @@ TEST(StageDecision, SeveralNodesStageBeforeTheExchange) {
   EXPECT_EQ(d.why, "4 nodes");
   in.no_stage_flag = true;
   EXPECT_FALSE(DecideStaging(in).stage);
+}
+
+TEST(StageDecision, SeveralNodesCopyWhileCmdRunsFromASharedFsOrWithStage) {
+  StageInputs in = OneNode(kFuse);
+  in.nodes = 2;
+  StageDecision d = DecideStaging(in);
+  EXPECT_TRUE(d.stage);
+  EXPECT_TRUE(d.overlap);
+  EXPECT_EQ(d.why, "2 nodes, DATA on FUSE");
+  in = OneNode(kExt4);
+  in.nodes = 2;
+  in.stage_flag = true;
+  d = DecideStaging(in);
+  EXPECT_TRUE(d.stage && d.overlap);
+  EXPECT_EQ(d.why, "2 nodes, --stage");
 }
 
 TEST(StageDecision, TooLittleRoomServesInPlaceAndSaysWhy) {

@@ -7,7 +7,9 @@
 # Faults: a missing partition stops the job before CMD runs; an agent that stops answering
 # (SIGSTOP) turns reads of members only it holds into EIO within the timeout while every
 # other read succeeds, and with --replicas 2 all reads succeed; damaged transfers are
-# retried once, and never give wrong bytes.
+# retried once, and never give wrong bytes. Copies made while CMD runs (--stage): requests
+# for chunks not landed yet wait for the copier, a copy failing midway leaves the rest read
+# in place, a damaged member is EIO everywhere.
 # Usage: multinode_test.sh FANSTORE FANRUN SOURCE_DIR
 # A user's fanrun jobs share /dev/shm/fanstore-UID, and each job's start removes what killed
 # ranks left there: tests run side by side (ctest -j) would remove each other's leftovers
@@ -119,6 +121,31 @@ run_all "no fetch-ahead" -- --data "$S/raw" --fetch-ahead 0 --log-level debug
 read -r n_lines n_ahead <<<"$(ahead_total)"
 [ "$n_lines" = $NP ] && [ "$n_ahead" = 0 ] && ok || bad "--fetch-ahead 0: members fetched ahead: $n_ahead (agents reporting: $n_lines)"
 run_all "replicas 2" -- --data "$S/z" --replicas 2
+# Copies made while CMD runs (--stage here; the default from a shared file system): each
+# chunk starts 0.5 s late, so that reads and other ranks' requests come before their chunks
+# have landed. Such a request waits in its holder's agent, which asks the copier for the
+# chunks (taken next) and answers once they are there: from DATA's page cache, where its file
+# system keeps the chunks fetched, or from the copy itself. A copy that fails midway leaves
+# the rest read in place.
+waited_total() {
+  sed -n 's/.*agent: .*, \([0-9]*\) requests waited for the copy$/\1/p' "$S/run.err" |
+    awk '{ s += $1; n++ } END { print n + 0, s + 0 }'
+}
+run_all "copied while CMD runs" FANSTORE_TEST_CHUNK_DELAY_MS=500 -- --data "$S/raw" --stage --log-level debug
+read -r n_lines n_waited <<<"$(waited_total)"
+[ "$n_lines" = $NP ] && [ "$n_waited" -gt 0 ] && ok ||
+  bad "copied while CMD runs: requests that waited for their chunks: $n_waited (agents reporting: $n_lines)"
+[ "$(grep -c "staged .* while the command runs" "$S/run.err")" = $NP ] && ok ||
+  bad "copied while CMD runs: not every rank finished its copy: $(grep -v debug "$S/run.err" | head -5)"
+run_all "copied while CMD runs, chunks landing in the copy" FANSTORE_TEST_CHUNK_DELAY_MS=500 \
+  FANSTORE_TEST_LAND_IN_COPY=1 -- --data "$S/z" --stage --log-level debug
+read -r n_lines n_waited <<<"$(waited_total)"
+[ "$n_lines" = $NP ] && [ "$n_waited" -gt 0 ] && ok ||
+  bad "chunks landing in the copy: requests that waited for their chunks: $n_waited (agents reporting: $n_lines)"
+run_all "a copy failing midway" FANSTORE_TEST_CHUNK_DELAY_MS=200 FANSTORE_TEST_COPY_FAIL_AFTER=1 -- \
+  --data "$S/raw" --stage
+[ "$(grep -c "rank [0-9] (.*): staging stopped, the rest is read in place from DATA: .*copy failed" "$S/run.err")" = $NP ] &&
+  ok || bad "a copy failing midway: not said by every rank: $(head -5 "$S/run.err")"
 # Every partition on every rank, staged: the copies' raw members were checked as they were
 # made, so no process checks one again (the node's marks start set for them).
 rm -f "$S"/out.* "$S/stats"
@@ -460,11 +487,12 @@ for r in $(seq 0 $((NP - 1))); do
   [ "$(grep -c ' ok ' "$S/out.$r")" = "$NFILES" ] && ok || bad "damaged transfer retried: rank $r: $(grep -v ' ok ' "$S/out.$r" | head -3)"
 done
 grep -q "damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "damaged transfer: no retry logged"
-# A member damaged in its holder's blob (the index and footer intact). Staged, the stage-in
-# checks every raw member's CRC32C and stops the job before CMD, naming the member. Served
-# in place (--no-stage), every rank gets EIO for that file and the right bytes for every
-# other: the holder checks the member before its first read serves it (runtime/data/verified.h),
-# the others fetch it and check it when it comes (after one retry).
+# A member damaged in its holder's blob (the index and footer intact). Staged before the
+# exchange (DATA on a local disk), the stage-in checks every raw member's CRC32C and stops
+# the job before CMD, naming the member. Served in place (--no-stage), or copied while CMD
+# runs (--stage), every rank gets EIO for that file and the right bytes for every other: the
+# holder checks the member before its first read serves it (runtime/data/verified.h), the
+# others fetch it and check it when it comes (after one retry).
 rel=$(cd "$S/src" && find train -name 'b*.bin' -size +20k | sort | head -1)
 info=$($FANSTORE stat "$S/raw" "$rel")
 part=$(echo "$info" | sed -n 's/.*Partition: \(part-[0-9]*\.fsb\)/\1/p')
@@ -480,18 +508,22 @@ rc=$?
 grep -q "rank $holder (.*$part: member '$rel': checksum mismatch (damaged data" "$S/err" && ok ||
   bad "damaged member, staged: the stage-in does not name it: $(cat "$S/err")"
 [ -z "$(ls -A "$S/local")" ] && ok || bad "damaged member, staged: left files behind: $(ls -A "$S/local")"
-rm -f "$S"/out.*
-timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/rot" --no-stage \
-  -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
-rc=$?  # 0: no rank read a wrong byte (read_all.py exits 1 for wrong bytes, not for EIO)
-[ $rc -eq 0 ] && ok || bad "damaged member in its holder's blob: exit $rc (wrong bytes read?)"
-for r in $(seq 0 $((NP - 1))); do
-  if grep -q "^$rel EIO " "$S/out.$r" && [ "$(grep -c ' ok ' "$S/out.$r")" = $((NFILES - 1)) ]; then ok; else
-    bad "damaged member in its holder's blob: rank $r: $(grep "^$rel " "$S/out.$r") / $(grep -c ' ok ' "$S/out.$r") ok"; fi
+for how in --no-stage --stage; do
+  rm -f "$S"/out.*
+  timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/rot" $how \
+    -- "$S/reader.sh" >"$S/run.out" 2>"$S/run.err"
+  rc=$?  # 0: no rank read a wrong byte (read_all.py exits 1 for wrong bytes, not for EIO)
+  [ $rc -eq 0 ] && ok || bad "damaged member in its holder's blob, $how: exit $rc (wrong bytes read?)"
+  for r in $(seq 0 $((NP - 1))); do
+    if grep -q "^$rel EIO " "$S/out.$r" && [ "$(grep -c ' ok ' "$S/out.$r")" = $((NFILES - 1)) ]; then ok; else
+      bad "damaged member in its holder's blob, $how: rank $r: $(grep "^$rel " "$S/out.$r") / $(grep -c ' ok ' "$S/out.$r") ok"; fi
+  done
+  grep -q "$part: member '$rel': checksum mismatch (damaged data)" "$S/run.err" && ok ||
+    bad "damaged member in its holder's blob, $how: the holder's reader does not name it"
+  grep -q "$rel.*damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok ||
+    bad "damaged member in its holder's blob, $how: no retry logged"
+  [ -z "$(ls -A "$S/local")" ] && ok || bad "damaged member, $how: left files behind: $(ls -A "$S/local")"
 done
-grep -q "$part: member '$rel': checksum mismatch (damaged data)" "$S/run.err" && ok ||
-  bad "damaged member in its holder's blob: the holder's reader does not name it"
-grep -q "$rel.*damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok || bad "damaged member in its holder's blob: no retry logged"
 
 rm -f "$S"/out.*
 FANSTORE_TEST_CORRUPT_REPLIES=1000000 timeout -k 10 300 mpiexec -n $NP "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
