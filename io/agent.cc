@@ -299,8 +299,10 @@ void Agent::Loop::Run() {
     // busy and nothing when they are free (first remote reads: +20% with 2 ranks, +34%
     // with 4, on 2 cores; local reads unchanged). A transfer that has not moved for 50 ms
     // (its peer is stopped or gone) no longer keeps the core: it is polled every 0.5 ms.
+    // Requests waiting for this node's copy to land (ProgressLanding) are not transfers:
+    // they wait on the copier's reads, polled as an idle loop polls, not with the core.
     timespec timeout{0, 0};
-    const bool in_flight = !fetches.empty() || !outgoing.empty() || !waiting.empty();
+    const bool in_flight = !fetches.empty() || !outgoing.empty();
     const bool hot = idle < std::chrono::microseconds(500) ||
                      (in_flight && idle < std::chrono::milliseconds(50));
     if (!active && !fetches.empty() && arena.Preallocate(kPreallocateAhead, kPreallocateStep)) {
