@@ -48,8 +48,9 @@ void AddNodeOptions(CLI::App* app, NodeOptions* o, SizeOptions* sizes, bool requ
       app->add_flag("--no-stage", o->no_stage,
                     "Serve each node's partitions in place from DATA instead of copying them");
   app->add_flag("--stage", o->stage,
-                "Copy this node's partitions to local storage even when DATA is on a local file "
-                "system (by default one node copies only from a network or FUSE file system)")
+                "Copy this node's partitions to local storage while the command runs: one "
+                "node even when DATA is on a local file system (by default it copies only from "
+                "a network or FUSE file system), several nodes instead of before it starts")
       ->excludes(no_stage);
   app->add_option("--replicas", o->replicas, "Nodes holding each partition (default 1)")
       ->check(CLI::Validator(cli::IntegerIn(1, 1u << 20), "1..1048576"));

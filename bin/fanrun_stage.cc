@@ -1,6 +1,6 @@
 // Whether this node's partitions are staged (bin/stage_decision.h), the copies made before
-// the namespace exchange (several nodes, DATA on a local disk), and the copier that makes
-// them while CMD runs (one node, or several from a shared file system).
+// the namespace exchange (several nodes), and the copier that makes them while CMD runs
+// (one node, or several with --stage).
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <spdlog/spdlog.h>
@@ -105,9 +105,9 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   if (nodes_ == 1 && !mpi_ && !opt.no_stage && st.ok() && !SharedFsName(in.data_fs_type) &&
       in.data_fs_type != TMPFS_MAGIC)
     in.shmem_huge = io::ShmemCollapseError().empty();
-  // (under a launcher, from a local disk: copied before the exchange, so that a member found
-  // damaged stops every rank before CMD runs; a copy made while CMD runs leaves that to the
-  // readers, which check every member they read from it)
+  // (several nodes copy before the exchange, unless --stage: a member found damaged then
+  // stops every rank before CMD runs; a copy made while CMD runs leaves that to the readers,
+  // which check every member they read from it)
   StageDecision decision = DecideStaging(in);
   if (st.ok() && decision.stage && !decision.local_dir.empty()) {
     if (Status made = UseLocalDir(decision.local_dir, decision.local_dir); !made.ok()) {

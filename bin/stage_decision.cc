@@ -77,15 +77,12 @@ StageDecision DecideCopy(const StageInputs& in) {
     return d;
   }
   if (in.nodes > 1) {
-    // (from a shared file system, or asked for, the copy is made while CMD runs; DATA on a
-    // local disk is copied before the namespace exchange, quickly)
-    const char* shared = SharedFsName(in.data_fs_type);
+    // (before the namespace exchange unless --stage asks for the copy while CMD runs: with
+    // two ranks on two cores, reading from MooseFS, the overlap measured no faster and
+    // pulled more bytes, docs/performance.md)
     d.stage = true;
-    d.overlap = shared || in.stage_flag;
-    d.why = std::to_string(in.nodes) + " nodes" +
-            (shared          ? std::string(", DATA on ") + shared
-             : in.stage_flag ? ", --stage"
-                             : "");
+    d.overlap = in.stage_flag;
+    d.why = std::to_string(in.nodes) + " nodes" + (in.stage_flag ? ", --stage" : "");
     return d;
   }
   if (in.stage_flag || in.local_dir_given) {

@@ -30,9 +30,8 @@ struct StageInputs {
 struct StageDecision {
   bool stage = false;
   // The copy is made while CMD runs (reads wait for their chunks, io/landing.h; another
-  // node's request waits in this node's agent), on one node or several when DATA is on a
-  // shared file system or --stage asks; several nodes with DATA on a local disk copy before
-  // the namespace exchange.
+  // node's request waits in this node's agent): on one node, or on several with --stage;
+  // several nodes otherwise copy before the namespace exchange.
   // One node copies DATA from a local file system too when the copy can be huge pages in
   // /dev/shm and the share fits in half of the available memory: a warm epoch then reads
   // out of 2 MiB pages whatever the page cache held (1.5-1.8x native against 1.3-1.5x from

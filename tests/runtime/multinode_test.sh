@@ -121,7 +121,7 @@ run_all "no fetch-ahead" -- --data "$S/raw" --fetch-ahead 0 --log-level debug
 read -r n_lines n_ahead <<<"$(ahead_total)"
 [ "$n_lines" = $NP ] && [ "$n_ahead" = 0 ] && ok || bad "--fetch-ahead 0: members fetched ahead: $n_ahead (agents reporting: $n_lines)"
 run_all "replicas 2" -- --data "$S/z" --replicas 2
-# Copies made while CMD runs (--stage here; the default from a shared file system): each
+# Copies made while CMD runs (--stage; several nodes otherwise copy before CMD): each
 # chunk starts 0.5 s late, so that reads and other ranks' requests come before their chunks
 # have landed. Such a request waits in its holder's agent, which asks the copier for the
 # chunks (taken next) and answers once they are there: from DATA's page cache, where its file
