@@ -109,6 +109,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   // stops every rank before CMD runs; a copy made while CMD runs leaves that to the readers,
   // which check every member they read from it)
   StageDecision decision = DecideStaging(in);
+  if (mpi_ && !opt.stage) decision.overlap = false;  // (one rank too, as several)
   if (st.ok() && decision.stage && !decision.local_dir.empty()) {
     if (Status made = UseLocalDir(decision.local_dir, decision.local_dir); !made.ok()) {
       decision.stage = false;  // (a copy that cannot be made costs speed, not the job)
