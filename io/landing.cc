@@ -142,11 +142,13 @@ void LandingMap::Nudge() {
   base::RawSyscall6(SYS_futex, reinterpret_cast<long>(words_ + 4), FUTEX_WAKE, INT_MAX);
 }
 
-int64_t LandingMap::NextWanted(uint32_t p, const std::vector<uint64_t>& issued) const {
+int64_t LandingMap::NextWanted(uint32_t p, const std::vector<uint64_t>& issued,
+                               uint64_t from) const {
   const uint64_t* s = Slot(p);
-  for (uint64_t w = 0; w * 64 < s[1]; ++w) {
-    const uint64_t open =
+  for (uint64_t w = from / 64; w * 64 < s[1]; ++w) {
+    uint64_t open =
         Load(words_ + s[3] + w) & ~Load(words_ + s[2] + w) & ~(w < issued.size() ? issued[w] : 0);
+    if (w == from / 64) open &= ~uint64_t{0} << (from % 64);
     if (open) return static_cast<int64_t>(w * 64 + static_cast<uint64_t>(__builtin_ctzll(open)));
   }
   return -1;

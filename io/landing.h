@@ -64,8 +64,9 @@ class LandingMap {
   uint32_t WantCount() const;
   void WaitForWant(uint32_t seen, int64_t timeout_ns) const;
   void Nudge();
-  // The first chunk wanted, not landed and not in `issued` (one bit per chunk), or -1.
-  int64_t NextWanted(uint32_t p, const std::vector<uint64_t>& issued) const;
+  // The first chunk from `from` on wanted, not landed and not in `issued` (one bit per
+  // chunk), or -1.
+  int64_t NextWanted(uint32_t p, const std::vector<uint64_t>& issued, uint64_t from = 0) const;
 
   // Marks `chunk` landed and wakes the partition's waiters.
   void Land(uint32_t p, uint64_t chunk);

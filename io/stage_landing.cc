@@ -75,6 +75,7 @@ class Lander {
     for (Part& p : parts_)  // (an empty partition has nothing to land)
       if (p.chunks == 0) FANSTORE_RETURN_IF_ERROR(Finish(p));
     cancel_ = cancel;
+    fetch_t0_ = std::chrono::steady_clock::now();
     // Several streams, each reading one partition in order (a FUSE client reads one file
     // ahead; 4 MiB reads in flight at several offsets of one file measured 2-3x slower on
     // MooseFS than a stream per file).
@@ -125,13 +126,13 @@ class Lander {
     return true;
   }
 
-  // A chunk a reader waits for and no stream has taken, unless the fetch ends soon.
+  // A chunk a reader waits for that no stream has taken and its partition's stream is not
+  // expected to reach soon (FarFrom).
   bool PickWanted(size_t* part, uint64_t* chunk) {
-    if (EndsSoon()) return false;
     for (size_t i = 0; i < parts_.size(); ++i) {
       Part& p = parts_[i];
       if (p.finished) continue;
-      const int64_t c = map_->NextWanted(p.copy->partition, p.issued);
+      const int64_t c = map_->NextWanted(p.copy->partition, p.issued, FarFrom(p));
       if (c >= 0 && static_cast<uint64_t>(c) < p.chunks)
         return Take(i, static_cast<uint64_t>(c), part, chunk);
     }
@@ -161,17 +162,27 @@ class Lander {
       if (next_of(i)) return true;
     return false;
   }
-  // Whether the streams are expected to land every chunk not issued yet within
-  // opt_.in_order_ns, at the pace of their chunks so far (each partition has one stream, up
-  // to kStreams).
-  bool EndsSoon() const {
-    const int64_t per_chunk = chunk_ns_.load(std::memory_order_relaxed);
-    if (per_chunk == 0) return false;  // (no chunk has landed yet)
+  // The first chunk of `p` its stream is not expected to reach within opt_.in_order_ns, at
+  // the copy's pace so far (every chunk landed over the time since the fetch began): wanted
+  // chunks before it are left to the stream. A partition no stream reads yet is reached
+  // once the chunks not issued are. Until kPaceChunks have landed the pace is not known
+  // (the first chunks carry the streams' start) and nothing is taken out of order: 16 MiB,
+  // tens of milliseconds on a link that makes waiting worth it. (Under mu_.)
+  static constexpr uint64_t kPaceChunks = 8;
+  uint64_t FarFrom(const Part& p) const {
+    if (opt_.in_order_ns <= 0) return 0;
+    if (landed_total_ < std::min(kPaceChunks, total_chunks_)) return p.chunks;
+    const double per_chunk =
+        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - fetch_t0_)
+                                .count()) /
+        static_cast<double>(landed_total_);
+    const double within = static_cast<double>(opt_.in_order_ns) / per_chunk;  // chunks, all streams
+    if (!p.taken) return static_cast<double>(total_chunks_ - issued_) < within ? p.chunks : 0;
     size_t open = 0;
-    for (const Part& p : parts_) open += p.next < p.chunks;
-    const uint64_t streams = std::max<size_t>(1, std::min(kStreams, open));
-    return (total_chunks_ - issued_) * static_cast<uint64_t>(per_chunk) / streams <
-           static_cast<uint64_t>(opt_.in_order_ns);
+    for (const Part& q : parts_) open += q.next < q.chunks;
+    const double streams = static_cast<double>(std::max<size_t>(1, std::min(kStreams, open)));
+    return std::min<uint64_t>(p.chunks, p.next + static_cast<uint64_t>(within / streams));
   }
   bool Take(size_t i, uint64_t c, size_t* part, uint64_t* chunk) {
     ++issued_;
@@ -185,16 +196,8 @@ class Lander {
     std::unique_ptr<uint8_t[]> buf(new uint8_t[map_->chunk_bytes()]);
     size_t part = 0;
     uint64_t chunk = 0;
-    while (Pick(me, &part, &chunk)) {
-      const auto t0 = std::chrono::steady_clock::now();
+    while (Pick(me, &part, &chunk))
       if (!CopyAndLand(part, chunk, buf.get())) return;
-      const int64_t ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                             std::chrono::steady_clock::now() - t0)
-                             .count();
-      // (a moving average over about 8 chunks, of every stream: one stream's time per chunk)
-      const int64_t was = chunk_ns_.load(std::memory_order_relaxed);
-      chunk_ns_.store(was == 0 ? ns : (was * 7 + ns) / 8, std::memory_order_relaxed);
-    }
   }
 
   // The urgent stream: chunks readers wait for, started the moment one is asked for. The
@@ -339,7 +342,7 @@ class Lander {
   const std::atomic<bool>* cancel_ = nullptr;
   bool from_data_ = false;  // chunks land in DATA's page cache, and are copied after
   std::atomic<bool> streams_done_{false};
-  std::atomic<int64_t> chunk_ns_{0};  // a stream's time per chunk, averaged
+  std::chrono::steady_clock::time_point fetch_t0_;  // (the pace: FarFrom)
   std::mutex mu_;  // guards the parts' cursors and bits, own_, error_, landed_total_
   std::vector<Part> parts_;
   std::vector<size_t> own_;  // the partition each stream reads in order

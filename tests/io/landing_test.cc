@@ -81,6 +81,8 @@ TEST(LandingMap, AWantWakesTheCopierOnceAndOnlyForChunksNotLanded) {
   EXPECT_EQ(m->WantCount(), before + 1);
   EXPECT_EQ(m->NextWanted(0, {}), 3);
   EXPECT_EQ(m->NextWanted(0, {uint64_t{1} << 3}), -1);  // (issued to a stream already)
+  EXPECT_EQ(m->NextWanted(0, {}, 3), 3);
+  EXPECT_EQ(m->NextWanted(0, {}, 4), -1);  // (none from chunk 4 on)
   // A sleeper on the count is woken by the next want. (Its timeout, an hour, is past the
   // test's: a want that woke nobody fails the test by its timeout.)
   const uint32_t seen = m->WantCount();
