@@ -7,8 +7,10 @@
 # epoch read by fsbench with 1 and 2 threads (start-up included); 3 epochs,
 # every file once per epoch in a random order, with 1 and 2 Python reader threads (cold;
 # the first over fanrun's fresh copy; warm); a warm epoch read by fsbench (after an
-# untimed one); a PyTorch DataLoader epoch (bench/train_epoch.py); a two-rank job
-# (mpiexec -n 2, both ranks staging from MooseFS); and one epoch while another client
+# untimed one); a PyTorch DataLoader epoch (bench/train_epoch.py); two-rank jobs
+# (mpiexec -n 2, both ranks staging from MooseFS before CMD, and with --stage while it
+# runs): every rank reading every file, and a training loop (each rank its shard, batches of
+# 32 followed by a 15 ms step: bench/pfs_epoch.py --step-ms); and one epoch while another client
 # stats other files in a loop. Per job: wall time with start-up, files/s, the time to the
 # first read, the master's operations (mfscli -SMO) and CPU time, and the bytes the client
 # pulled from the daemons (the veth's counters). Beside each job, in the same round, the
@@ -138,18 +140,19 @@ results = []
 def floor_cmd(m):  # every packed byte across once, in order: the least a first epoch can take
     # (four streams at once, one partition each, as fanrun's copy reads: the faster floor)
     return ["sh", "-c", "ls %s/packed/part-*.fsb | xargs -P 4 -n 1 cat >/dev/null" % m]
-def compare(name, native_cmd, fanrun_cmd, **kw):
-    rs = {"native": [], "fanrun": []}
+def compare(name, native_cmd, fanrun_cmd, also=(), **kw):
+    kinds = [("native", native_cmd), ("fanrun", fanrun_cmd)] + list(also)
+    rs = {kind: [] for kind, _ in kinds}
     for _ in range(rounds):
         floor = job(floor_cmd, parse=False)["wall_s"]
-        for kind, cmd in (("native", native_cmd), ("fanrun", fanrun_cmd)):
+        for kind, cmd in kinds:
             r = job(cmd, **kw)
             r["floor_s"], r["wall_to_floor"] = floor, r["wall_s"] / floor
             rs[kind].append(r)
-    for kind in ("native", "fanrun"):
+    for kind, _ in kinds:
         row = summarize(rs[kind]); row.update({"run": name, "reader": kind}); results.append(row)
         m = lambda k: row[k]["median"] if k in row else float("nan")
-        print("%-28s %-7s wall %6.2f s (%.2fx the floor: %s)  cold %7.0f  warm %7.0f files/s  1st read %.3f s  master %6.0f ops %5.2f s cpu  %7.1f MB pulled%s" % (
+        print("%-28s %-14s wall %6.2f s (%.2fx the floor: %s)  cold %7.0f  warm %7.0f files/s  1st read %.3f s  master %6.0f ops %5.2f s cpu  %7.1f MB pulled%s" % (
             name, kind, m("wall_s"), m("wall_to_floor"),
             " ".join("%.2f/%.2f" % (r["wall_s"], r["floor_s"]) for r in rs[kind]),
             m("cold_files_per_s"), m("warm_files_per_s"), m("first_read_s"),
@@ -179,9 +182,19 @@ compare("DataLoader epoch, 2 workers",
         lambda m: ["/usr/bin/python3", "bench/train_epoch.py", m + "/imagenet/train", "--workers", "2", "--json"],
         lambda m: under(m) + ["/usr/bin/python3", "bench/train_epoch.py", work + "/ds/train", "--workers", "2", "--json"],
         parse=False)
+# Two ranks: each copies its share before the exchange, or (--stage) while CMD runs. Every
+# rank reads every file; then a training loop, each rank its shard with 15 ms steps.
+def two(m, stage=False, args=("--threads", "1")):
+    return ["mpiexec", "-n", "2"] + under(m)[:1] + (["--stage"] if stage else []) + under(m)[1:] + \
+        epoch + [work + "/ds"] + list(args)
 compare("2 ranks (mpiexec -n 2)",
         lambda m: ["mpiexec", "-n", "2"] + epoch + [m + "/imagenet", "--threads", "1"],
-        lambda m: ["mpiexec", "-n", "2"] + under(m) + epoch + [work + "/ds", "--threads", "1"], parse=False)
+        lambda m: two(m), also=[("fanrun --stage", lambda m: two(m, True))], parse=False)
+step = ("--threads", "2", "--shard", "--step-ms", "15")
+compare("2 ranks, training loop",
+        lambda m: ["mpiexec", "-n", "2", "env", "FANSTORE_NODES=2", "sh", "-c",
+                   'FANSTORE_RANK=$PMI_RANK exec "$@"', "sh"] + epoch + [m + "/imagenet"] + list(step),
+        lambda m: two(m, args=step), also=[("fanrun --stage", lambda m: two(m, True, step))], parse=False)
 compare("epoch with another client", lambda m: epoch + [m + "/imagenet", "--threads", "2"],
         lambda m: under(m) + epoch + [work + "/ds", "--threads", "2"], interfere=True)
 os.makedirs("bench/results", exist_ok=True)
