@@ -165,18 +165,23 @@ class Lander {
   // The first chunk of `p` its stream is not expected to reach within opt_.in_order_ns, at
   // the copy's pace so far (every chunk landed over the time since the fetch began): wanted
   // chunks before it are left to the stream. A partition no stream reads yet is reached
-  // once the chunks not issued are. Until kPaceChunks have landed the pace is not known
-  // (the first chunks carry the streams' start) and nothing is taken out of order: 16 MiB,
-  // tens of milliseconds on a link that makes waiting worth it. (Under mu_.)
+  // once the chunks not issued are. The pace is measured first: nothing is taken out of
+  // order until kPaceChunks have landed (the first chunks carry the streams' start; 16 MiB
+  // land in tens of milliseconds on a link that makes waiting worth it) or kPaceNs have
+  // passed, so that no reader waits much longer than in_order_ns; a copy that has landed
+  // nothing by then has no pace to wait for. (Under mu_.)
   static constexpr uint64_t kPaceChunks = 8;
+  static constexpr int64_t kPaceNs = 100'000'000;
   uint64_t FarFrom(const Part& p) const {
     if (opt_.in_order_ns <= 0) return 0;
-    if (landed_total_ < std::min(kPaceChunks, total_chunks_)) return p.chunks;
-    const double per_chunk =
-        static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+    const int64_t elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 std::chrono::steady_clock::now() - fetch_t0_)
-                                .count()) /
-        static_cast<double>(landed_total_);
+                                .count();
+    if (landed_total_ < std::min(kPaceChunks, total_chunks_)) {
+      if (elapsed < kPaceNs) return p.chunks;
+      if (landed_total_ == 0) return 0;
+    }
+    const double per_chunk = static_cast<double>(elapsed) / static_cast<double>(landed_total_);
     const double within = static_cast<double>(opt_.in_order_ns) / per_chunk;  // chunks, all streams
     if (!p.taken) return static_cast<double>(total_chunks_ - issued_) < within ? p.chunks : 0;
     size_t open = 0;
