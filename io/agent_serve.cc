@@ -157,8 +157,10 @@ bool Agent::Loop::ProgressLanding() {
 
 // Partition p's blob becomes its finished copy: opened and mapped as OpenStorage does (the
 // copy is fanrun's own). DATA's descriptor and mapping are left open (a reply may still be
-// sent from them); false when the copy cannot be opened (DATA stays the blob).
+// sent from them); false when the copy cannot be opened: DATA then stays the blob, and the
+// copy is not looked for again.
 bool Agent::Loop::MoveToCopy(uint32_t p) {
+  moved[p] = 1;
   const int fd = ::open(cfg.copy_paths[p].c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
   struct stat st;
@@ -171,7 +173,6 @@ bool Agent::Loop::MoveToCopy(uint32_t p) {
   blob_sizes[p] = m == MAP_FAILED ? 0 : static_cast<uint64_t>(st.st_size);
   struct statfs fs;
   blob_in_memory[p] = blob_maps[p] && ::fstatfs(fd, &fs) == 0 && AlwaysResident(true, fs.f_type);
-  moved[p] = 1;
   if (staging_fds[p] >= 0)
     ::close(staging_fds[p]);  // (read with pread only: nothing sends from it)
   staging_fds[p] = -1;
