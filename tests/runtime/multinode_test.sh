@@ -135,8 +135,6 @@ run_all "copied while CMD runs" FANSTORE_TEST_CHUNK_DELAY_MS=500 -- --data "$S/r
 read -r n_lines n_waited <<<"$(waited_total)"
 [ "$n_lines" = $NP ] && [ "$n_waited" -gt 0 ] && ok ||
   bad "copied while CMD runs: requests that waited for their chunks: $n_waited (agents reporting: $n_lines)"
-[ "$(grep -c "staged .* while the command runs" "$S/run.err")" = $NP ] && ok ||
-  bad "copied while CMD runs: not every rank finished its copy: $(grep -v debug "$S/run.err" | head -5)"
 run_all "copied while CMD runs, chunks landing in the copy" FANSTORE_TEST_CHUNK_DELAY_MS=500 \
   FANSTORE_TEST_LAND_IN_COPY=1 -- --data "$S/z" --stage --log-level debug
 read -r n_lines n_waited <<<"$(waited_total)"
