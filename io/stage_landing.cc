@@ -129,10 +129,11 @@ class Lander {
   // A chunk a reader waits for that no stream has taken and its partition's stream is not
   // expected to reach soon (FarFrom).
   bool PickWanted(size_t* part, uint64_t* chunk) {
+    const Pace pace = MeasurePace();
     for (size_t i = 0; i < parts_.size(); ++i) {
       Part& p = parts_[i];
       if (p.finished) continue;
-      const int64_t c = map_->NextWanted(p.copy->partition, p.issued, FarFrom(p));
+      const int64_t c = map_->NextWanted(p.copy->partition, p.issued, FarFrom(p, pace));
       if (c >= 0 && static_cast<uint64_t>(c) < p.chunks)
         return Take(i, static_cast<uint64_t>(c), part, chunk);
     }
@@ -172,22 +173,31 @@ class Lander {
   // nothing by then has no pace to wait for. (Under mu_.)
   static constexpr uint64_t kPaceChunks = 8;
   static constexpr int64_t kPaceNs = 100'000'000;
-  uint64_t FarFrom(const Part& p) const {
-    if (opt_.in_order_ns <= 0) return 0;
+  // The pace, once per pick: what every partition's FarFrom needs.
+  struct Pace {
+    enum { kAny, kNone, kKnown } state;
+    double within = 0;   // chunks all streams land within in_order_ns
+    double streams = 1;  // streams reading a partition in order
+  };
+  Pace MeasurePace() const {
+    if (opt_.in_order_ns <= 0) return {Pace::kAny};
     const int64_t elapsed = std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 std::chrono::steady_clock::now() - fetch_t0_)
                                 .count();
     if (landed_total_ < std::min(kPaceChunks, total_chunks_)) {
-      if (elapsed < kPaceNs) return p.chunks;
-      if (landed_total_ == 0) return 0;
+      if (elapsed < kPaceNs) return {Pace::kNone};
+      if (landed_total_ == 0) return {Pace::kAny};
     }
     const double per_chunk = static_cast<double>(elapsed) / static_cast<double>(landed_total_);
-    const double within = static_cast<double>(opt_.in_order_ns) / per_chunk;  // chunks, all streams
-    if (!p.taken) return static_cast<double>(total_chunks_ - issued_) < within ? p.chunks : 0;
     size_t open = 0;
     for (const Part& q : parts_) open += q.next < q.chunks;
-    const double streams = static_cast<double>(std::max<size_t>(1, std::min(kStreams, open)));
-    return std::min<uint64_t>(p.chunks, p.next + static_cast<uint64_t>(within / streams));
+    return {Pace::kKnown, static_cast<double>(opt_.in_order_ns) / per_chunk,
+            static_cast<double>(std::max<size_t>(1, std::min(kStreams, open)))};
+  }
+  uint64_t FarFrom(const Part& p, const Pace& pace) const {
+    if (pace.state != Pace::kKnown) return pace.state == Pace::kAny ? 0 : p.chunks;
+    if (!p.taken) return static_cast<double>(total_chunks_ - issued_) < pace.within ? p.chunks : 0;
+    return std::min<uint64_t>(p.chunks, p.next + static_cast<uint64_t>(pace.within / pace.streams));
   }
   bool Take(size_t i, uint64_t c, size_t* part, uint64_t* chunk) {
     ++issued_;
