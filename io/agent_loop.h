@@ -161,6 +161,10 @@ struct Agent::Loop {
                        &server_handles[i]);
   }
   bool ProgressServer();
+  // Whether partition p is copied while CMD runs and the agent has not moved to its copy.
+  bool BeingCopied(uint32_t p) const {
+    return landing.valid() && p < moved.size() && !cfg.copy_paths[p].empty() && !moved[p];
+  }
   bool MustWait(const RemoteRequest& req);
   bool ProgressLanding();
   bool MoveToCopy(uint32_t p);

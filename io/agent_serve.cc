@@ -106,8 +106,7 @@ bool Agent::Loop::ProgressServer() {
 // small read here.
 bool Agent::Loop::MustWait(const RemoteRequest& req) {
   const uint32_t p = req.partition;
-  if (!landing.valid() || p >= moved.size() || cfg.copy_paths[p].empty() || moved[p] ||
-      !landing.Copying() || landing.State(p) != LandingState::kCopying)
+  if (!BeingCopied(p) || !landing.Copying() || landing.State(p) != LandingState::kCopying)
     return false;
   const uint64_t span = landing.chunks(p) * landing.chunk_bytes();
   if (req.length == 0 || req.offset >= span || req.length > span - req.offset ||
@@ -185,8 +184,7 @@ bool Agent::Loop::MoveToCopy(uint32_t p) {
 // blob's mapping may be sent from.
 int Agent::Loop::SourceFd(uint32_t p, uint64_t off, uint64_t len, bool* from_map) {
   *from_map = true;
-  if (!landing.valid() || p >= moved.size() || cfg.copy_paths[p].empty() || moved[p])
-    return blob_fds[p];
+  if (!BeingCopied(p)) return blob_fds[p];
   const LandingState st = landing.State(p);
   if (st == LandingState::kDone) {
     MoveToCopy(p);
