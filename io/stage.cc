@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/magic.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/vfs.h>
@@ -121,6 +122,24 @@ Status ReadAt(int in, uint8_t* to, uint64_t off, size_t len, const std::string& 
     if (n < 0) return Status::FromErrno(src, errno);
     if (n == 0) return Status::Error(src + ": shorter than expected");
     got += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+Status FetchAt(int in, int sink, uint8_t* buf, uint64_t off, size_t len, const std::string& src) {
+  size_t got = 0;
+  while (sink >= 0 && got < len) {
+    off_t at = static_cast<off_t>(off + got);
+    const ssize_t n = ::sendfile(sink, in, &at, std::min<size_t>(len - got, 1u << 20));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)) break;
+    if (n < 0) return Status::FromErrno(src, errno);
+    if (n == 0) return Status::Error(src + ": shorter than expected");
+    got += static_cast<size_t>(n);
+  }
+  for (; got < len; got += 1u << 20) {
+    const size_t want = std::min<size_t>(len - got, 1u << 20);
+    FANSTORE_RETURN_IF_ERROR(ReadAt(in, buf, off + got, want, src));
   }
   return Status::Ok();
 }

@@ -42,6 +42,7 @@ class Lander {
     for (const LandingCopy& c : copies) parts_.push_back(Part{&c});
   }
   ~Lander() {
+    if (sink_ >= 0) ::close(sink_);
     for (Part& p : parts_) {
       if (p.map) ::munmap(p.map, p.size);
       if (p.in >= 0) ::close(p.in);
@@ -71,6 +72,7 @@ class Lander {
         return Status::Error(p.copy->src + ": the landing map does not match its size");
     }
     from_data_ = !opt_.copy_first && KeepsPages();
+    if (from_data_) sink_ = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
     map_->SetFromData(from_data_);
     for (Part& p : parts_)  // (an empty partition has nothing to land)
       if (p.chunks == 0) FANSTORE_RETURN_IF_ERROR(Finish(p));
@@ -265,7 +267,7 @@ class Lander {
 
   Status Fetch(const Part& p, uint64_t chunk, uint8_t* buf) {
     const auto [off, len] = Span(p, chunk);
-    return ReadAt(p.in, buf, off, len, p.copy->src);
+    return FetchAt(p.in, sink_, buf, off, len, p.copy->src);
   }
 
   // The second phase of a fetched copy: the partitions no thread has taken, each copied
@@ -356,6 +358,7 @@ class Lander {
   const LandedFn& landed_;
   const std::atomic<bool>* cancel_ = nullptr;
   bool from_data_ = false;  // chunks land in DATA's page cache, and are copied after
+  int sink_ = -1;           // /dev/null, where fetched chunks are spliced (FetchAt)
   std::atomic<bool> streams_done_{false};
   std::chrono::steady_clock::time_point fetch_t0_;  // (the pace: FarFrom)
   std::mutex mu_;  // guards the parts' cursors and bits, own_, error_, landed_total_

@@ -20,6 +20,7 @@
 
 #include "base/map_aligned.h"
 #include "io/stage.h"
+#include "io/stage_parts.h"
 #include "meta/format.h"
 #include "meta/manifest.h"
 #include "meta/pack.h"
@@ -219,6 +220,52 @@ TEST(StagePartition, CopiesByteExactInHugePagesAndRefusesADamagedMember) {
       << bad.status().message();
   EXPECT_NE(::access(dst.c_str(), F_OK), 0);
   EXPECT_NE(::access((dst + ".staging").c_str(), F_OK), 0);
+}
+
+// The pages of `fd`'s first `len` bytes in the page cache.
+size_t CachedPages(int fd, size_t len) {
+  void* m = ::mmap(nullptr, len, PROT_READ, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) return 0;
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((len + page - 1) / page);
+  size_t n = 0;
+  if (::mincore(m, len, v.data()) == 0)
+    for (unsigned char b : v) n += b & 1;
+  ::munmap(m, len);
+  return n;
+}
+
+// A fetch leaves the range in the page cache, whether spliced to /dev/null or (a sink that
+// cannot take a splice: a file opened O_APPEND) read through the buffer; a range past the end
+// of the file is an error naming it.
+TEST(FetchAt, LeavesTheRangeCachedWithOrWithoutSplice) {
+  testing::TempDir t;
+  const std::string path = t.path() + "/blob";
+  testing::WriteFile(path, testing::RandomBytes(4 * kMiB, 7));
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(in, 0);
+  const int null_sink = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+  const int append_sink = ::open((t.path() + "/sink").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
+  ASSERT_GE(null_sink, 0);
+  ASSERT_GE(append_sink, 0);
+  std::vector<uint8_t> buf(kMiB);
+  const size_t pages = 4 * kMiB / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  for (int sink : {null_sink, append_sink, -1}) {
+    ::fdatasync(in);
+    ::posix_fadvise(in, 0, 0, POSIX_FADV_DONTNEED);
+    if (CachedPages(in, 4 * kMiB) != 0)
+      GTEST_SKIP() << "the page cache of " << path << " cannot be dropped here";
+    const Status st = FetchAt(in, sink, buf.data(), kMiB, 3 * kMiB, path);
+    ASSERT_TRUE(st.ok()) << st.message();
+    EXPECT_GE(CachedPages(in, 4 * kMiB), pages * 3 / 4) << "sink " << sink;
+  }
+  EXPECT_EQ(::lseek(append_sink, 0, SEEK_END), 0) << "the fallback wrote to the sink";
+  const Status past = FetchAt(in, null_sink, buf.data(), 3 * kMiB, 2 * kMiB, path);
+  EXPECT_NE(past.message().find(path + ": shorter than expected"), std::string::npos)
+      << past.message();
+  ::close(in);
+  ::close(null_sink);
+  ::close(append_sink);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LandingCopies, ::testing::Values(false, true),
