@@ -64,6 +64,18 @@ bool SayAndAgree(bool mpi, const Status& st, int rank, int nodes, const std::str
   return all[2] == kFine;
 }
 
+// Meets every other rank without polling a core away: a rank whose stage-in ends first
+// (its share small, or none) would otherwise spin in the agreement's collective (MPICH's
+// shared-memory progress) while the others still copy, and where ranks share a host's cores
+// that core is taken from their copies and from the shared file system's client. Two ranks
+// on two cores reading from MooseFS: the waiting rank's 0.6-1.3 CPU-s made the job's 1.9-2.9 s.
+void MeetWithoutSpinning() {
+  mpi::Request met;
+  mpi::World().Ibarrier(&met);
+  for (long ns = 20'000; !mpi::World().Test(&met); ns = std::min(2 * ns, 1'000'000L))
+    std::this_thread::sleep_for(std::chrono::nanoseconds(ns));
+}
+
 }  // namespace
 
 Result<uint64_t> ParseSize(const std::string& s) {
@@ -103,6 +115,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
 
   const auto t_stage = Clock::now();
   StageIn(opt, &s);
+  if (mpi_) MeetWithoutSpinning();
   int failed = 0;
   if (!SayAndAgree(mpi_, s.st, rank_, nodes_, s.where, &failed)) {
     if (!s.st.ok()) return Status::Error("");  // already said

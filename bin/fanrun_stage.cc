@@ -144,6 +144,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
       // above): too little local storage slows a job, it never stops one whose DATA reads.
       const std::string dst = local_dir_ + "/" + meta::PartitionFileName(p);
       bool no_room = false;
+      if (const char* delay = std::getenv(fanstore::env::kTestCopyDelayMs))  // (tests: a slow copy)
+        std::this_thread::sleep_for(std::chrono::milliseconds(std::atol(delay)));
       auto r = io::StagePartition(src, dst, manifest, p, nullptr, &no_room);
       if (r.ok()) {
         path = dst;

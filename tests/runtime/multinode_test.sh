@@ -336,6 +336,23 @@ FANSTORE_TEST_CORRUPT_REPLIES=1 timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local
 grep -q '^ok big.bin' "$S/out.$other" && ok || bad "large members, a damaged piece: $(cat "$S/out.$other")"
 grep -q "big.bin' (piece [0-9]*) from rank $((1 - other)): damaged transfer (CRC mismatch), retrying" "$S/run.err" && ok ||
   bad "large members, a damaged piece: no retry logged: $(head -c 800 "$S/run.err")"
+# A rank whose stage-in ends first waits for the others without spinning: with one partition,
+# one rank copies it (held back 3 s) while the other, holding nothing, waits; a rank polling
+# MPI would use a core for those 3 s. The CPU-seconds of each rank's fanrun (its CMD: true).
+$FANSTORE pack -q "$S/src" "$S/one" --partitions 1 --compress none || bad "pack one partition"
+rm -f "$S"/cpu.*
+S=$S FANSTORE_TEST_COPY_DELAY_MS=3000 timeout -k 10 300 mpiexec -n 2 $PY -c '
+import os, subprocess, sys
+rc = subprocess.run(sys.argv[1:], close_fds=False).returncode  # (PMI_FD stays open)
+t = os.times()
+open("%s/cpu.%d" % (os.environ["S"], os.getpid()), "w").write("%.2f\n" % (t.children_user + t.children_system))
+sys.exit(rc)' "$FANRUN" --local-dir "$S/local" --mount "$MNT" --data "$S/one" -- true >"$S/run.out" 2>"$S/run.err"
+rc=$?
+[ $rc -eq 0 ] && [ "$(cat "$S"/cpu.* | wc -l)" = 2 ] && ok || bad "one partition, two ranks: exit $rc: $(tail -3 "$S/run.err")"
+most=$(cat "$S"/cpu.* | sort -n | tail -1)
+[ -n "$most" ] && [ "$(echo "$most < 1.5" | bc)" = 1 ] && ok ||
+  bad "a rank waiting 3 s for another's copy used ${most:-?} CPU-s: it spins"
+
 rm -f "$S"/out.*
 FANSTORE_TEST_CORRUPT_REPLIES=1000000 timeout -k 10 300 mpiexec -n 2 "$FANRUN" --local-dir "$S/local" --mount "$MNT" \
   --data "$S/large" -- sh -c "[ \$FANSTORE_RANK = $other ] || exit 0; $PY $PIECES --sparse $MNT $S/lsrc big.bin >$S/out.$other; exit 0" \
