@@ -52,15 +52,23 @@ for e in range(a.epochs):
     t0 = time.perf_counter()
     with ThreadPoolExecutor(a.threads) as pool:
         if a.step_ms > 0:
-            ahead = threading.Semaphore(2 * a.threads)
-            def read_batch(batch):
-                ahead.acquire()
+            # Batch k starts once the step has taken batch k - 2T: bounded by index, not by a
+            # semaphore, which a later batch could take first while the step waits for k.
+            stepped = threading.Condition()
+            done = [-1]
+            def read_batch(k_batch):
+                k, batch = k_batch
+                with stepped:
+                    stepped.wait_for(lambda: done[0] >= k - 2 * a.threads)
                 return sum(read(path) for path in batch)
             nbytes = 0
-            for n in pool.map(read_batch, [order[i:i + a.batch] for i in range(0, len(order), a.batch)]):
+            batches = [order[i:i + a.batch] for i in range(0, len(order), a.batch)]
+            for k, n in enumerate(pool.map(read_batch, enumerate(batches))):
                 nbytes += n
                 time.sleep(a.step_ms / 1000)
-                ahead.release()
+                with stepped:
+                    done[0] = k
+                    stepped.notify_all()
         else:
             nbytes = sum(pool.map(read, order, chunksize=64))
     dt = time.perf_counter() - t0
