@@ -12,11 +12,13 @@
 # runs): every rank reading every file, and a training loop (each rank its shard, batches of
 # 32 followed by a 15 ms step: bench/pfs_epoch.py --step-ms); and one epoch while another client
 # stats other files in a loop. Per job: wall time with start-up, files/s, the time to the
-# first read, the master's operations (mfscli -SMO) and CPU time, and the bytes the client
-# pulled from the daemons (the veth's counters). Beside each job, in the same round, the
-# floor: the packed dataset's bytes read once by a new client, four partitions at a time,
-# each in order (`xargs -P 4 cat`, as fanrun's copy reads them), and
-# the job's wall time as a multiple of it. JSON in bench/results/pfs.json, a plot in
+# first read, the master's operations (mfscli -SMO) and CPU time, the bytes the client
+# pulled from the daemons (the veth's counters), and the CPU-seconds of the job, the client
+# and the chunkserver: here the daemons share the job's cores, so their sum over the cores
+# is a least wall time the job can take (its `bound`, beside the floor's own). Beside each
+# job, in the same round, the floor: the packed dataset's bytes read once by a new client,
+# four partitions at a time, each in order (`xargs -P 4 cat`, as fanrun's copy reads them),
+# and the job's wall time as a multiple of it. JSON in bench/results/pfs.json, a plot in
 # bench/results/pfs.png. Installs MooseFS from Debian's packages if missing.
 # Usage: bench/pfs.sh [--files N] [--rounds R]   (root; default 4,000 files of ~100 KB, 3 rounds)
 set -euo pipefail
@@ -57,6 +59,7 @@ import json, os, statistics, subprocess, sys, threading, time
 rounds, mnt, fanrun, work = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
 ip, veth, mfs_dir = "10.231.0.2", os.environ["MFS_VETH"], os.environ["MFS_DIR"]
 master_pid = subprocess.run(["pgrep", "-f", "mfsmaster -c " + mfs_dir], capture_output=True, text=True).stdout.split()[0]
+chunkserver_pids = subprocess.run(["pgrep", "-f", "mfschunkserver -c " + mfs_dir], capture_output=True, text=True).stdout.split()
 hz = os.sysconf("SC_CLK_TCK")
 jobs = [0]
 def fresh_mount():  # a new client per job (no cache of its own), its session told by its path
@@ -82,10 +85,19 @@ def counters(m):
     out = subprocess.run(["mfscli", "-H", ip, "-SMO", "-m", "1"], capture_output=True, text=True).stdout
     ops = sum(int(f[-1]) for f in (l.split("\t") for l in out.splitlines())
               if f[0].startswith("active mounts, operations:") and f[2] == m)
-    f = open("/proc/%s/stat" % master_pid).read().rsplit(")", 1)[1].split()
-    cpu = (int(f[11]) + int(f[12])) / hz
     rx = int(open("/sys/class/net/%s/statistics/rx_bytes" % veth).read())
-    return ops, cpu, rx
+    client = subprocess.run(["pgrep", "-f", r"mfsmount \(mounted on: %s\)" % m], capture_output=True,
+                            text=True).stdout.split()
+    return ops, cpu_s([master_pid]), rx, cpu_s(client), cpu_s(chunkserver_pids)
+def cpu_s(pids):  # user + system CPU-seconds of these processes so far
+    t = 0
+    for p in pids:
+        try:
+            f = open("/proc/%s/stat" % p).read().rsplit(")", 1)[1].split()
+            t += int(f[11]) + int(f[12])
+        except OSError:
+            pass
+    return t / hz
 epoch = ["/usr/bin/python3", os.path.abspath("bench/pfs_epoch.py")]
 def under(m):
     return [fanrun, "--data", m + "/packed", "--mount", work + "/ds", "--"]
@@ -104,17 +116,23 @@ def job(make_cmd, parse=True, interfere=False):
     c0 = counters(m)
     st = Stats() if interfere else None
     if st: st.start()
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), os.times()
     cmd = make_cmd(m)
     r = subprocess.run(cmd, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
+    wall, cpu1 = time.perf_counter() - t0, os.times()
     if st: st.stop = True; st.join()
     c1 = counters(m)
     unmount(m)
     if r.returncode != 0:
         sys.exit("pfs.sh: %s failed: %s" % (" ".join(cmd), r.stderr[-500:]))
     out = {"wall_s": wall, "master_ops": c1[0] - c0[0], "master_cpu_s": c1[1] - c0[1],
-           "mfs_bytes": c1[2] - c0[2], "stderr": r.stderr.strip().splitlines()[-3:]}
+           "mfs_bytes": c1[2] - c0[2], "stderr": r.stderr.strip().splitlines()[-3:],
+           # (CPU-seconds of the job's processes, the client and the chunkserver: where both
+           # daemons share the job's cores, their sum over the cores bounds its wall time)
+           "job_cpu_s": cpu1.children_user + cpu1.children_system - cpu0.children_user - cpu0.children_system,
+           "client_cpu_s": c1[3] - c0[3], "chunkserver_cpu_s": c1[4] - c0[4]}
+    out["cpu_bound_s"] = (out["job_cpu_s"] + out["client_cpu_s"] + out["chunkserver_cpu_s"] +
+                          out["master_cpu_s"]) / os.cpu_count()
     if st: out["other_stats_per_s"] = st.n / wall
     if parse == "fsbench":
         out["warm_files_per_s"] = json.loads(r.stdout)["items_per_s"]
@@ -144,17 +162,20 @@ def compare(name, native_cmd, fanrun_cmd, also=(), **kw):
     kinds = [("native", native_cmd), ("fanrun", fanrun_cmd)] + list(also)
     rs = {kind: [] for kind, _ in kinds}
     for _ in range(rounds):
-        floor = job(floor_cmd, parse=False)["wall_s"]
+        f = job(floor_cmd, parse=False)
+        floor = f["wall_s"]
         for kind, cmd in kinds:
             r = job(cmd, **kw)
             r["floor_s"], r["wall_to_floor"] = floor, r["wall_s"] / floor
+            r["floor_cpu_bound_s"] = f["cpu_bound_s"]
             rs[kind].append(r)
     for kind, _ in kinds:
         row = summarize(rs[kind]); row.update({"run": name, "reader": kind}); results.append(row)
         m = lambda k: row[k]["median"] if k in row else float("nan")
-        print("%-28s %-14s wall %6.2f s (%.2fx the floor: %s)  cold %7.0f  warm %7.0f files/s  1st read %.3f s  master %6.0f ops %5.2f s cpu  %7.1f MB pulled%s" % (
+        print("%-28s %-14s wall %6.2f s (%.2fx the floor: %s)  CPU-s job %.2f client %.2f chunkserver %.2f, bound %.2f s (floor's %.2f)  cold %7.0f  warm %7.0f files/s  1st read %.3f s  master %6.0f ops %5.2f s cpu  %7.1f MB pulled%s" % (
             name, kind, m("wall_s"), m("wall_to_floor"),
             " ".join("%.2f/%.2f" % (r["wall_s"], r["floor_s"]) for r in rs[kind]),
+            m("job_cpu_s"), m("client_cpu_s"), m("chunkserver_cpu_s"), m("cpu_bound_s"), m("floor_cpu_bound_s"),
             m("cold_files_per_s"), m("warm_files_per_s"), m("first_read_s"),
             m("master_ops"), m("master_cpu_s"), m("mfs_bytes") / 1e6,
             ("  other client %.0f stat/s" % m("other_stats_per_s")) if "other_stats_per_s" in row else ""), flush=True)
