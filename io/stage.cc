@@ -137,11 +137,7 @@ Status FetchAt(int in, int sink, uint8_t* buf, uint64_t off, size_t len, const s
     if (n == 0) return Status::Error(src + ": shorter than expected");
     got += static_cast<size_t>(n);
   }
-  for (; got < len; got += 1u << 20) {
-    const size_t want = std::min<size_t>(len - got, 1u << 20);
-    FANSTORE_RETURN_IF_ERROR(ReadAt(in, buf, off + got, want, src));
-  }
-  return Status::Ok();
+  return got < len ? ReadAt(in, buf, off + got, len - got, src) : Status::Ok();
 }
 
 Status ReadIntoCopy(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src,

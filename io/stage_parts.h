@@ -17,7 +17,7 @@ Status ReadAt(int in, uint8_t* to, uint64_t off, size_t len, const std::string& 
 // `len` bytes at `off` of `in` (`src`) read into the page cache and dropped: spliced to
 // `sink` (/dev/null) by sendfile, the pages referenced, not copied (a FUSE client's 246 MB
 // copied out cost 0.17 CPU-seconds, on a node the fetch and its client keep busy); through
-// `buf` (1 MiB) by reads where `sink` is -1 or the file system cannot splice.
+// `buf` (`len` bytes) by reads where `sink` is -1 or the file system cannot splice.
 Status FetchAt(int in, int sink, uint8_t* buf, uint64_t off, size_t len, const std::string& src);
 // The same into a shared mapping of the copy `dst` at `to`: a page of the copy the kernel
 // cannot fault in (tmpfs filled since its room was checked) is ENOSPC for `dst`, as a write

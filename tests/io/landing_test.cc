@@ -248,7 +248,7 @@ TEST(FetchAt, LeavesTheRangeCachedWithOrWithoutSplice) {
   const int append_sink = ::open((t.path() + "/sink").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0600);
   ASSERT_GE(null_sink, 0);
   ASSERT_GE(append_sink, 0);
-  std::vector<uint8_t> buf(kMiB);
+  std::vector<uint8_t> buf(3 * kMiB);
   const size_t pages = 4 * kMiB / static_cast<size_t>(::sysconf(_SC_PAGESIZE));
   for (int sink : {null_sink, append_sink, -1}) {
     ::fdatasync(in);
