@@ -249,9 +249,11 @@ void Node::Finish(int exit_status) {
     spdlog::debug(
         "agent: {} fetches ({} bytes, {} members fetched ahead, {} of them evicted "
         "unread), served {}, {} node-cache hits, {} deduplicated, {} timeouts, {} CRC "
-        "retries, {} failures, {} evictions, {} requests waited for the copy",
+        "retries, {} failures, {} evictions, {} requests waited for the copy ({} gave up on "
+        "it)",
         a.fetched, a.fetched_bytes, a.fetched_ahead, a.ahead_unread, a.served, a.cache_hits,
-        a.deduplicated, a.timeouts, a.crc_retries, a.failures, a.evictions, a.waited_for_copy);
+        a.deduplicated, a.timeouts, a.crc_retries, a.failures, a.evictions, a.waited_for_copy,
+        a.gave_up_on_copy);
   }
   Teardown();
 }

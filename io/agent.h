@@ -37,7 +37,7 @@ struct AgentConfig {
   // Copies made while CMD runs (io/landing.h): the landing map's path ("" when none) and per
   // partition the copy's final path ("" if not copied). Until a copy is done its blob_paths
   // entry is DATA's, and a request for chunks that have not landed waits for them, asking
-  // the copier for them (kLandingWaitNs at most, then DATA is read): the shared file system
+  // the copier for them (until the copy is stuck: LandingPatience): the shared file system
   // sees those bytes once, in the copier's large reads. Once done, replies come from the copy.
   std::string landing_path;
   std::vector<std::string> copy_paths;
@@ -65,6 +65,7 @@ struct AgentStats {
   uint64_t timeouts = 0, crc_retries = 0, failures = 0;
   uint64_t evictions = 0;
   uint64_t waited_for_copy = 0;  // requests answered once the copier had landed their chunks
+  uint64_t gave_up_on_copy = 0;  // requests that stopped waiting for a stuck copy (DATA read)
 };
 
 class Agent {

@@ -74,7 +74,7 @@ struct Agent::Loop {
   struct Waiting {
     RemoteRequest req;
     int source;
-    Clock::time_point until;
+    LandingPatience patience;
   };
   std::vector<Waiting> waiting;
   std::vector<int> staging_fds;

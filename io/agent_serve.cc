@@ -16,6 +16,15 @@
 #include "io/resident.h"
 
 namespace fanstore::io {
+namespace {
+
+int64_t NowNs() {  // (LandingPatience's clock)
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
 
 // The blob bytes [off, off + len) of partition p when every page of them is in the page
 // cache: they are then sent straight from the mapping, without a read copy. A page that is
@@ -92,7 +101,7 @@ bool Agent::Loop::ProgressServer() {
     PostRequest(i);
     if (cfg.silent) continue;
     if (MustWait(req))
-      waiting.push_back({req, sources[k], Clock::now() + std::chrono::nanoseconds(kLandingWaitNs)});
+      waiting.push_back({req, sources[k], LandingPatience(landing, NowNs())});
     else
       Serve(req, sources[k]);
   }
@@ -116,24 +125,26 @@ bool Agent::Loop::MustWait(const RemoteRequest& req) {
   return true;
 }
 
-// Requests whose chunks have landed (or whose copy stopped, or that waited long enough:
-// then DATA is read) are answered; a partition whose copy is done moves to it. True when
-// something was answered.
+// Requests whose chunks have landed (or whose copy stopped, or is stuck: then DATA is read)
+// are answered; a partition whose copy is done moves to it. True when something was
+// answered.
 bool Agent::Loop::ProgressLanding() {
   if (!landing.valid()) return false;
   bool any = false;
-  const auto now = Clock::now();
+  const int64_t now = NowNs();
   for (size_t i = 0; i < waiting.size();) {
     const RemoteRequest req = waiting[i].req;
     const int source = waiting[i].source;
     const bool landed = landing.RangeLanded(req.partition, req.offset, req.length);
-    if (!landed && landing.Copying() && landing.State(req.partition) == LandingState::kCopying &&
-        now < waiting[i].until) {
+    const bool copying =
+        landing.Copying() && landing.State(req.partition) == LandingState::kCopying;
+    if (!landed && copying && !waiting[i].patience.Expired(now)) {
       ++i;
       continue;
     }
     waiting.erase(waiting.begin() + static_cast<std::ptrdiff_t>(i));
     if (landed) Count(&AgentStats::waited_for_copy);
+    if (!landed && copying) Count(&AgentStats::gave_up_on_copy);
     Serve(req, source);
     any = true;
   }

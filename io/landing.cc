@@ -206,4 +206,22 @@ void LandingMap::Wake(uint32_t p) const {
   base::RawSyscall6(SYS_futex, reinterpret_cast<long>(Slot(p)), FUTEX_WAKE, INT_MAX);
 }
 
+LandingPatience::LandingPatience(const LandingMap& map, int64_t now_ns, int64_t stuck_ns)
+    : map_(&map), stuck_ns_(stuck_ns), seen_(Progress()), since_(now_ns) {}
+
+uint64_t LandingPatience::Progress() const {
+  uint64_t sum = 0;
+  for (uint32_t p = 0; p < map_->parts(); ++p) sum += map_->Count(p);
+  return sum;
+}
+
+bool LandingPatience::Expired(int64_t now_ns) {
+  const uint64_t now_seen = Progress();
+  if (now_seen != seen_) {
+    seen_ = now_seen;
+    since_ = now_ns;
+  }
+  return Left(now_ns) <= 0;
+}
+
 }  // namespace fanstore::io

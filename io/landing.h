@@ -24,8 +24,9 @@ namespace fanstore::io {
 
 // The chunk: one huge page, made one by the copier before its bytes land (io/stage.h).
 inline constexpr uint64_t kLandingChunk = 2 << 20;
-// The longest a read (a served process's, or another node's request to this node's agent)
-// waits for chunks it asked for before it reads DATA itself: a copy this slow is stuck.
+// How long a read (a served process's, or another node's request to this node's agent) waits
+// for chunks it asked for while the copier lands nothing at all, before it reads DATA itself:
+// a copy that still lands chunks is waited for (LandingPatience), one silent this long is stuck.
 inline constexpr int64_t kLandingWaitNs = 2'000'000'000;
 
 // The map fanrun makes beside `image_path` (the namespace image).
@@ -92,6 +93,29 @@ class LandingMap {
 
   uint64_t* words_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// A reader's patience with the copier: it gives up only once no chunk of any partition has
+// landed (nor any copy ended) for `stuck_ns`. A reader that gives up reads DATA itself, a
+// small read beside the copier's stream, which on MooseFS made the client fetch more than it
+// was asked for; a copy that keeps landing, slowed by a busy node, takes the wanted chunks
+// next or reaches them in order soon (io/stage.h), so it is worth the wait. Times are any
+// monotonic clock's nanoseconds.
+class LandingPatience {
+ public:
+  LandingPatience(const LandingMap& map, int64_t now_ns, int64_t stuck_ns = kLandingWaitNs);
+  // Whether the copier has landed nothing for stuck_ns by `now_ns` (landing since resets it).
+  bool Expired(int64_t now_ns);
+  // How long until then, if nothing lands.
+  int64_t Left(int64_t now_ns) const { return since_ + stuck_ns_ - now_ns; }
+
+ private:
+  uint64_t Progress() const;  // every partition's landing count, summed
+
+  const LandingMap* map_;
+  int64_t stuck_ns_;
+  uint64_t seen_;
+  int64_t since_;
 };
 
 }  // namespace fanstore::io

@@ -60,8 +60,8 @@ struct LandingCopy {
 // Chunks readers wait for are fetched out of order only where the stream reading their
 // partition in order is not expected, at the copy's pace so far, to reach them within
 // `in_order_ns` (nor while the pace is measured: until 8 chunks land, 100 ms at most): each
-// reader's wait is then shorter than that, and shorter than a reader waits before it reads DATA
-// itself (io::kLandingWaitNs). Reads out of order slowed the stream by 20-40% on MooseFS,
+// reader's wait is then about that long, while a reader gives up only on a copy that lands
+// nothing for io::kLandingWaitNs. Reads out of order slowed the stream by 20-40% on MooseFS,
 // and made its client fetch more than it was asked for: a 246 MB partition pulled 300-375
 // MB in a third of first epochs, with one or two reads out of order, against 247 MB when
 // every read came in order.

@@ -243,8 +243,8 @@ class Lander {
   // A chunk fetched into DATA's page cache (read into `buf`, which is then dropped) or
   // copied, and landed. False (the copy's error recorded) when it failed.
   bool CopyAndLand(size_t part, uint64_t chunk, uint8_t* buf) {
-    if (opt_.chunk_delay_ms > 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(opt_.chunk_delay_ms));
+    for (int waited = 0; waited < opt_.chunk_delay_ms && !Cancelled(); waited += 10)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // (tests: a slow copy)
     Status st = Cancelled()  ? Status::Error("copy cancelled")
                 : from_data_ ? Fetch(parts_[part], chunk, buf)
                              : CopyChunk(parts_[part], chunk, buf);

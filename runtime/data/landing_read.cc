@@ -27,14 +27,17 @@ long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off) {
     if (!m.Copying()) return kNotLanded;  // (not started yet, or stopped)
     g_io.landing_waits.Add(1);
     m.Want(p, off, len);
-    const int64_t until = NowNs() + io::kLandingWaitNs;
+    io::LandingPatience patience(m, NowNs());
     for (;;) {
       const uint32_t seen = m.Count(p);
       if (m.RangeLanded(p, off, len)) break;
       if (m.State(p) == io::LandingState::kFailed || !m.Copying()) return kNotLanded;
-      const int64_t left = until - NowNs();
-      if (left <= 0) return kNotLanded;  // (a copy this slow: DATA it is)
-      m.Wait(p, seen, std::min<int64_t>(left, 50'000'000));
+      const int64_t now = NowNs();
+      if (patience.Expired(now)) {  // (a stuck copy: DATA it is)
+        g_io.landing_gave_up.Add(1);
+        return kNotLanded;
+      }
+      m.Wait(p, seen, std::min<int64_t>(patience.Left(now), 50'000'000));
     }
   }
   g_io.landed.Add(1);

@@ -220,6 +220,7 @@ IoStats SnapshotIoStats() {
   st.raw_checks = g_io.raw_checks.Load();
   st.landed_reads = g_io.landed.Load();
   st.landing_waits = g_io.landing_waits.Load();
+  st.landing_gave_up = g_io.landing_gave_up.Load();
   return st;
 }
 

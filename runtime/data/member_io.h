@@ -54,6 +54,7 @@ struct IoStats {
   uint64_t raw_checks = 0;       // raw members checked against their CRC32C by this process
   uint64_t landed_reads = 0;     // reads from a copy still being made (its chunks had landed)
   uint64_t landing_waits = 0;    // of those, reads that asked for their chunks and waited
+  uint64_t landing_gave_up = 0;  // reads that stopped waiting for a stuck copy and read DATA
 };
 IoStats SnapshotIoStats();
 

@@ -24,15 +24,16 @@ namespace fanstore::runtime {
 
 struct IoCounters {
   ShardedCounter reads, bytes, inflates, inflate_ns, hits, errors, remote, device, mapped, trusted,
-      arena, raw_checks, landed, landing_waits;
+      arena, raw_checks, landed, landing_waits, landing_gave_up;
 };
 extern IoCounters g_io;
 
 // landing_read.cc: `len` bytes of partition p at `off` while fanrun copies it (State::
 // BlobSettled is false): from the copy once the chunks they lie in have landed; chunks not
-// landed yet are asked for (the copier takes them next) and waited for, io::kLandingWaitNs at
-// most. kNotLanded when the chunks landed in DATA's page cache (the copier fetches first),
-// the copy was given up, is too slow, or there is no landing map: the caller reads DATA.
+// landed yet are asked for (the copier takes them next) and waited for while the copier
+// lands anything (io::LandingPatience). kNotLanded when the chunks landed in DATA's page
+// cache (the copier fetches first), the copy was given up or is stuck, or there is no landing
+// map: the caller reads DATA.
 inline constexpr long kNotLanded = -(1l << 20);
 long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off);
 

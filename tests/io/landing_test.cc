@@ -96,6 +96,28 @@ TEST(LandingMap, AWantWakesTheCopierOnceAndOnlyForChunksNotLanded) {
   wanter.join();
 }
 
+// A reader's patience runs out only while nothing lands: landing in any partition starts it
+// again (the clock is the test's own numbers).
+TEST(LandingPatience, LastsWhileTheCopyLandsAnythingAndEndsOnAStuckOne) {
+  testing::TempDir d("/dev/shm");
+  ASSERT_FALSE(d.path().empty());
+  auto m = LandingMap::Create(d.path() + "/landing", {8 * kMiB, 8 * kMiB}, 2 * kMiB);
+  ASSERT_TRUE(m.ok());
+  LandingPatience patience(*m, 1000, 100);
+  EXPECT_FALSE(patience.Expired(1060));
+  EXPECT_EQ(patience.Left(1060), 40);
+  m->Land(1, 2);  // (another partition's chunk: the copier is alive)
+  EXPECT_FALSE(patience.Expired(1090));
+  EXPECT_FALSE(patience.Expired(1150));  // (past the first 100, but 60 after the landing)
+  m->Land(0, 0);
+  EXPECT_FALSE(patience.Expired(1180));
+  EXPECT_EQ(patience.Left(1200), 80);
+  EXPECT_TRUE(patience.Expired(1280));  // (nothing landed for 100)
+  EXPECT_TRUE(patience.Expired(1400));
+  LandingPatience later(*m, 2000, 100);  // (chunks landed before it began are no news)
+  EXPECT_TRUE(later.Expired(2100));
+}
+
 class LandingCopies : public ::testing::TestWithParam<bool> {};  // (copy_first)
 
 // `files` raw members of 1 MiB packed in one partition under `t`: its blob and manifest.

@@ -3,7 +3,8 @@
 # chunks are tracked in the landing map (io/landing.h). A read of a region not landed yet
 # asks for its chunk, which the copier takes next, and is served once it has landed (from
 # DATA's page cache, where the copier fetched it, or, told to land chunks in the copy, from
-# the copy); a second read of a landed region is served without waiting; a
+# the copy); a second read of a landed region is served without waiting; a copy that lands
+# nothing is waited for only so long (the read then goes to DATA); a
 # copy that fails midway leaves no partial copy, and every file still reads byte-exact
 # from DATA; eight partitions read whole while copied read byte-exact. Each check reads the
 # map itself, and the runtime's statistics say where the bytes came from.
@@ -95,6 +96,16 @@ for where in data copy; do
     bad "($where) both reads were served as landed: $(cat "$S/stats1$where")"
 done
 unset FANSTORE_TEST_LAND_IN_COPY
+[ "$(stat_of landing_gave_up "$S/stats1data")" = 0 ] && ok ||
+  bad "a copy that lands chunks is waited for: $(cat "$S/stats1data")"
+
+# 1b. A copy that lands nothing (every chunk held back 6 s): the read waits while nothing
+# lands for io::kLandingWaitNs (2 s), then reads DATA itself, byte-exact, and --stats says so.
+FANSTORE_TEST_CHUNK_DELAY_MS=6000 "$FANRUN" --stats "$S/stats1stuck" --data "$S/fuse" --mount "$S/mnt" -- \
+  /usr/bin/python3 "$S/probe.py" late "$S/mnt" "$S/src" "$best" >"$S/out1" 2>"$S/err1"
+grep -qx "read True True" "$S/out1" && ok || bad "(stuck) it reads byte-exact from DATA: $(cat "$S/out1" "$S/err1")"
+[ "$(stat_of landing_gave_up "$S/stats1stuck")" -ge 1 ] && ok ||
+  bad "(stuck) the read gave up on the copy: $(cat "$S/stats1stuck")"
 
 # 2. A copy that fails midway (after 2 chunks): no partial copy is left, every file reads
 # byte-exact (from DATA), and the failure is said.
