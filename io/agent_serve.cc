@@ -101,7 +101,7 @@ bool Agent::Loop::ProgressServer() {
     PostRequest(i);
     if (cfg.silent) continue;
     if (MustWait(req))
-      waiting.push_back({req, sources[k], LandingPatience(landing, NowNs())});
+      waiting.push_back({req, sources[k], LandingPatience(landing.Progress(), NowNs())});
     else
       Serve(req, sources[k]);
   }
@@ -132,13 +132,14 @@ bool Agent::Loop::ProgressLanding() {
   if (!landing.valid()) return false;
   bool any = false;
   const int64_t now = NowNs();
+  const uint64_t progress = waiting.empty() ? 0 : landing.Progress();
   for (size_t i = 0; i < waiting.size();) {
     const RemoteRequest req = waiting[i].req;
     const int source = waiting[i].source;
     const bool landed = landing.RangeLanded(req.partition, req.offset, req.length);
     const bool copying =
         landing.Copying() && landing.State(req.partition) == LandingState::kCopying;
-    if (!landed && copying && !waiting[i].patience.Expired(now)) {
+    if (!landed && copying && !waiting[i].patience.Expired(now, progress)) {
       ++i;
       continue;
     }

@@ -177,6 +177,12 @@ uint32_t LandingMap::Count(uint32_t p) const {
   return __atomic_load_n(reinterpret_cast<const uint32_t*>(Slot(p)), __ATOMIC_ACQUIRE);
 }
 
+uint64_t LandingMap::Progress() const {
+  uint64_t sum = 0;
+  for (uint32_t p = 0; p < parts(); ++p) sum += Count(p);
+  return sum;
+}
+
 void LandingMap::Wait(uint32_t p, uint32_t seen, int64_t timeout_ns) const {
   timespec t{static_cast<time_t>(timeout_ns / 1'000'000'000),
              static_cast<long>(timeout_ns % 1'000'000'000)};
@@ -204,24 +210,6 @@ bool LandingMap::FromData() const {
 
 void LandingMap::Wake(uint32_t p) const {
   base::RawSyscall6(SYS_futex, reinterpret_cast<long>(Slot(p)), FUTEX_WAKE, INT_MAX);
-}
-
-LandingPatience::LandingPatience(const LandingMap& map, int64_t now_ns, int64_t stuck_ns)
-    : map_(&map), stuck_ns_(stuck_ns), seen_(Progress()), since_(now_ns) {}
-
-uint64_t LandingPatience::Progress() const {
-  uint64_t sum = 0;
-  for (uint32_t p = 0; p < map_->parts(); ++p) sum += map_->Count(p);
-  return sum;
-}
-
-bool LandingPatience::Expired(int64_t now_ns) {
-  const uint64_t now_seen = Progress();
-  if (now_seen != seen_) {
-    seen_ = now_seen;
-    since_ = now_ns;
-  }
-  return Left(now_ns) <= 0;
 }
 
 }  // namespace fanstore::io

@@ -74,6 +74,8 @@ class LandingMap {
   LandingState State(uint32_t p) const;
   void SetState(uint32_t p, LandingState s);  // wakes the waiters
   uint32_t Count(uint32_t p) const;           // the landing count
+  // Every partition's landing count, summed: it moves whenever a chunk lands or a copy ends.
+  uint64_t Progress() const;
   // Whether the copier is at work: readers ask for chunks and wait only then (it starts once
   // CMD runs, and stops at the end of the copy, a failure or CMD's end); wakes every waiter.
   void SetCopying(bool on);
@@ -100,19 +102,24 @@ class LandingMap {
 // small read beside the copier's stream, which on MooseFS made the client fetch more than it
 // was asked for; a copy that keeps landing, slowed by a busy node, takes the wanted chunks
 // next or reaches them in order soon (io/stage.h), so it is worth the wait. Times are any
-// monotonic clock's nanoseconds.
+// monotonic clock's nanoseconds; `progress` is the map's Progress(), read by the caller (once
+// for all its waiters).
 class LandingPatience {
  public:
-  LandingPatience(const LandingMap& map, int64_t now_ns, int64_t stuck_ns = kLandingWaitNs);
-  // Whether the copier has landed nothing for stuck_ns by `now_ns` (landing since resets it).
-  bool Expired(int64_t now_ns);
+  LandingPatience(uint64_t progress, int64_t now_ns, int64_t stuck_ns = kLandingWaitNs)
+      : stuck_ns_(stuck_ns), seen_(progress), since_(now_ns) {}
+  // Whether nothing has landed for stuck_ns by `now_ns` (progress since resets it).
+  bool Expired(int64_t now_ns, uint64_t progress) {
+    if (progress != seen_) {
+      seen_ = progress;
+      since_ = now_ns;
+    }
+    return Left(now_ns) <= 0;
+  }
   // How long until then, if nothing lands.
   int64_t Left(int64_t now_ns) const { return since_ + stuck_ns_ - now_ns; }
 
  private:
-  uint64_t Progress() const;  // every partition's landing count, summed
-
-  const LandingMap* map_;
   int64_t stuck_ns_;
   uint64_t seen_;
   int64_t since_;

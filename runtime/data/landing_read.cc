@@ -27,13 +27,13 @@ long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off) {
     if (!m.Copying()) return kNotLanded;  // (not started yet, or stopped)
     g_io.landing_waits.Add(1);
     m.Want(p, off, len);
-    io::LandingPatience patience(m, NowNs());
+    io::LandingPatience patience(m.Progress(), NowNs());
     for (;;) {
       const uint32_t seen = m.Count(p);
       if (m.RangeLanded(p, off, len)) break;
       if (m.State(p) == io::LandingState::kFailed || !m.Copying()) return kNotLanded;
       const int64_t now = NowNs();
-      if (patience.Expired(now)) {  // (a stuck copy: DATA it is)
+      if (patience.Expired(now, m.Progress())) {  // (a stuck copy: DATA it is)
         g_io.landing_gave_up.Add(1);
         return kNotLanded;
       }

@@ -103,19 +103,21 @@ TEST(LandingPatience, LastsWhileTheCopyLandsAnythingAndEndsOnAStuckOne) {
   ASSERT_FALSE(d.path().empty());
   auto m = LandingMap::Create(d.path() + "/landing", {8 * kMiB, 8 * kMiB}, 2 * kMiB);
   ASSERT_TRUE(m.ok());
-  LandingPatience patience(*m, 1000, 100);
-  EXPECT_FALSE(patience.Expired(1060));
+  LandingPatience patience(m->Progress(), 1000, 100);
+  EXPECT_FALSE(patience.Expired(1060, m->Progress()));
   EXPECT_EQ(patience.Left(1060), 40);
   m->Land(1, 2);  // (another partition's chunk: the copier is alive)
-  EXPECT_FALSE(patience.Expired(1090));
-  EXPECT_FALSE(patience.Expired(1150));  // (past the first 100, but 60 after the landing)
+  EXPECT_FALSE(patience.Expired(1090, m->Progress()));
+  EXPECT_FALSE(patience.Expired(1150, m->Progress()));  // (past the first 100, 60 after landing)
   m->Land(0, 0);
-  EXPECT_FALSE(patience.Expired(1180));
+  EXPECT_FALSE(patience.Expired(1180, m->Progress()));
   EXPECT_EQ(patience.Left(1200), 80);
-  EXPECT_TRUE(patience.Expired(1280));  // (nothing landed for 100)
-  EXPECT_TRUE(patience.Expired(1400));
-  LandingPatience later(*m, 2000, 100);  // (chunks landed before it began are no news)
-  EXPECT_TRUE(later.Expired(2100));
+  EXPECT_TRUE(patience.Expired(1280, m->Progress()));  // (nothing landed for 100)
+  EXPECT_TRUE(patience.Expired(1400, m->Progress()));
+  m->SetState(0, LandingState::kFailed);  // (a copy's end is news too)
+  EXPECT_FALSE(patience.Expired(1410, m->Progress()));
+  LandingPatience later(m->Progress(), 2000, 100);  // (what moved before it began is no news)
+  EXPECT_TRUE(later.Expired(2100, m->Progress()));
 }
 
 class LandingCopies : public ::testing::TestWithParam<bool> {};  // (copy_first)
