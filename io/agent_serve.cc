@@ -11,20 +11,12 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "base/clock.h"
 #include "compress/crc32c.h"
 #include "io/agent_loop.h"
 #include "io/resident.h"
 
 namespace fanstore::io {
-namespace {
-
-int64_t NowNs() {  // (LandingPatience's clock)
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-}  // namespace
 
 // The blob bytes [off, off + len) of partition p when every page of them is in the page
 // cache: they are then sent straight from the mapping, without a read copy. A page that is
@@ -101,7 +93,8 @@ bool Agent::Loop::ProgressServer() {
     PostRequest(i);
     if (cfg.silent) continue;
     if (MustWait(req))
-      waiting.push_back({req, sources[k], LandingPatience(landing.Progress(), NowNs())});
+      waiting.push_back(
+          {req, sources[k], LandingPatience(landing.Progress(), base::MonotonicNs())});
     else
       Serve(req, sources[k]);
   }
@@ -131,7 +124,7 @@ bool Agent::Loop::MustWait(const RemoteRequest& req) {
 bool Agent::Loop::ProgressLanding() {
   if (!landing.valid()) return false;
   bool any = false;
-  const int64_t now = NowNs();
+  const int64_t now = base::MonotonicNs();
   const uint64_t progress = waiting.empty() ? 0 : landing.Progress();
   for (size_t i = 0; i < waiting.size();) {
     const RemoteRequest req = waiting[i].req;

@@ -4,20 +4,10 @@
 // One whose chunks have not asks for them, and the copier, which reads large chunks in a few
 // streams, takes them next: the shared file system then sees each byte once, in 1 MiB
 // reads, instead of the copy's stream and the readers' small random reads competing for it.
-#include <time.h>
-
+#include "base/clock.h"
 #include "runtime/data/member_io_parts.h"
 
 namespace fanstore::runtime {
-namespace {
-
-int64_t NowNs() {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
-
-}  // namespace
 
 long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off) {
   io::LandingMap& m = s.landing;
@@ -27,12 +17,12 @@ long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off) {
     if (!m.Copying()) return kNotLanded;  // (not started yet, or stopped)
     g_io.landing_waits.Add(1);
     m.Want(p, off, len);
-    io::LandingPatience patience(m.Progress(), NowNs());
+    io::LandingPatience patience(m.Progress(), base::MonotonicNs());
     for (;;) {
       const uint32_t seen = m.Count(p);
       if (m.RangeLanded(p, off, len)) break;
       if (m.State(p) == io::LandingState::kFailed || !m.Copying()) return kNotLanded;
-      const int64_t now = NowNs();
+      const int64_t now = base::MonotonicNs();
       if (patience.Expired(now, m.Progress())) {  // (a stuck copy: DATA it is)
         g_io.landing_gave_up.Add(1);
         return kNotLanded;

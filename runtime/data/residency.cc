@@ -3,8 +3,8 @@
 #include <sys/syscall.h>
 
 #include <atomic>
-#include <ctime>
 
+#include "base/clock.h"
 #include "base/raw_syscall.h"
 #include "io/resident.h"
 #include "runtime/data/member_io_parts.h"
@@ -80,9 +80,7 @@ bool ReadBefore(const State& s, uint32_t entry) {
 io::ReuseTrust s_trust(100'000'000, 5'000'000'000);
 
 bool TrustReRead(State& s) {
-  timespec t;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);  // the vDSO: no system call, 4 ms resolution
-  const int64_t now = t.tv_sec * 1'000'000'000 + t.tv_nsec;
+  const int64_t now = base::CoarseMonotonicNs();
   if (s_trust.CheckDue(now)) {
     s.ShrinkCutBlobs();
     struct rusage ru;

@@ -7,13 +7,13 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <iterator>  // std::size
 
+#include "base/clock.h"
 #include "base/map_aligned.h"
 #include "base/raw_syscall.h"
 #include "intercept/clone_mark.h"
@@ -89,12 +89,6 @@ std::vector<BlobId> ReadHeldIds(const std::string& image, size_t parts) {
   return ids;
 }
 
-int64_t MonotonicNs() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &t);  // (vDSO: no system call)
-  return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-}
-
 }  // namespace
 
 std::string State::ShownPartition(uint32_t p) const {
@@ -134,7 +128,8 @@ int State::BlobFd(uint32_t p) {
   int provisional = -1;
   if (!staging_from.empty()) {
     provisional = provisional_fds[p].load(std::memory_order_acquire);
-    if (provisional >= 0 && MonotonicNs() < recheck_at_ns[p].load(std::memory_order_relaxed))
+    if (provisional >= 0 &&
+        base::CoarseMonotonicNs() < recheck_at_ns[p].load(std::memory_order_relaxed))
       return provisional;
   }
   long raw = base::RawSyscall6(SYS_openat, AT_FDCWD, reinterpret_cast<long>(parts[p].c_str()),
@@ -142,7 +137,7 @@ int State::BlobFd(uint32_t p) {
   if (raw == -ENOENT && !staging_from.empty()) {
     // Not copied yet: the blob in place. (A provisional fd is never closed: another thread
     // may be reading through it.)
-    recheck_at_ns[p].store(MonotonicNs() + kRecheckNs, std::memory_order_relaxed);
+    recheck_at_ns[p].store(base::CoarseMonotonicNs() + kRecheckNs, std::memory_order_relaxed);
     if (provisional >= 0) return provisional;
     const std::string& final_path = parts[p];
     const std::string in_place = staging_from + final_path.substr(final_path.rfind('/'));
