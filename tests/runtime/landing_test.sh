@@ -99,9 +99,10 @@ unset FANSTORE_TEST_LAND_IN_COPY
 [ "$(stat_of landing_gave_up "$S/stats1data")" = 0 ] && ok ||
   bad "a copy that lands chunks is waited for: $(cat "$S/stats1data")"
 
-# 1b. A copy that lands nothing (every chunk held back 6 s): the read waits while nothing
-# lands for io::kLandingWaitNs (2 s), then reads DATA itself, byte-exact, and --stats says so.
-FANSTORE_TEST_CHUNK_DELAY_MS=6000 "$FANRUN" --stats "$S/stats1stuck" --data "$S/fuse" --mount "$S/mnt" -- \
+# 1b. A copy that lands nothing (every chunk held back 10 minutes; the hold ends when CMD
+# does): the read waits while nothing lands for io::kLandingWaitNs (2 s), then reads DATA
+# itself, byte-exact, and --stats says so.
+FANSTORE_TEST_CHUNK_DELAY_MS=600000 "$FANRUN" --stats "$S/stats1stuck" --data "$S/fuse" --mount "$S/mnt" -- \
   /usr/bin/python3 "$S/probe.py" late "$S/mnt" "$S/src" "$best" >"$S/out1" 2>"$S/err1"
 grep -qx "read True True" "$S/out1" && ok || bad "(stuck) it reads byte-exact from DATA: $(cat "$S/out1" "$S/err1")"
 [ "$(stat_of landing_gave_up "$S/stats1stuck")" -ge 1 ] && ok ||
