@@ -175,7 +175,7 @@ void WriteStats() {
       "\"error_replies\": %llu, \"damaged\": %llu, \"remote\": %llu, \"device_reads\": %llu, "
       "\"mapped_reads\": %llu, \"trusted_reads\": %llu, \"node_cache_hits\": %llu, "
       "\"raw_checks\": %llu, \"landed_reads\": %llu, \"landing_waits\": %llu, "
-      "\"landing_gave_up\": %llu, \"checks_shared\": %s}\n",
+      "\"landing_gave_up\": %llu, \"realigned\": %llu, \"checks_shared\": %s}\n",
       static_cast<int>(::getpid()), static_cast<unsigned long long>(s_calls.Load()),
       static_cast<unsigned long long>(s_opens.Load()),
       static_cast<unsigned long long>(s_stats.Load() + g_prefilter.answered_stats.Load()),
@@ -190,7 +190,8 @@ void WriteStats() {
       static_cast<unsigned long long>(io.raw_checks),
       static_cast<unsigned long long>(io.landed_reads),
       static_cast<unsigned long long>(io.landing_waits),
-      static_cast<unsigned long long>(io.landing_gave_up), VerifiedShared() ? "true" : "false");
+      static_cast<unsigned long long>(io.landing_gave_up),
+      static_cast<unsigned long long>(io.realigned), VerifiedShared() ? "true" : "false");
   if (s->stats_target == "1") {
     const int fd = s->stats_fd >= 0 ? s->stats_fd : 2;
     base::RawSyscall6(SYS_write, fd, reinterpret_cast<long>(line),

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstring>
 
+#include "base/copy_alias.h"
 #include "base/map_aligned.h"
 #include "base/page_size.h"
 #include "base/raw_syscall.h"
@@ -117,6 +119,29 @@ bool StartWindowRead(int fd, uint64_t off, uint64_t len) {
   return true;  // submitted together with the member's read
 }
 
+// This thread's area for copies that alias (base/copy_alias.h), mapped on first use: a piece
+// of kStagingPiece bytes (small enough to stay in the core's cache between its two copies)
+// placed anywhere in its first page. nullptr when it cannot be mapped (then copies are direct).
+constexpr size_t kStagingPiece = 128u << 10;
+struct Staging {
+  uint8_t* area = nullptr;
+  ~Staging() {
+    if (area) base::RawSyscall6(SYS_munmap, reinterpret_cast<long>(area), kBytes);
+  }
+  static constexpr long kBytes = static_cast<long>(kStagingPiece + base::kAliasPage);
+};
+thread_local Staging t_staging;
+
+uint8_t* StagingArea() {
+  if (!t_staging.area) {
+    const long m = base::RawSyscall6(SYS_mmap, 0, Staging::kBytes, PROT_READ | PROT_WRITE,
+                                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m < 0) return nullptr;
+    t_staging.area = reinterpret_cast<uint8_t*>(m);
+  }
+  return t_staging.area;
+}
+
 // Reads left to ask mincore before reading (PreadBlob): set by a read that found its blob
 // cold, counted down by reads that find theirs cached. A warm process never asks.
 constexpr int kColdProbes = 64;
@@ -173,19 +198,30 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off, uint32_t partition) 
   std::atomic<uint64_t>* word = known ? &s_no_nowait[fd / 64] : nullptr;
   const uint64_t bit = uint64_t{1} << (fd & 63);
   size_t done = 0;
+  bool staged = false;
   while (done < len) {
     char* at = static_cast<char*>(buf) + done;
-    const size_t want = std::min<size_t>(len - done, 1u << 30);
-    iovec iov{at, want};
+    size_t want = std::min<size_t>(len - done, 1u << 30);
+    // A cached copy that would alias (base/copy_alias.h) lands in the staging area first, a
+    // piece at a time; a device read goes straight to `at` (the device dominates its time).
+    char* into = at;
+    if (base::CopyAliases(at, off + done, want)) {
+      if (uint8_t* area = StagingArea()) {
+        into = reinterpret_cast<char*>(base::StagingFor(area, at));
+        want = std::min(want, kStagingPiece);
+      }
+    }
+    iovec iov{into, want};
     const bool skip = word && (word->load(std::memory_order_relaxed) & bit);
     long n = skip ? -EOPNOTSUPP
                   : base::RawSyscall6(SYS_preadv2, fd, reinterpret_cast<long>(&iov), 1,
                                       static_cast<long>(off + done), 0, RWF_NOWAIT);
     if (n == -EOPNOTSUPP || n == -ENOSYS) {  // (ENOSYS: qemu-user, which lacks preadv2)
       if (word && !skip) word->fetch_or(bit, std::memory_order_relaxed);
-      n = base::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(at), static_cast<long>(want),
+      n = base::RawSyscall6(SYS_pread64, fd, reinterpret_cast<long>(into), static_cast<long>(want),
                             static_cast<long>(off + done));
-    } else if (n == -EAGAIN) {  // not in the page cache: the device read goes through io_uring
+    } else if (n == -EAGAIN) {
+      into = at;  // not in the page cache: the device read goes through io_uring
       g_io.device.Add(1);
       const pid_t me = Get()->pid.load(std::memory_order_relaxed);
       if (t_ring.owner != me) {  // a new thread, or a fork child (the parent's ring is not its own)
@@ -238,9 +274,33 @@ long PreadBlob(int fd, void* buf, size_t len, uint64_t off, uint32_t partition) 
     if (n == -EINTR || n == -EAGAIN) continue;
     if (n < 0) return n;
     if (n == 0) return -EIO;  // the blob is shorter than its index says
+    if (into != at) {
+      std::memcpy(at, into, static_cast<size_t>(n));
+      if (!staged) g_io.realigned.Add(1);  // (one count per read, as CopyOut's)
+      staged = true;
+    }
     done += static_cast<size_t>(n);
   }
   return static_cast<long>(done);
+}
+
+void CopyOut(void* dst, const void* src, size_t n) {
+  auto* to = static_cast<uint8_t*>(dst);
+  const auto* from = static_cast<const uint8_t*>(src);
+  uint8_t* area =
+      base::CopyAliases(to, reinterpret_cast<uintptr_t>(from), n) ? StagingArea() : nullptr;
+  if (!area) {
+    std::memcpy(to, from, n);
+    return;
+  }
+  g_io.realigned.Add(1);
+  for (size_t done = 0; done < n;) {
+    const size_t take = std::min(n - done, kStagingPiece);
+    uint8_t* stage = base::StagingFor(area, to + done);
+    std::memcpy(stage, from + done, take);
+    std::memcpy(to + done, stage, take);
+    done += take;
+  }
 }
 
 }  // namespace fanstore::runtime

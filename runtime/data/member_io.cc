@@ -83,7 +83,7 @@ long LoadFrom(State& s, const MemberSource& src, uint32_t entry, uint8_t* out) {
   if (meta::StoredRaw(e.codec)) {
     long n = static_cast<long>(e.size);
     if (view)
-      std::memcpy(out, view, e.size);
+      CopyOut(out, view, e.size);
     else
       n = src.Read(0, e.size, out);
     if (n < 0) return n;
@@ -122,7 +122,7 @@ long ReadStored(uint32_t entry, uint64_t off, void* dst, size_t n) {
   auto* to = static_cast<uint8_t*>(dst);
   return WithSource(entry, [&](const MemberSource& src) {
     if (const uint8_t* view = src.View(off, n, ViewRule::kRange)) {
-      std::memcpy(to, view, n);
+      CopyOut(to, view, n);
       return src.Still() ? static_cast<long>(n) : kStale;
     }
     return src.Read(off, n, to);
@@ -221,6 +221,7 @@ IoStats SnapshotIoStats() {
   st.landed_reads = g_io.landed.Load();
   st.landing_waits = g_io.landing_waits.Load();
   st.landing_gave_up = g_io.landing_gave_up.Load();
+  st.realigned = g_io.realigned.Load();
   return st;
 }
 

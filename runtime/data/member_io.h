@@ -55,6 +55,7 @@ struct IoStats {
   uint64_t landed_reads = 0;     // reads from a copy still being made (its chunks had landed)
   uint64_t landing_waits = 0;    // of those, reads that asked for their chunks and waited
   uint64_t landing_gave_up = 0;  // reads that stopped waiting for a stuck copy and read DATA
+  uint64_t realigned = 0;        // copies staged because they would alias (base/copy_alias.h)
 };
 IoStats SnapshotIoStats();
 

@@ -24,7 +24,7 @@ namespace fanstore::runtime {
 
 struct IoCounters {
   ShardedCounter reads, bytes, inflates, inflate_ns, hits, errors, remote, device, mapped, trusted,
-      arena, raw_checks, landed, landing_waits, landing_gave_up;
+      arena, raw_checks, landed, landing_waits, landing_gave_up, realigned;
 };
 extern IoCounters g_io;
 
@@ -38,13 +38,17 @@ inline constexpr long kNotLanded = -(1l << 20);
 long ReadLanded(State& s, uint32_t p, void* buf, size_t len, uint64_t off);
 
 // blob_read.cc: `len` bytes of blob `fd` at `off` into `buf`: copied by the kernel when they
-// are in the page cache, else read through this thread's io_uring together with the
+// are in the page cache (through this thread's staging area when the copy would alias,
+// base/copy_alias.h), else read through this thread's io_uring together with the
 // readahead window around them. len, or a negative errno (EIO: the blob ends early).
 // `partition`, when given, is the blob's (an in-place blob: `fd` is State::BlobFd's): a
 // device read then brings in the 2 MiB around `off` through the blob's mapping as one huge
 // folio (HugeWindow), where the readahead rule reads ahead at all.
 inline constexpr uint32_t kNoPartition = ~uint32_t{0};
 long PreadBlob(int fd, void* buf, size_t len, uint64_t off, uint32_t partition = kNoPartition);
+// blob_read.cc: memcpy(dst, src, n), staged through this thread's area when the copy would
+// alias (base/copy_alias.h), as PreadBlob stages cached reads that would.
+void CopyOut(void* dst, const void* src, size_t n);
 
 // residency.cc: blob bytes [off, off + len) of `partition` as a view of the blob's mapping,
 // when they are all in the page cache and copying them from there pays; else nullptr (the

@@ -115,7 +115,7 @@ long MemberSource::Read(uint64_t off, size_t n, uint8_t* dst) const {
     case Kind::kFile:
       return PreadBlob(fd_, dst, n, off);
     case Kind::kArena:
-      std::memcpy(dst, bytes_ + off, n);
+      CopyOut(dst, bytes_ + off, n);
       return static_cast<long>(n);
     case Kind::kPieces:
       break;
@@ -136,7 +136,7 @@ long MemberSource::Read(uint64_t off, size_t n, uint8_t* dst) const {
         return rc;
       if (src.bytes) {
         g_io.arena.Add(1);
-        std::memcpy(dst + done, src.bytes + in, take);
+        CopyOut(dst + done, src.bytes + in, take);
         r = Remote().still(Remote().piece_key(entry_, p), src.word) ? static_cast<long>(take)
                                                                     : kStale;
       } else {

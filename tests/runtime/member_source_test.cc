@@ -9,10 +9,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "base/copy_alias.h"
 #include "io/pieces.h"
+#include "runtime/data/member_io.h"
 #include "runtime/process/state.h"
 #include "tests/runtime/attached_image.h"
 
@@ -169,6 +172,62 @@ TEST_F(MemberSourceTest, AStaleReadIsMadeAgainOnAFreshSourceThenIsEio) {
                        }),
             -EIO);
   EXPECT_EQ(attempts, kAttempts);
+}
+
+// A read whose copy would alias (base/copy_alias.h: the buffer 1-31 bytes past the member's
+// offset modulo 4 KiB, as a large malloc'd buffer is past a page-aligned member) is staged a
+// piece at a time and comes out the same; other reads are copied directly. The count of
+// staged copies says which way each went.
+TEST_F(MemberSourceTest, ReadsThatWouldAliasAreStagedAndComeOutTheSame) {
+  const std::string blob = Pattern(700000);
+  const int fd = MemFd(blob);
+  const MemberSource src = MemberSource::Blob(fd, 4096, 0, 0);  // a member starting on a page
+  std::vector<uint8_t> mem(600000 + 2 * base::kAliasPage);
+  const auto page = (reinterpret_cast<uintptr_t>(mem.data()) + 4095) & ~uintptr_t{4095};
+  const auto staged = [] { return SnapshotIoStats().realigned; };
+  const auto read = [&](uint64_t dst_off, uint64_t off, size_t n) {
+    auto* dst = reinterpret_cast<uint8_t*>(page + dst_off);
+    std::fill(mem.begin(), mem.end(), uint8_t{0});
+    EXPECT_EQ(src.Read(off, n, dst), static_cast<long>(n));
+    EXPECT_EQ(std::string(reinterpret_cast<char*>(dst), n), blob.substr(4096 + off, n));
+    EXPECT_EQ(dst[n], 0);  // nothing written past the read
+  };
+  const uint64_t before = staged();
+  read(16, 0, 300000);  // over three pieces of the staging area
+  read(31, 8192 + 5, 200000);
+  const uint64_t after = staged();
+#if defined(__x86_64__)
+  EXPECT_EQ(after - before, 2u);  // (one count per read)
+#else
+  EXPECT_EQ(after, before);
+#endif
+  read(0, 0, 300000);          // on the page, as the member: direct
+  read(32, 0, 300000);         // 32 past: direct
+  read(16, 0, 1000);           // too short to be worth staging
+  read(16 + 100, 100, 50000);  // the same distance from another offset: staged
+  const bool x86 = base::CopyAliases(reinterpret_cast<void*>(page + 116), 4096 + 100, 50000);
+  EXPECT_EQ(staged() - after, x86 ? 1u : 0u);
+  // the blob ends early: EIO, also when staged (its bytes 16 past the page offset of 654096)
+  const uint64_t end = staged();
+  EXPECT_EQ(src.Read(650000, 60000, reinterpret_cast<uint8_t*>(page + (654096 + 16) % 4096)), -EIO);
+  EXPECT_EQ(staged() - end, x86 ? 1u : 0u);  // (the short piece it got)
+  ::close(fd);
+}
+
+TEST_F(MemberSourceTest, ArenaCopiesThatWouldAliasAreStagedAndComeOutTheSame) {
+  std::vector<uint8_t> arena(300000 + base::kAliasPage), out(300000 + 2 * base::kAliasPage);
+  const std::string bytes = Pattern(250000);
+  auto* at = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(arena.data()) + 4095) &
+                                        ~uintptr_t{4095});
+  std::copy(bytes.begin(), bytes.end(), at);
+  const MemberSource src = MemberSource::Arena(at, 7, 3);
+  auto* dst = reinterpret_cast<uint8_t*>(
+      ((reinterpret_cast<uintptr_t>(out.data()) + 4095) & ~uintptr_t{4095}) + 24);
+  const uint64_t before = SnapshotIoStats().realigned;
+  ASSERT_EQ(src.Read(0, bytes.size(), dst), static_cast<long>(bytes.size()));
+  EXPECT_EQ(std::string(reinterpret_cast<char*>(dst), bytes.size()), bytes);
+  EXPECT_EQ(SnapshotIoStats().realigned - before,
+            base::CopyAliases(dst, 0, bytes.size()) ? 1u : 0u);
 }
 
 }  // namespace
