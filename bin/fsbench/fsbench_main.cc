@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   if (o.drop_caches) {
     if (Status s = DropCaches(); !s.ok()) return fail(s.message());
   }
-  if (o.warmup && Warmup(*w, o.threads * o.processes, o.read_size) != 0)
+  if (o.warmup && Warmup(*w, o.threads * o.processes, o) != 0)
     return fail("--warmup: some files could not be read (run without --warmup to see which)");
   if (!MpiAllOk(mpi, true)) {
     MpiStop(mpi);

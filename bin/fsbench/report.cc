@@ -95,7 +95,8 @@ std::string Report::Json() const {
     << ", \"fresh_processes\": " << (c.fresh_processes ? "true" : "false")
     << ", \"duration\": " << c.duration << ", \"max_files\": " << c.max_files
     << ", \"warmup\": " << (c.warmup ? "true" : "false") << ", \"seed\": " << c.seed
-    << ", \"read_size\": " << c.read_size << ", \"latency_every\": " << c.latency_every
+    << ", \"read_size\": " << c.read_size << ", \"buffer_offset\": " << c.buffer_offset
+    << ", \"latency_every\": " << c.latency_every
     << ", \"drop_caches\": " << (c.drop_caches ? "true" : "false")
     << ", \"split\": " << (c.no_split ? "false" : "true") << ", \"ranks\": " << ranks
     << ", \"files_listed\": " << files_listed << ", \"dirs_listed\": " << dirs_listed

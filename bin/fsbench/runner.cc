@@ -46,7 +46,7 @@ class Worker {
         nranks_(nranks),
         shared_(shared),
         n_items_(o.op == Op::kReaddir ? w.dirs.size() : w.files.size()),
-        buf_(static_cast<size_t>(o.read_size)) {
+        buf_(o.read_size, o.buffer_offset) {
     // Items are claimed from the shared counter in batches: one atomic add per item on a
     // line every worker writes cost ~50-100 ns with 2 threads, the time of a whole stat
     // served from memory. Small runs take batches small enough to stay shared out evenly.
@@ -236,7 +236,7 @@ class Worker {
   int rank_, nranks_;
   Shared* shared_;
   size_t n_items_;
-  std::vector<char> buf_;
+  ReadBuffer buf_;
   std::vector<uint32_t> order_;
   uint64_t cached_epoch_ = UINT64_MAX;
   uint64_t batch_ = 1, claimed_ = 0, claim_end_ = 0;  // items claimed, not yet taken
@@ -469,13 +469,19 @@ RunResult Run(const Options& o, const Workload& w, int rank, int nranks) {
   return all;
 }
 
-uint64_t Warmup(const Workload& w, unsigned threads, uint64_t read_size) {
+ReadBuffer::ReadBuffer(uint64_t size, uint64_t offset)
+    : mem_(static_cast<size_t>(size + offset) + 4096), size_(static_cast<size_t>(size)) {
+  const auto base = reinterpret_cast<uintptr_t>(mem_.data());
+  at_ = mem_.data() + ((4096 - base % 4096) % 4096) + offset;
+}
+
+uint64_t Warmup(const Workload& w, unsigned threads, const Options& o) {
   std::atomic<size_t> next{0};
   std::atomic<uint64_t> errors{0};
   std::vector<std::thread> ts;
   for (unsigned t = 0; t < threads; ++t) {
     ts.emplace_back([&] {
-      std::vector<char> buf(static_cast<size_t>(read_size));
+      ReadBuffer buf(o.read_size, o.buffer_offset);
       for (size_t i; (i = next.fetch_add(1)) < w.files.size();) {
         const int fd = ::open(w.files[i], O_RDONLY | O_CLOEXEC);
         if (fd < 0) {

@@ -28,6 +28,17 @@ TEST(ParseOptions, DefaultsAreTheDataLoaderPattern) {
   EXPECT_EQ(p.options.pattern, Pattern::kRandom);
   EXPECT_EQ(p.options.epochs, 1u);
   EXPECT_EQ(p.options.threads, 1u);
+  EXPECT_EQ(p.options.buffer_offset, 0u);  // on a page, as cat's buffer
+}
+
+TEST(ReadBuffer, StartsTheGivenBytesPastAPageAndHoldsTheReadSize) {
+  for (const uint64_t off : {0u, 16u, 4095u}) {
+    ReadBuffer b(300000, off);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % 4096, off);
+    EXPECT_EQ(b.size(), 300000u);
+    b.data()[0] = 'a';
+    b.data()[b.size() - 1] = 'z';  // (ASan: the whole of it is the buffer's)
+  }
 }
 
 TEST(ParseOptions, ReadsEveryOption) {
@@ -56,7 +67,9 @@ TEST(ParseOptions, ReadsEveryOption) {
                                 "--files-from",
                                 "list.txt",
                                 "--latency-every",
-                                "8"});
+                                "8",
+                                "--buffer-offset",
+                                "16"});
   ASSERT_TRUE(p.run);
   const Options& o = p.options;
   EXPECT_EQ(o.op, Op::kReadRange);
@@ -71,6 +84,7 @@ TEST(ParseOptions, ReadsEveryOption) {
   EXPECT_EQ(o.read_size, 4096u);
   EXPECT_EQ(o.files_from, "list.txt");
   EXPECT_EQ(o.latency_every, 8u);
+  EXPECT_EQ(o.buffer_offset, 16u);
 }
 
 TEST(ParseOptions, BadUsageExitsWithTwo) {
@@ -78,6 +92,7 @@ TEST(ParseOptions, BadUsageExitsWithTwo) {
   EXPECT_EQ(Parse({"/d", "--op", "write"}).exit_code, 2);
   EXPECT_EQ(Parse({"/d", "--pattern", "zigzag"}).exit_code, 2);
   EXPECT_EQ(Parse({"/d", "--threads", "0"}).exit_code, 2);
+  EXPECT_EQ(Parse({"/d", "--buffer-offset", "4096"}).exit_code, 2);
   EXPECT_FALSE(Parse({"/d", "--bogus"}).run);
 }
 
