@@ -16,6 +16,8 @@
 #include <random>
 #include <thread>
 
+#include "bin/fsbench/read_buffer.h"
+
 namespace fanstore::fsbench {
 namespace {
 
@@ -467,12 +469,6 @@ RunResult Run(const Options& o, const Workload& w, int rank, int nranks) {
   if (o.processes > 1 && kids.size() + 1 != o.processes) ForkFailed(&all);
   ::munmap(mem, sizeof(Shared));
   return all;
-}
-
-ReadBuffer::ReadBuffer(uint64_t size, uint64_t offset)
-    : mem_(static_cast<size_t>(size + offset) + 4096), size_(static_cast<size_t>(size)) {
-  const auto base = reinterpret_cast<uintptr_t>(mem_.data());
-  at_ = mem_.data() + ((4096 - base % 4096) % 4096) + offset;
 }
 
 uint64_t Warmup(const Workload& w, unsigned threads, const Options& o) {

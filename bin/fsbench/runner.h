@@ -47,21 +47,6 @@ struct RunResult {
 // (nranks = 1 and rank = 0 outside MPI, or with --no-split).
 RunResult Run(const Options& o, const Workload& w, int rank, int nranks);
 
-// The read buffer: `size` bytes starting `offset` bytes past a page boundary (--buffer-offset).
-class ReadBuffer {
- public:
-  ReadBuffer(uint64_t size, uint64_t offset);
-  ReadBuffer(const ReadBuffer&) = delete;  // (data() points into mem_)
-  ReadBuffer& operator=(const ReadBuffer&) = delete;
-  char* data() { return at_; }
-  size_t size() const { return size_; }
-
- private:
-  std::vector<char> mem_;
-  char* at_;
-  size_t size_;
-};
-
 // Reads every file once from `threads` threads (the --warmup pass). Returns the errors.
 uint64_t Warmup(const Workload& w, unsigned threads, const Options& o);
 

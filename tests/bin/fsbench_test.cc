@@ -7,6 +7,7 @@
 
 #include "bin/fsbench/latency_histogram.h"
 #include "bin/fsbench/options.h"
+#include "bin/fsbench/read_buffer.h"
 #include "bin/fsbench/report.h"
 #include "bin/fsbench/runner.h"
 #include "bin/fsbench/workload.h"
