@@ -140,6 +140,16 @@ Status FetchAt(int in, int sink, uint8_t* buf, uint64_t off, size_t len, const s
   return got < len ? ReadAt(in, buf, off + got, len - got, src) : Status::Ok();
 }
 
+int OpenAgain(int in, const std::string& src) {
+  const int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat was, now;
+  if (fd >= 0 && ::fstat(in, &was) == 0 && ::fstat(fd, &now) == 0 && was.st_dev == now.st_dev &&
+      was.st_ino == now.st_ino)
+    return fd;
+  if (fd >= 0) ::close(fd);
+  return ::fcntl(in, F_DUPFD_CLOEXEC, 0);
+}
+
 Status ReadIntoCopy(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src,
                     const std::string& dst) {
   const Status st = ReadAt(in, to, off, len, src);

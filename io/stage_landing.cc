@@ -93,7 +93,15 @@ class Lander {
     if (!error_.ok() || !from_data_) return error_;
     // Every chunk is in DATA's page cache, where readers read it: now the copies, behind
     // anything else that wants the CPU (the first epoch's readers, on a node the fetch kept
-    // busy), each partition by one thread.
+    // busy), each partition by one thread, through a handle of its own: what the kernel
+    // dropped since it landed (reclaim) is read again alone, not with the stream's read-ahead.
+    for (Part& p : parts_) {
+      if (p.finished) continue;
+      if (const int again = OpenAgain(p.in, p.copy->src); again >= 0) {
+        ::close(p.in);
+        p.in = again;
+      }
+    }
     streams.clear();
     for (size_t i = 1; i < n; ++i) streams.emplace_back([this] { CopyParts(); });
     CopyParts();

@@ -19,6 +19,12 @@ Status ReadAt(int in, uint8_t* to, uint64_t off, size_t len, const std::string& 
 // copied out cost 0.17 CPU-seconds, on a node the fetch and its client keep busy); through
 // `buf` (`len` bytes) by reads where `sink` is -1 or the file system cannot splice.
 Status FetchAt(int in, int sink, uint8_t* buf, uint64_t off, size_t len, const std::string& src);
+// `in`'s file (`src`) opened again, for reads out of the order `in` was streamed in: a FUSE
+// client keeps reading ahead on a handle it saw read in order (MooseFS pulled 2.1 MB for a
+// 20 KB re-read of pages the kernel had dropped since, 0.02 MB through another handle). A
+// duplicate of `in` when `src` now names another file (the copy is of the bytes that
+// landed) or cannot be opened; -1 only when neither can be had.
+int OpenAgain(int in, const std::string& src);
 // The same into a shared mapping of the copy `dst` at `to`: a page of the copy the kernel
 // cannot fault in (tmpfs filled since its room was checked) is ENOSPC for `dst`, as a write
 // would say.

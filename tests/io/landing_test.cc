@@ -3,12 +3,13 @@
 // in huge pages where the kernel makes them, taking a chunk a reader waits for before its
 // sequential stream reaches it, unless the copy is about to end: fetched into DATA's page
 // cache first (where DATA keeps pages, as here) or landed in the copy; and the copy made
-// before the command starts (StagePartition).
+// before the command starts (StagePartition); the copy's own handle on DATA (OpenAgain).
 #include "io/landing.h"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -290,6 +291,43 @@ TEST(FetchAt, LeavesTheRangeCachedWithOrWithoutSplice) {
   ::close(in);
   ::close(null_sink);
   ::close(append_sink);
+}
+
+// The copy's second handle on a partition: the same file through an open file description of
+// its own (its offset moves alone: a FUSE client tells handles apart by it), and the file the
+// first handle reads, not another renamed over its path since (a repack under the job).
+TEST(OpenAgain, IsTheSameFileThroughAHandleOfItsOwn) {
+  testing::TempDir t;
+  const std::string path = t.path() + "/blob";
+  testing::WriteFile(path, testing::RandomBytes(8192, 3));
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(in, 0);
+  auto same_file = [](int a, int b) {
+    struct stat x, y;
+    return ::fstat(a, &x) == 0 && ::fstat(b, &y) == 0 && x.st_dev == y.st_dev &&
+           x.st_ino == y.st_ino;
+  };
+  ASSERT_EQ(::lseek(in, 100, SEEK_SET), 100);
+  const int again = OpenAgain(in, path);
+  ASSERT_GE(again, 0);
+  EXPECT_NE(again, in);
+  EXPECT_TRUE(same_file(in, again));
+  EXPECT_EQ(::lseek(again, 0, SEEK_CUR), 0) << "a duplicate, sharing the first handle's offset";
+  EXPECT_TRUE(::fcntl(again, F_GETFD) & FD_CLOEXEC);
+  ::close(again);
+
+  testing::WriteFile(t.path() + "/repacked", testing::RandomBytes(8192, 4));
+  ASSERT_EQ(::rename((t.path() + "/repacked").c_str(), path.c_str()), 0);
+  const int kept = OpenAgain(in, path);
+  ASSERT_GE(kept, 0);
+  EXPECT_TRUE(same_file(in, kept)) << "a handle on the file renamed over the path";
+  EXPECT_TRUE(::fcntl(kept, F_GETFD) & FD_CLOEXEC);
+  ::close(kept);
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  const int gone = OpenAgain(in, path);
+  EXPECT_TRUE(gone >= 0 && same_file(in, gone)) << "no handle once the path is gone";
+  if (gone >= 0) ::close(gone);
+  ::close(in);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, LandingCopies, ::testing::Values(false, true),
