@@ -177,6 +177,11 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
     // (for fanrun attach, and anyone watching: the copy removes it when done)
     if (st.ok()) st = WriteFile(rank_dir_ + "/staging-from", staging_from_);
   }
+  // The copy starts now, before the checks below (their round trips would delay the first
+  // chunk, which every read of the first epoch waits for), while the namespace is built and
+  // CMD starts, unless a fork must wait for it (StartStaging). A check that fails stops the
+  // job, and the copy with it (Teardown).
+  if (overlap && st.ok() && !kForkWaitsForThreads) StartCopier(manifest);
   // Each partition's header, footer and index, checked against the manifest: read at once
   // (each is a few round trips on a shared file system).
   std::vector<Status> checked(held.size());
@@ -196,9 +201,6 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   }
   for (const Status& c : checked)
     if (st.ok() && !c.ok()) st = c;
-  // The copy starts now, while the namespace is built and CMD starts, unless a fork must
-  // wait for it (StartStaging).
-  if (overlap && st.ok() && !kForkWaitsForThreads) StartCopier(manifest);
   // (its absence tells a test or a benchmark that the blobs are warm)
   if (st.ok() && !warm_.empty()) st = WriteFile(rank_dir_ + "/warming", "1");
   // (DATA served in place from a local disk stays silent, as it was: --log-level debug)
