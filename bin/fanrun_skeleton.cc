@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <unordered_set>
 
 #include "bin/fanrun_node_parts.h"
 #include "runtime/paths/skeleton.h"
@@ -78,19 +79,25 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
 }
 
 // Removes the skeleton directories this rank made (deepest first). They are read-only
-// (0111): each is made writable again first, and so is its parent when that is another
+// (0111), and removing one needs write permission on its parent only: each parent is made
+// writable again once, before its first child goes (three chmods for an ImageNet-like tree,
+// not one per directory: each is a journaled change), when it is this rank's or another
 // rank's skeleton directory on this host (ranks share a mount point; the parent still
-// carries the skeleton mark, runtime/paths/skeleton.h, and nothing else under the mount point is
-// touched).
+// carries the skeleton mark, runtime/paths/skeleton.h, and nothing else under the mount
+// point is touched).
 void RemoveSkeleton(const std::vector<std::string>& made, const std::string& mount) {
-  for (const std::string& p : made) ::chmod(p.c_str(), 0700);
+  const std::unordered_set<std::string> ours(made.begin(), made.end());
+  std::unordered_set<std::string> opened;  // parents made writable (or found not ours)
   for (auto it = made.rbegin(); it != made.rend(); ++it) {
     const std::string parent = fs::path(*it).parent_path().string();
-    struct stat st;
-    if (parent.size() >= mount.size() && parent.compare(0, mount.size(), mount) == 0 &&
-        ::lstat(parent.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
-        st.st_mtim.tv_nsec == runtime::kSkeletonMarkNs && !(st.st_mode & S_IWUSR))
-      ::chmod(parent.c_str(), 0700);
+    if (opened.insert(parent).second) {
+      struct stat st;
+      if (ours.count(parent) != 0 ||
+          (parent.size() >= mount.size() && parent.compare(0, mount.size(), mount) == 0 &&
+           ::lstat(parent.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
+           st.st_mtim.tv_nsec == runtime::kSkeletonMarkNs && !(st.st_mode & S_IWUSR)))
+        ::chmod(parent.c_str(), 0700);
+    }
     ::rmdir(it->c_str());
   }
 }
