@@ -4,9 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <filesystem>
+#include <functional>
+#include <map>
+#include <thread>
 #include <unordered_set>
+#include <vector>
 
 #include "bin/fanrun_node_parts.h"
 #include "runtime/paths/skeleton.h"
@@ -78,27 +84,44 @@ std::vector<std::string> MakeSkeleton(const meta::NamespaceView& ns, const std::
   return made;
 }
 
-// Removes the skeleton directories this rank made (deepest first). They are read-only
+// Removes the skeleton directories this rank made, deepest first. They are read-only
 // (0111), and removing one needs write permission on its parent only: each parent is made
-// writable again once, before its first child goes (three chmods for an ImageNet-like tree,
+// writable again once, before its children go (three chmods for an ImageNet-like tree,
 // not one per directory: each is a journaled change), when it is this rank's or another
 // rank's skeleton directory on this host (ranks share a mount point; the parent still
 // carries the skeleton mark, runtime/paths/skeleton.h, and nothing else under the mount
-// point is touched).
+// point is touched). The children of different parents go in parallel: an rmdir on ext4
+// mounted `discard` waits for the device to discard the directory's block, ~0.1 ms, under
+// its parent's lock (200 directories: 21-24 ms one by one, 12-14 ms by 4 threads in 4
+// parents, no faster in one).
 void RemoveSkeleton(const std::vector<std::string>& made, const std::string& mount) {
   const std::unordered_set<std::string> ours(made.begin(), made.end());
-  std::unordered_set<std::string> opened;  // parents made writable (or found not ours)
-  for (auto it = made.rbegin(); it != made.rend(); ++it) {
-    const std::string parent = fs::path(*it).parent_path().string();
-    if (opened.insert(parent).second) {
+  // depth -> parent -> its children made by this rank
+  std::map<size_t, std::map<std::string, std::vector<std::string>>, std::greater<>> levels;
+  for (const std::string& p : made)
+    levels[static_cast<size_t>(std::count(p.begin(), p.end(), '/'))]
+          [fs::path(p).parent_path().string()]
+              .push_back(p);
+  for (auto& [depth, parents] : levels) {
+    std::vector<const std::vector<std::string>*> groups;
+    for (auto& [parent, children] : parents) {
       struct stat st;
       if (ours.count(parent) != 0 ||
           (parent.size() >= mount.size() && parent.compare(0, mount.size(), mount) == 0 &&
            ::lstat(parent.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == ::geteuid() &&
            st.st_mtim.tv_nsec == runtime::kSkeletonMarkNs && !(st.st_mode & S_IWUSR)))
         ::chmod(parent.c_str(), 0700);
+      groups.push_back(&children);
     }
-    ::rmdir(it->c_str());
+    std::atomic<size_t> next{0};
+    auto remove = [&] {
+      for (size_t g; (g = next.fetch_add(1)) < groups.size();)
+        for (const std::string& dir : *groups[g]) ::rmdir(dir.c_str());
+    };
+    std::vector<std::thread> helpers;
+    for (size_t i = 1; i < std::min<size_t>(groups.size(), 4); ++i) helpers.emplace_back(remove);
+    remove();
+    for (std::thread& t : helpers) t.join();
   }
 }
 
