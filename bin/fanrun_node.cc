@@ -272,9 +272,10 @@ void Node::Teardown() {
   if (torn_down_) return;
   torn_down_ = true;
   cancel_copy_ = true;  // (CMD is done: a copy still running is of no use)
-  // (one node: the skeleton's directories go while the copier stops, each rmdir a journaled
-  // change, ~0.1 ms on ext4, 20 ms for an ImageNet-like tree's 200; ranks sharing a host
-  // remove theirs once they have met, below)
+  // (one node: the skeleton's directories go while the copier stops, an rmdir ~0.1 ms on
+  // ext4 mounted `discard`, by a thread per parent (RemoveSkeleton: fanrun ended 15-20 ms
+  // after CMD with 203 in two parents); ranks sharing a host remove theirs once they have
+  // met, below)
   std::thread skeleton;
   if (!mpi_) skeleton = std::thread([this] { RemoveSkeleton(skeleton_, mount_); });
   if (copier_.joinable()) copier_.join();
