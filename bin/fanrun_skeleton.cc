@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <map>
+#include <system_error>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -119,7 +120,10 @@ void RemoveSkeleton(const std::vector<std::string>& made, const std::string& mou
         for (const std::string& dir : *groups[g]) ::rmdir(dir.c_str());
     };
     std::vector<std::thread> helpers;
-    for (size_t i = 1; i < std::min<size_t>(groups.size(), 4); ++i) helpers.emplace_back(remove);
+    try {
+      for (size_t i = 1; i < std::min<size_t>(groups.size(), 4); ++i) helpers.emplace_back(remove);
+    } catch (const std::system_error&) {  // (no thread to be had: this one removes them all)
+    }
     remove();
     for (std::thread& t : helpers) t.join();
   }
