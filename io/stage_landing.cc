@@ -25,6 +25,7 @@ namespace {
 struct Part {
   const LandingCopy* copy;
   int in = -1, out = -1;
+  int again = -1;  // its own handle on DATA for the copy from the page cache (OpenAgain)
   uint64_t size = 0, chunks = 0, landed = 0, next = 0;  // next: the sequential cursor
   std::vector<uint64_t> issued;
   uint8_t* map = nullptr;  // the copy, written through (tmpfs: MapForLanding)
@@ -46,6 +47,7 @@ class Lander {
     for (Part& p : parts_) {
       if (p.map) ::munmap(p.map, p.size);
       if (p.in >= 0) ::close(p.in);
+      if (p.again >= 0) ::close(p.again);
       if (p.out >= 0) ::close(p.out);
       if (!p.finished) {
         ::unlink((p.copy->dst + ".staging").c_str());
@@ -97,9 +99,10 @@ class Lander {
     // dropped since it landed (reclaim) is read again alone, not with the stream's read-ahead.
     for (Part& p : parts_) {
       if (p.finished) continue;
-      if (const int again = OpenAgain(p.in, p.copy->src); again >= 0) {
+      if (p.again < 0) p.again = OpenAgain(p.in, p.copy->src);
+      if (p.again >= 0) {
         ::close(p.in);
-        p.in = again;
+        p.in = std::exchange(p.again, -1);
       }
     }
     streams.clear();
@@ -116,17 +119,17 @@ class Lander {
   // chunk can be read there: the first page of every partition (fanrun's set-up read it,
   // the header) is read, the file opened again as a reader would, and the page found still
   // cached. A file system that reads around the page cache (FUSE's direct_io) or drops it
-  // at each open says no, and the chunks land in the copy instead.
-  bool KeepsPages() const {
+  // at each open says no, and the chunks land in the copy instead. The second handle is
+  // kept for the copy from the page cache (one open of DATA per partition, not two).
+  bool KeepsPages() {
     std::vector<uint8_t> head(base::PageSize());
-    for (const Part& p : parts_) {
+    for (Part& p : parts_) {
       if (p.size < head.size()) continue;
       if (::pread(p.in, head.data(), head.size(), 0) != static_cast<ssize_t>(head.size()))
         return false;
-      const int again = ::open(p.copy->src.c_str(), O_RDONLY | O_CLOEXEC);
-      if (again < 0) return false;
-      void* m = ::mmap(nullptr, head.size(), PROT_READ, MAP_SHARED, again, 0);
-      ::close(again);
+      p.again = OpenAgain(p.in, p.copy->src);
+      if (p.again < 0) return false;
+      void* m = ::mmap(nullptr, head.size(), PROT_READ, MAP_SHARED, p.again, 0);
       if (m == MAP_FAILED) return false;
       unsigned char v = 0;
       const bool cached = ::mincore(m, head.size(), &v) == 0 && (v & 1);
