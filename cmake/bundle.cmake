@@ -6,39 +6,28 @@
 #   compiler's own directories, so each glibc symbol binds to its oldest version. The
 #   headers stay this machine's. base/old_glibc.c covers what gcc 12's libstdc++.a and
 #   libgcc_eh.a name that 2.28 lacks.
-# - libstdc++ and libgcc linked in; liburing, zstd and xz from their static archives;
-#   spdlog and fmt compiled in from their headers. ISA-L (no static archive in Debian) and
+# - The other libraries linked in as in every build (cmake/static_deps.cmake). ISA-L and
 #   Zydis (dlopened) are shared libraries the bundle carries in lib/, found through
 #   RUNPATH ($ORIGIN/../lib for the tools, $ORIGIN for the libraries).
 set(FANSTORE_BUNDLE_SYSROOT "" CACHE PATH
   "Bundle build: a directory holding the old glibc to link against (ci/bundle.sh)")
-set(FANSTORE_SPDLOG spdlog::spdlog)
 if(NOT FANSTORE_BUNDLE_SYSROOT)
   return()
+endif()
+if(NOT FANSTORE_STATIC_DEPS)
+  message(FATAL_ERROR "fanstore: a bundle build needs FANSTORE_STATIC_DEPS")
 endif()
 set(sysroot_lib ${FANSTORE_BUNDLE_SYSROOT}/usr/lib/${CMAKE_LIBRARY_ARCHITECTURE})
 if(NOT EXISTS ${sysroot_lib}/libc.so)
   message(FATAL_ERROR "fanstore: FANSTORE_BUNDLE_SYSROOT has no ${sysroot_lib}/libc.so")
 endif()
 add_link_options(--sysroot=${FANSTORE_BUNDLE_SYSROOT} -B${sysroot_lib}/ -L${sysroot_lib}
-  -L${FANSTORE_BUNDLE_SYSROOT}/lib/${CMAKE_LIBRARY_ARCHITECTURE} -static-libstdc++ -static-libgcc)
+  -L${FANSTORE_BUNDLE_SYSROOT}/lib/${CMAKE_LIBRARY_ARCHITECTURE})
 # Before glibc 2.34, threads, dlopen and shm_open had libraries of their own.
 set(CMAKE_C_STANDARD_LIBRARIES "-lpthread -ldl -lrt")
 set(CMAKE_CXX_STANDARD_LIBRARIES "-lpthread -ldl -lrt")
 add_library(fanstore_old_glibc OBJECT ${PROJECT_SOURCE_DIR}/base/old_glibc.c)
 set_target_properties(fanstore_old_glibc PROPERTIES C_VISIBILITY_PRESET hidden)
-
-foreach(dep URING:uring ZSTD:zstd LZMA:lzma)
-  string(REPLACE ":" ";" dep ${dep})
-  list(GET dep 0 var)
-  list(GET dep 1 name)
-  find_library(FANSTORE_${var}_STATIC lib${name}.a HINTS ${${var}_LIBDIR} REQUIRED)
-  set_target_properties(PkgConfig::${var} PROPERTIES
-    INTERFACE_LINK_LIBRARIES ${FANSTORE_${var}_STATIC})
-endforeach()
-set_target_properties(spdlog::spdlog_header_only PROPERTIES
-  INTERFACE_LINK_LIBRARIES "Threads::Threads;fmt::fmt-header-only")
-set(FANSTORE_SPDLOG spdlog::spdlog_header_only)
 
 # fanstore_bundle_elf(TARGET...): the old-glibc objects linked in, and the RUNPATH that
 # finds the carried libraries. Called for each executable and shared library installed.
