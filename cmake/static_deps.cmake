@@ -3,18 +3,18 @@
 # their static archives; spdlog and fmt compiled in from their headers. ISA-L (no static
 # archive in Debian), Zydis (dlopened), glibc and, under a launcher, the job's MPI stay
 # shared. Why: every process of a job loads fewer objects. fanrun maps 3 files besides
-# glibc's instead of 8, so after a dropped page cache it starts in ~17 ms instead of ~36
+# glibc's instead of 8, so after a dropped page cache it starts in ~25 ms instead of ~30-37
 # (docs/performance.md), which is on the first epoch's critical path; and where the software
 # sits on a shared file system, each start opens 5 fewer files there. A sanitizer build
 # keeps them shared: its runtime replaces operator new and the rest, which a linked-in
 # libstdc++ would also define. The bundle (cmake/bundle.cmake) needs this on.
 if(FANSTORE_SANITIZE STREQUAL "")
-  set(static_default ON)
+  set(fanstore_static_default ON)
 else()
-  set(static_default OFF)
+  set(fanstore_static_default OFF)
 endif()
 option(FANSTORE_STATIC_DEPS "Link libstdc++, libgcc, liburing, zstd, xz, spdlog and fmt in"
-  ${static_default})
+  ${fanstore_static_default})
 set(FANSTORE_SPDLOG spdlog::spdlog)
 if(NOT FANSTORE_STATIC_DEPS)
   return()
