@@ -15,6 +15,13 @@ mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 ok() { PASS=$((PASS + 1)); }
 bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
 skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP: $*"; }  # a check not run, and why
+# glibc's own shared objects, which any ELF file of ours may need (its companion libraries
+# before 2.34, and the loader of either architecture).
+GLIBC_SONAMES="libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1"
+# needed_libs FILE: the sonames FILE's dynamic section lists as NEEDED (readelf), one a line.
+needed_libs() { readelf -d --wide "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+# is_glibc SONAME: whether it is one of GLIBC_SONAMES.
+is_glibc() { [[ " $GLIBC_SONAMES " == *" $1 "* ]]; }
 # expect_rc RC DESCRIPTION -- CMD...
 expect_rc() {
   local want=$1 what=$2; shift 3

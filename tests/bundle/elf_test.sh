@@ -17,7 +17,6 @@ if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
 fi
 tar -C "$SCRATCH" -xzf "$tarball" || { bad "cannot unpack $tarball"; finish; exit 1; }
 B=$(echo "$SCRATCH"/fanstore-*)
-glibc_libs="libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linux-x86-64.so.2 ld-linux-aarch64.so.1"
 # version_gt A B: A (e.g. 2.31) is newer than B.
 version_gt() { [ "$1" != "$2" ] && [ "$(printf '%s\n%s\n' "$1" "$2" | sort -V | tail -1)" = "$1" ]; }
 
@@ -33,8 +32,8 @@ done
 for f in "${elves[@]}"; do
   name=${f#"$B"/}
   dyn=$(readelf -d --wide "$f")
-  for lib in $(sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p' <<<"$dyn"); do
-    if [[ " $glibc_libs " == *" $lib "* ]] || [ -f "$B/lib/$lib" ]; then ok
+  for lib in $(needed_libs "$f"); do
+    if is_glibc "$lib" || [ -f "$B/lib/$lib" ]; then ok
     else bad "$name needs $lib, which is neither glibc's nor carried in lib/"; fi
   done
   # Version references: the newest GLIBC_ one, and any of the C++ runtime's.
