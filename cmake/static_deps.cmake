@@ -19,6 +19,12 @@ set(FANSTORE_SPDLOG spdlog::spdlog)
 if(NOT FANSTORE_STATIC_DEPS)
   return()
 endif()
+# (also a build directory configured before FANSTORE_SANITIZE was set, whose cache kept ON)
+if(NOT FANSTORE_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "fanstore: FANSTORE_SANITIZE=${FANSTORE_SANITIZE} needs "
+    "-DFANSTORE_STATIC_DEPS=OFF (the sanitizer's runtime and a linked-in libstdc++ would both "
+    "define operator new)")
+endif()
 add_link_options(-static-libstdc++ -static-libgcc)
 foreach(dep URING:uring ZSTD:zstd LZMA:lzma)
   string(REPLACE ":" ";" dep ${dep})
