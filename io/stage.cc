@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "base/map_aligned.h"
@@ -69,6 +70,16 @@ Status CopyStream(int in, int out, uint8_t* map, uint64_t size, const std::strin
   return Status::Ok();
 }
 
+bool HasRawBytes(const meta::MemberView& v) {
+  return v.kind() == meta::Kind::kFile && meta::StoredRaw(v.codec()) && v.rec.size != 0;
+}
+
+Status MemberMismatch(const meta::MemberView& v) {
+  return Status::Error(
+      "member '" + meta::ShownPath(v.path) +
+      "': checksum mismatch (damaged data; fanstore verify lists every damaged member)");
+}
+
 // Every raw member of the staged copy against its CRC32C, in one pass over the copy (in
 // memory: 0.26-0.44 s per GiB here, against 4-18 s for the copy itself). Raw members are not
 // checked when read (compressed ones are, when inflated), so a member damaged in DATA
@@ -99,18 +110,59 @@ Status CheckRawMembers(const meta::PartitionReader& r, int fd, uint64_t size, St
   Status st;
   for (size_t i = 0; check_members && i < r.size() && st.ok(); ++i) {
     const meta::MemberView v = r.member(i);
-    if (v.kind() != meta::Kind::kFile || !meta::StoredRaw(v.codec()) || v.rec.size == 0) continue;
+    if (!HasRawBytes(v)) continue;
     // (the reader has checked every record's bytes against the file's data region)
     if (compress::Crc32c(0, bytes + v.rec.data_offset, v.rec.size) != v.rec.crc32c)
-      st = Status::Error(
-          "member '" + meta::ShownPath(v.path) +
-          "': checksum mismatch (damaged data; fanstore verify lists every damaged member)");
+      st = MemberMismatch(v);
   }
   ::munmap(m, size);
   return st;
 }
 
 }  // namespace
+
+Status CheckMembersRead(const meta::PartitionReader& r, const std::string& path, int threads,
+                        const std::atomic<bool>* cancel) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::vector<Status> found(static_cast<size_t>(std::max(threads, 1)));
+  auto check = [&](Status* st) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      *st = Status::FromErrno(path, errno);
+      failed = true;
+      return;
+    }
+    constexpr size_t kStep = 1 << 20;
+    std::unique_ptr<uint8_t[]> buf(new uint8_t[kStep]);
+    for (size_t i; !failed.load(std::memory_order_relaxed) && (i = next.fetch_add(1)) < r.size();) {
+      if (cancel && cancel->load(std::memory_order_relaxed)) {
+        *st = Status::Error(path + ": check cancelled");
+        break;
+      }
+      const meta::MemberView v = r.member(i);
+      if (!HasRawBytes(v)) continue;
+      uint32_t crc = 0;
+      for (uint64_t done = 0; done < v.rec.size && st->ok(); done += kStep) {
+        const size_t len = static_cast<size_t>(std::min<uint64_t>(kStep, v.rec.size - done));
+        *st = ReadAt(fd, buf.get(), v.rec.data_offset + done, len, path);
+        if (st->ok()) crc = compress::Crc32c(crc, buf.get(), len);
+      }
+      if (st->ok() && crc != v.rec.crc32c)
+        *st = Status::Error(path + ": " + MemberMismatch(v).message());
+      if (!st->ok()) break;
+    }
+    ::close(fd);
+    if (!st->ok()) failed = true;
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < found.size(); ++t) helpers.emplace_back(check, &found[t]);
+  check(&found[0]);
+  for (std::thread& t : helpers) t.join();
+  for (const Status& st : found)
+    if (!st.ok()) return st;
+  return Status::Ok();
+}
 
 Status ReadAt(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src) {
   for (size_t got = 0; got < len;) {

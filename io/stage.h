@@ -16,6 +16,7 @@
 #include "base/status.h"
 #include "io/landing.h"
 #include "meta/manifest.h"
+#include "meta/partition_reader.h"
 
 namespace fanstore::io {
 
@@ -43,6 +44,13 @@ Result<StageResult> StagePartition(const std::string& src, const std::string& ds
                                    const meta::Manifest& manifest, uint32_t id,
                                    const std::atomic<bool>* cancel = nullptr,
                                    bool* no_room = nullptr);
+
+// Reads every raw member of partition `r` (its blob at `path`) and checks it against its
+// CRC32C, `threads` threads taking members in turn, 1 MiB reads each: for a share fetched into
+// DATA's page cache before CMD (several nodes), checked there before anything is served.
+// The first mismatch found is the error, named as StagePartition names it.
+Status CheckMembersRead(const meta::PartitionReader& r, const std::string& path, int threads,
+                        const std::atomic<bool>* cancel = nullptr);
 
 // The copies one node makes while CMD runs, all at once, chunk by chunk (io/landing.h): each
 // chunk is marked in `map` as it lands, so readers read it at once; chunks readers want go

@@ -3,7 +3,8 @@
 // in huge pages where the kernel makes them, taking a chunk a reader waits for before its
 // sequential stream reaches it, unless the copy is about to end: fetched into DATA's page
 // cache first (where DATA keeps pages, as here) or landed in the copy; and the copy made
-// before the command starts (StagePartition); the copy's own handle on DATA (OpenAgain).
+// before the command starts (StagePartition); a share checked where it landed
+// (CheckMembersRead); the copy's own handle on DATA (OpenAgain).
 #include "io/landing.h"
 
 #include <fcntl.h>
@@ -25,6 +26,7 @@
 #include "meta/format.h"
 #include "meta/manifest.h"
 #include "meta/pack.h"
+#include "meta/partition_reader.h"
 #include "tests/testutil.h"
 
 namespace fanstore::io {
@@ -245,6 +247,36 @@ TEST(StagePartition, CopiesByteExactInHugePagesAndRefusesADamagedMember) {
       << bad.status().message();
   EXPECT_NE(::access(dst.c_str(), F_OK), 0);
   EXPECT_NE(::access((dst + ".staging").c_str(), F_OK), 0);
+}
+
+// A share read before the command starts and checked where it landed (several nodes on a
+// shared file system): every member of a whole partition passes, by one thread or four,
+// and a member damaged in the blob is named, whichever thread reads it; so is a blob that
+// cannot be opened.
+TEST(CheckMembersRead, PassesAWholePartitionAndNamesADamagedMember) {
+  testing::TempDir t;
+  std::string src;
+  std::optional<meta::Manifest> manifest;
+  ASSERT_NO_FATAL_FAILURE(PackRawMiBs(t, 8, &src, &manifest));
+  meta::PartitionReader r;
+  ASSERT_TRUE(r.Open(src).ok());
+  for (int threads : {1, 4}) {
+    const Status st = CheckMembersRead(r, src, threads);
+    EXPECT_TRUE(st.ok()) << threads << " threads: " << st.message();
+  }
+  std::string bytes = testing::ReadFile(src);
+  bytes[bytes.size() / 2] ^= 0x20;  // (inside a member: 8 MiB of data, a small index)
+  testing::WriteFile(src, bytes);
+  for (int threads : {1, 4}) {
+    const Status st = CheckMembersRead(r, src, threads);
+    ASSERT_FALSE(st.ok()) << threads << " threads";
+    EXPECT_EQ(st.message().rfind(src + ": member '", 0), 0u) << st.message();
+    EXPECT_NE(st.message().find("checksum mismatch (damaged data"), std::string::npos)
+        << st.message();
+  }
+  const Status gone = CheckMembersRead(r, t.path() + "/nowhere", 2);
+  ASSERT_FALSE(gone.ok());
+  EXPECT_NE(gone.message().find("/nowhere"), std::string::npos) << gone.message();
 }
 
 // The pages of `fd`'s first `len` bytes in the page cache.
