@@ -117,6 +117,7 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
 
   const auto t_stage = Clock::now();
   StageIn(opt, &s);
+  if (fetch_first_ && s.st.ok()) s.st = AwaitShare(s);
   if (mpi_) MeetWithoutSpinning();
   int failed = 0;
   if (!SayAndAgree(mpi_, s.st, rank_, nodes_, s.where, &failed)) {
@@ -128,8 +129,9 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   // The node cache is allocated ahead only now that every rank has staged: ranks sharing a
   // host (and its local disk) would otherwise see one rank's cache take the room another's
   // copies still needed (a full-disk test failed that way). Then every rank starts the
-  // namespace's start-up together.
-  if (agent_) agent_->AllocateCacheAhead();
+  // namespace's start-up together. (Several nodes reading a shared file system allocated
+  // theirs while their shares landed, AwaitShare: their copies are made while CMD runs.)
+  if (agent_ && !fetch_first_) agent_->AllocateCacheAhead();
   if (mpi_) MeetWithoutSpinning();
   s.stage_s = Since(t_stage);
 
@@ -213,9 +215,16 @@ void Node::Announce(const StartUp& s, double ready_s, double stage_to_ready_s) {
     path_bytes += e.path_len + (e.kind == static_cast<uint8_t>(meta::Kind::kSymlink) ? e.size : 0);
   }
   const double entries = static_cast<double>(view->size());
-  // (copies made while CMD runs: what was staged before is nothing)
+  // (copies made while CMD runs: what was staged before is nothing, or the share read and
+  // checked before CMD)
   char staged[128];
-  if (copies_.empty())
+  if (fetch_first_)
+    std::snprintf(
+        staged, sizeof staged,
+        "read and checked %s in %.2f s (%.0f MB/s per node), copied while the command runs",
+        cli::HumanBytes(total_bytes).c_str(), slowest[0],
+        slowest[0] > 0 ? total_bytes / nodes_ / 1e6 / slowest[0] : 0.0);
+  else if (copies_.empty())
     std::snprintf(staged, sizeof staged, "staged %s in %.2f s (%.0f MB/s per node)",
                   cli::HumanBytes(total_bytes).c_str(), slowest[0],
                   slowest[0] > 0 ? total_bytes / nodes_ / 1e6 / slowest[0] : 0.0);

@@ -108,6 +108,7 @@ class Node {
   void MakeJobDirectories(const NodeOptions& opt, StartUp* s);
   Status UseLocalDir(const std::string& what, const std::string& abs_dir);
   void StageIn(const NodeOptions& opt, StartUp* s);
+  Status AwaitShare(StartUp& s);
   Status StartNamespace(const NodeOptions& opt, StartUp* s);
   void Announce(const StartUp& s, double ready_s, double stage_to_ready_s);
 
@@ -134,6 +135,9 @@ class Node {
     std::string src, dst;
   };
   std::vector<Copy> copies_;
+  // Several nodes reading their shares from a shared file system: each share is read and
+  // checked before CMD, its copy made while CMD runs (StageIn).
+  bool fetch_first_ = false;
   meta::Manifest copies_manifest_;
   // Which chunks of those copies have landed, and which ones readers wait for: a file in
   // the rank's directory, mapped by every served process (io/landing.h).

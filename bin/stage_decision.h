@@ -11,6 +11,7 @@ namespace fanstore::fanrun {
 
 struct StageInputs {
   int nodes = 1;
+  bool launched = false;         // under a launcher (MPI), as one rank or several
   bool stage_flag = false;       // --stage
   bool no_stage_flag = false;    // --no-stage
   bool local_dir_given = false;  // --local-dir
@@ -37,6 +38,10 @@ struct StageDecision {
   // out of 2 MiB pages whatever the page cache held (1.5-1.8x native against 1.3-1.5x from
   // ext4's page cache, docs/performance.md).
   bool overlap = false;
+  // Under a launcher without --stage, from a shared file system: the share is read once into
+  // the page cache and checked there before CMD (every chunk landed, io/landing.h), and the
+  // copy is made from it while CMD runs.
+  bool fetch_first = false;
   std::string why;        // "DATA is on NFS", "--no-stage", ...
   std::string local_dir;  // the copies go to this local disk instead (disk_where), or ""
   // Served in place from a local file system, with the node's share fitting in half of the

@@ -68,14 +68,42 @@ TEST(StageDecision, SeveralNodesStageBeforeTheExchangeFromALocalDisk) {
 TEST(StageDecision, SeveralNodesCopyWhileCmdRunsWithStage) {
   StageInputs in = OneNode(kFuse);
   in.nodes = 2;
+  in.launched = true;
   StageDecision d = DecideStaging(in);
   EXPECT_TRUE(d.stage);
-  EXPECT_FALSE(d.overlap);  // (from a shared file system too: before the exchange)
+  EXPECT_FALSE(d.overlap);  // (from a shared file system too: local before the exchange)
   EXPECT_EQ(d.why, "2 nodes");
   in.stage_flag = true;
   d = DecideStaging(in);
   EXPECT_TRUE(d.stage && d.overlap);
+  EXPECT_FALSE(d.fetch_first);
   EXPECT_EQ(d.why, "2 nodes, --stage");
+}
+
+// Under a launcher without --stage, a share on a shared file system is read once and checked
+// before CMD, its copy made while CMD runs; from a local disk it is copied first; one rank
+// under a launcher as several; nothing read first when the node does not stage.
+TEST(StageDecision, UnderALauncherAShareOnASharedFileSystemIsReadFirst) {
+  StageInputs in = OneNode(kFuse);
+  in.nodes = 4;
+  in.launched = true;
+  EXPECT_TRUE(DecideStaging(in).fetch_first);
+  in.data_fs_type = kExt4;
+  StageDecision d = DecideStaging(in);
+  EXPECT_TRUE(d.stage);
+  EXPECT_FALSE(d.fetch_first || d.overlap);
+  in = OneNode(kFuse);
+  in.launched = true;  // (one rank)
+  d = DecideStaging(in);
+  EXPECT_TRUE(d.stage && d.fetch_first);
+  EXPECT_FALSE(d.overlap);
+  in.launched = false;  // (alone: the copy while CMD runs)
+  d = DecideStaging(in);
+  EXPECT_TRUE(d.stage && d.overlap);
+  EXPECT_FALSE(d.fetch_first);
+  in.launched = true;
+  in.no_stage_flag = true;
+  EXPECT_FALSE(DecideStaging(in).fetch_first);
 }
 
 TEST(StageDecision, TooLittleRoomServesInPlaceAndSaysWhy) {

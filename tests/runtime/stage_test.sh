@@ -151,19 +151,72 @@ else
   rmdir "$cg" 2>/dev/null || true
 fi
 
-# 4. One rank under a launcher: copied before the command starts (the rank's clean-up and
-# the job's agreement on damaged members cover the copy), the copy read, --local-dir left
-# as it was found.
+# 4. Under a launcher, DATA on a shared file system: each node reads its share once and
+# checks every member before the command starts (a damaged one stops every rank then,
+# named), and its copy is made while the command runs; reads are byte-exact throughout, and
+# from the copy once it is made. One rank (its clean-up covers the copy; --local-dir left
+# as it was found), two ranks (each its share, every file read by each), a damaged member,
+# and a copy that fails midway (the partitions not copied are read in place from DATA).
 if command -v mpiexec >/dev/null; then
   mkdir -p "$S/local"
   timeout -k 10 120 mpiexec -n 1 "$FANRUN" --local-dir "$S/local" --data "$S/fuse" --mount "$S/mnt" -- \
     /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" >"$S/out" 2>"$S/err"
   rc=$?
   [ $rc -eq 0 ] && ok || bad "mpiexec -n 1 fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
-  grep -qx "fanrun: staging DATA before the command starts (--local-dir)" "$S/err" && ok ||
-    bad "one rank under a launcher stages, and says so: $(cat "$S/err")"
-  grep -q "^first 0 local$" "$S/out" && ok || bad "one rank: every read byte-exact from the copy: $(cat "$S/out")"
+  grep -qx "fanrun: reading DATA once and checking it before the command starts; the copy in $S/local/fanstore-.* is made while the command runs (--local-dir)" "$S/err" &&
+    grep -q "^fanrun: 1 node ready in .*: read and checked 3\.[0-9] MiB in .*, copied while the command runs;" "$S/err" && ok ||
+    bad "one rank under a launcher reads and checks DATA first, and says so: $(cat "$S/err")"
+  grep -q "^first 0 " "$S/out" && grep -q "^then 0 local$" "$S/out" && ok ||
+    bad "one rank: every read byte-exact, from the copy once made: $(cat "$S/out")"
   [ -z "$(ls -A "$S/local")" ] && ok || bad "one rank: --local-dir left with $(ls -A "$S/local")"
+
+  printf '#!/bin/sh\nexec /usr/bin/python3 %s %s %s %s >%s/out.$FANSTORE_RANK\n' \
+    "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" "$S" >"$S/ranks.sh"
+  chmod +x "$S/ranks.sh"
+  rm -f "$S"/out.*
+  timeout -k 10 120 mpiexec -n 2 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- "$S/ranks.sh" >"$S/out" 2>"$S/err"
+  rc=$?
+  [ $rc -eq 0 ] && ok || bad "mpiexec -n 2 fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
+  [ "$(grep -c "^fanrun: each node reads its share of DATA once and checks it before the command starts; its copy in /dev/shm/.* is made while the command runs (2 nodes)$" "$S/err")" = 1 ] &&
+    grep -q "^fanrun: 2 nodes ready in .*: read and checked 3\.[0-9] MiB in " "$S/err" && ok ||
+    bad "two ranks read and check their shares first, said once: $(cat "$S/err")"
+  for r in 0 1; do
+    grep -q "^first 0 " "$S/out.$r" 2>/dev/null && grep -q "^then 0 " "$S/out.$r" && ok ||
+      bad "two ranks: rank $r reads every file byte-exact: $(cat "$S/out.$r" 2>/dev/null)"
+  done
+
+  # One member damaged in DATA (its partition's index and footer intact): a JPEG, stored raw.
+  rel=$(cd "$S/src" && find train -name '*.JPEG' -size +8k | sort | head -1)
+  info=$($FANSTORE stat "$S/packed" "$rel")
+  part=$(echo "$info" | sed -n 's/.*Partition: \(part-[0-9]*\.fsb\)/\1/p')
+  off=$(echo "$info" | sed -n 's/.*Offset: \([0-9]*\)/\1/p')
+  rm -rf "$S/rot" && cp -r "$S/packed" "$S/rot"
+  /usr/bin/python3 -c "import sys; f=open(sys.argv[1],'r+b'); f.seek(int(sys.argv[2])+1000); b=f.read(1); f.seek(-1,1); f.write(bytes([b[0]^0x5a]))" "$S/rot/$part" "$off"
+  if fuse_data "$S/rot" "$S/rotfuse"; then
+    rm -f "$S/cmd-ran"
+    timeout -k 10 120 mpiexec -n 2 "$FANRUN" --data "$S/rotfuse" --mount "$S/mnt" -- touch "$S/cmd-ran" >"$S/out" 2>"$S/err"
+    rc=$?
+    [ $rc -eq 125 ] && [ ! -e "$S/cmd-ran" ] && ok ||
+      bad "a damaged member in FUSE DATA, two ranks: exit $rc, CMD ran: $([ -e "$S/cmd-ran" ] && echo yes || echo no)"
+    grep -q "rank [01] (.*$part: member '$rel': checksum mismatch (damaged data" "$S/err" && ok ||
+      bad "a damaged member in FUSE DATA: not named before CMD: $(cat "$S/err")"
+  else
+    skip "a damaged member in FUSE DATA: squashfuse could not mount it"
+  fi
+
+  # The copy fails after its first chunk: the job goes on, reading in place what was not
+  # copied, every byte right, and says so.
+  rm -f "$S"/out.*
+  FANSTORE_TEST_COPY_FAIL_AFTER=1 timeout -k 10 120 mpiexec -n 2 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
+    "$S/ranks.sh" >"$S/out" 2>"$S/err"
+  rc=$?
+  [ $rc -eq 0 ] && ok || bad "a copy failing midway, two ranks: exit $rc: $(tail -3 "$S/err")"
+  grep -q "staging stopped, the rest is read in place from DATA: .*copy failed (FANSTORE_TEST_COPY_FAIL_AFTER)" "$S/err" && ok ||
+    bad "a copy failing midway: not said: $(cat "$S/err")"
+  for r in 0 1; do
+    grep -q "^first 0 " "$S/out.$r" 2>/dev/null && grep -q "^then 0 " "$S/out.$r" && ok ||
+      bad "a copy failing midway: rank $r reads every file byte-exact: $(cat "$S/out.$r" 2>/dev/null)"
+  done
 else
   skip "part 4: mpiexec not installed"
 fi
