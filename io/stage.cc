@@ -202,6 +202,18 @@ int OpenAgain(int in, const std::string& src) {
   return ::fcntl(in, F_DUPFD_CLOEXEC, 0);
 }
 
+int OpenAside(int in, const std::string& src) {
+  const int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat was, now;
+  if (fd >= 0 && ::fstat(in, &was) == 0 && ::fstat(fd, &now) == 0 && was.st_dev == now.st_dev &&
+      was.st_ino == now.st_ino) {
+    ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+    return fd;
+  }
+  if (fd >= 0) ::close(fd);
+  return -1;
+}
+
 Status ReadIntoCopy(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src,
                     const std::string& dst) {
   const Status st = ReadAt(in, to, off, len, src);

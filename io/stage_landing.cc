@@ -26,6 +26,8 @@ struct Part {
   const LandingCopy* copy;
   int in = -1, out = -1;
   int again = -1;  // its own handle on DATA for the copy from the page cache (OpenAgain)
+  int aside = -1;  // its handle for chunks out of order (OpenAside), opened at the first
+  bool aside_tried = false;
   uint64_t size = 0, chunks = 0, landed = 0, next = 0;  // next: the sequential cursor
   std::vector<uint64_t> issued;
   uint8_t* map = nullptr;  // the copy, written through (tmpfs: MapForLanding)
@@ -48,6 +50,7 @@ class Lander {
       if (p.map) ::munmap(p.map, p.size);
       if (p.in >= 0) ::close(p.in);
       if (p.again >= 0) ::close(p.again);
+      if (p.aside >= 0) ::close(p.aside);
       if (p.out >= 0) ::close(p.out);
       if (!p.finished) {
         ::unlink((p.copy->dst + ".staging").c_str());
@@ -141,29 +144,29 @@ class Lander {
 
   // A chunk a reader waits for that no stream has taken and its partition's stream is not
   // expected to reach soon (FarFrom).
-  bool PickWanted(size_t* part, uint64_t* chunk) {
+  bool PickWanted(size_t* part, uint64_t* chunk, int* fd) {
     const Pace pace = MeasurePace();
     for (size_t i = 0; i < parts_.size(); ++i) {
       Part& p = parts_[i];
       if (p.finished) continue;
       const int64_t c = map_->NextWanted(p.copy->partition, p.issued, FarFrom(p, pace));
       if (c >= 0 && static_cast<uint64_t>(c) < p.chunks)
-        return Take(i, static_cast<uint64_t>(c), part, chunk);
+        return Take(i, static_cast<uint64_t>(c), part, chunk, fd);
     }
     return false;
   }
 
   // The next chunk for stream `me`: one a reader waits for, else the next of the stream's
   // partition in order, else of the first partition no stream has taken, else of any.
-  bool Pick(size_t me, size_t* part, uint64_t* chunk) {
+  bool Pick(size_t me, size_t* part, uint64_t* chunk, int* fd) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!error_.ok()) return false;
-    if (PickWanted(part, chunk)) return true;
+    if (PickWanted(part, chunk, fd)) return true;
     if (own_.size() <= me) own_.resize(me + 1, kNone);
     auto next_of = [&](size_t i) -> bool {
       Part& p = parts_[i];
       while (p.next < p.chunks && (p.issued[p.next / 64] >> (p.next % 64) & 1)) ++p.next;
-      return p.next < p.chunks && Take(i, p.next, part, chunk);
+      return p.next < p.chunks && Take(i, p.next, part, chunk, fd);
     };
     if (own_[me] != kNone && next_of(own_[me])) return true;
     for (size_t i = 0; i < parts_.size(); ++i)
@@ -212,20 +215,32 @@ class Lander {
     if (!p.taken) return static_cast<double>(total_chunks_ - issued_) < pace.within ? p.chunks : 0;
     return std::min<uint64_t>(p.chunks, p.next + static_cast<uint64_t>(pace.within / pace.streams));
   }
-  bool Take(size_t i, uint64_t c, size_t* part, uint64_t* chunk) {
+  bool Take(size_t i, uint64_t c, size_t* part, uint64_t* chunk, int* fd) {
+    *fd = HandleFor(parts_[i], c);
     ++issued_;
     parts_[i].issued[c / 64] |= uint64_t{1} << (c % 64);
     *part = i;
     *chunk = c;
     return true;
   }
+  // The handle a chunk is read through: the partition's stream's for the chunk in order (or
+  // any once the stream has passed the end), else the one aside (under mu_).
+  int HandleFor(Part& p, uint64_t chunk) {
+    if (chunk == p.next || p.next >= p.chunks) return p.in;
+    if (!p.aside_tried) {
+      p.aside_tried = true;
+      p.aside = OpenAside(p.in, p.copy->src);
+    }
+    return p.aside >= 0 ? p.aside : p.in;
+  }
 
   void Stream(size_t me) {
     std::unique_ptr<uint8_t[]> buf(new uint8_t[map_->chunk_bytes()]);
     size_t part = 0;
     uint64_t chunk = 0;
-    while (Pick(me, &part, &chunk))
-      if (!CopyAndLand(part, chunk, buf.get())) return;
+    int fd = -1;
+    while (Pick(me, &part, &chunk, &fd))
+      if (!CopyAndLand(part, chunk, fd, buf.get())) return;
   }
 
   // The urgent stream: chunks readers wait for, started the moment one is asked for. The
@@ -238,27 +253,29 @@ class Lander {
       const uint32_t seen = map_->WantCount();
       size_t part = 0;
       uint64_t chunk = 0;
+      int fd = -1;
       bool got = false;
       {
         std::lock_guard<std::mutex> lock(mu_);
         if (!error_.ok()) return;
-        got = PickWanted(&part, &chunk);
+        got = PickWanted(&part, &chunk, &fd);
       }
       if (!got)
         map_->WaitForWant(seen, 50'000'000);
-      else if (!CopyAndLand(part, chunk, buf.get()))
+      else if (!CopyAndLand(part, chunk, fd, buf.get()))
         return;
     }
   }
 
   // A chunk fetched into DATA's page cache (read into `buf`, which is then dropped) or
-  // copied, and landed. False (the copy's error recorded) when it failed.
-  bool CopyAndLand(size_t part, uint64_t chunk, uint8_t* buf) {
+  // copied, through `in` (HandleFor), and landed. False (the copy's error recorded) when it
+  // failed.
+  bool CopyAndLand(size_t part, uint64_t chunk, int in, uint8_t* buf) {
     for (int waited = 0; waited < opt_.chunk_delay_ms && !Cancelled(); waited += 10)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));  // (tests: a slow copy)
     Status st = Cancelled()  ? Status::Error("copy cancelled")
-                : from_data_ ? Fetch(parts_[part], chunk, buf)
-                             : CopyChunk(parts_[part], chunk, buf);
+                : from_data_ ? Fetch(parts_[part], chunk, in, buf)
+                             : CopyChunk(parts_[part], chunk, in, buf);
     if (st.ok()) st = Landed(part, chunk);
     return Record(st);
   }
@@ -276,9 +293,9 @@ class Lander {
     return {off, static_cast<size_t>(std::min<uint64_t>(map_->chunk_bytes(), p.size - off))};
   }
 
-  Status Fetch(const Part& p, uint64_t chunk, uint8_t* buf) {
+  Status Fetch(const Part& p, uint64_t chunk, int in, uint8_t* buf) {
     const auto [off, len] = Span(p, chunk);
-    return FetchAt(p.in, sink_, buf, off, len, p.copy->src);
+    return FetchAt(in, sink_, buf, off, len, p.copy->src);
   }
 
   // The second phase of a fetched copy: the partitions no thread has taken, each copied
@@ -302,7 +319,8 @@ class Lander {
       }
       if (!p) return;
       for (uint64_t c = 0; c < p->chunks; ++c)
-        if (!Record(Cancelled() ? Status::Error("copy cancelled") : CopyChunk(*p, c, buf.get())))
+        if (!Record(Cancelled() ? Status::Error("copy cancelled")
+                                : CopyChunk(*p, c, p->in, buf.get())))
           return;
       if (!Record(Cancelled() ? Status::Error("copy cancelled") : Finish(*p))) return;
     }
@@ -320,12 +338,12 @@ class Lander {
     if (m >= 0) p.map = reinterpret_cast<uint8_t*>(m);
   }
 
-  Status CopyChunk(const Part& p, uint64_t chunk, uint8_t* buf) {
+  Status CopyChunk(const Part& p, uint64_t chunk, int in, uint8_t* buf) {
     const auto [off, len] = Span(p, chunk);
     bool no_room = false;
-    if (!p.map) return CopyBytes(p.in, p.out, off, len, buf, p.copy->src, p.copy->dst, &no_room);
+    if (!p.map) return CopyBytes(in, p.out, off, len, buf, p.copy->src, p.copy->dst, &no_room);
     ::madvise(p.map + off, len, base::kMadvCollapse);
-    return ReadIntoCopy(p.in, p.map + off, off, len, p.copy->src, p.copy->dst);
+    return ReadIntoCopy(in, p.map + off, off, len, p.copy->src, p.copy->dst);
   }
 
   // A chunk written: landed; the partition checked and renamed once all of it is (by the

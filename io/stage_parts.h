@@ -25,6 +25,11 @@ Status FetchAt(int in, int sink, uint8_t* buf, uint64_t off, size_t len, const s
 // duplicate of `in` when `src` now names another file (the copy is of the bytes that
 // landed) or cannot be opened; -1 only when neither can be had.
 int OpenAgain(int in, const std::string& src);
+// `in`'s file (`src`) opened again for chunks read out of order beside `in`'s stream, told
+// its reads are random (POSIX_FADV_RANDOM): a chunk read far ahead through the stream's own
+// handle made MooseFS's client pull 13 MB more than asked, 2 MB through such a handle. -1
+// when `src` no longer names that file (the stream's handle is read then).
+int OpenAside(int in, const std::string& src);
 // The same into a shared mapping of the copy `dst` at `to`: a page of the copy the kernel
 // cannot fault in (tmpfs filled since its room was checked) is ENOSPC for `dst`, as a write
 // would say.

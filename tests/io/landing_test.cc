@@ -4,7 +4,7 @@
 // sequential stream reaches it, unless the copy is about to end: fetched into DATA's page
 // cache first (where DATA keeps pages, as here) or landed in the copy; and the copy made
 // before the command starts (StagePartition); a share checked where it landed
-// (CheckMembersRead); the copy's own handle on DATA (OpenAgain).
+// (CheckMembersRead); the copy's own handles on DATA (OpenAgain, OpenAside).
 #include "io/landing.h"
 
 #include <fcntl.h>
@@ -359,6 +359,33 @@ TEST(OpenAgain, IsTheSameFileThroughAHandleOfItsOwn) {
   const int gone = OpenAgain(in, path);
   EXPECT_TRUE(gone >= 0 && same_file(in, gone)) << "no handle once the path is gone";
   if (gone >= 0) ::close(gone);
+  ::close(in);
+}
+
+// The handle for chunks out of order: a description of its own on the same file (its offset
+// apart from the stream's), close-on-exec; none once the path names another file, so that
+// the stream's handle is read rather than the wrong file's.
+TEST(OpenAside, IsTheSameFileOrNone) {
+  testing::TempDir t;
+  const std::string path = t.path() + "/blob";
+  testing::WriteFile(path, testing::RandomBytes(8192, 5));
+  const int in = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(in, 0);
+  ASSERT_EQ(::lseek(in, 100, SEEK_SET), 100);
+  const int aside = OpenAside(in, path);
+  ASSERT_GE(aside, 0);
+  struct stat x, y;
+  ASSERT_EQ(::fstat(in, &x), 0);
+  ASSERT_EQ(::fstat(aside, &y), 0);
+  EXPECT_TRUE(x.st_dev == y.st_dev && x.st_ino == y.st_ino);
+  EXPECT_EQ(::lseek(aside, 0, SEEK_CUR), 0) << "a duplicate, sharing the stream's offset";
+  EXPECT_TRUE(::fcntl(aside, F_GETFD) & FD_CLOEXEC);
+  ::close(aside);
+  testing::WriteFile(t.path() + "/repacked", testing::RandomBytes(8192, 6));
+  ASSERT_EQ(::rename((t.path() + "/repacked").c_str(), path.c_str()), 0);
+  EXPECT_EQ(OpenAside(in, path), -1);
+  ASSERT_EQ(::unlink(path.c_str()), 0);
+  EXPECT_EQ(OpenAside(in, path), -1);
   ::close(in);
 }
 
