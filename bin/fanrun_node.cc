@@ -129,8 +129,8 @@ Status Node::Setup(const NodeOptions& opt, bool mpi) {
   // The node cache is allocated ahead only now that every rank has staged: ranks sharing a
   // host (and its local disk) would otherwise see one rank's cache take the room another's
   // copies still needed (a full-disk test failed that way). Then every rank starts the
-  // namespace's start-up together. (Several nodes reading a shared file system allocated
-  // theirs while their shares landed, AwaitShare: their copies are made while CMD runs.)
+  // namespace's start-up together. (Ranks reading a shared file system allocated theirs
+  // while their shares landed, AwaitShare: their copies are made while CMD runs.)
   if (agent_ && !fetch_first_) agent_->AllocateCacheAhead();
   if (mpi_) MeetWithoutSpinning();
   s.stage_s = Since(t_stage);

@@ -135,8 +135,8 @@ class Node {
     std::string src, dst;
   };
   std::vector<Copy> copies_;
-  // Several nodes reading their shares from a shared file system: each share is read and
-  // checked before CMD, its copy made while CMD runs (StageIn).
+  // Under a launcher from a shared file system: the share is read and checked before CMD,
+  // its copy made while CMD runs (StageIn, AwaitShare).
   bool fetch_first_ = false;
   meta::Manifest copies_manifest_;
   // Which chunks of those copies have landed, and which ones readers wait for: a file in

@@ -309,7 +309,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
 // The start-up under a launcher from a shared file system (fetch_first_): waits until every
 // chunk of this node's share has landed (the copier, StartCopier, is under way), meanwhile
 // allocating the node cache ahead at the lowest CPU priority (zeroing 237 MB of /dev/shm
-// took 0.17-0.20 s after the share, on the start-up's path); then checks every raw member
+// took 0.17-0.25 s after the share, on the start-up's path); then checks every raw member
 // where it landed, DATA's page cache or the copy, so that a damaged member stops the job
 // before CMD as a copy made first does. A copy given up (no room, a failed read) leaves its
 // partition read in place, checked by its readers.

@@ -173,17 +173,25 @@ if command -v mpiexec >/dev/null; then
   printf '#!/bin/sh\nexec /usr/bin/python3 %s %s %s %s >%s/out.$FANSTORE_RANK\n' \
     "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" "$S" >"$S/ranks.sh"
   chmod +x "$S/ranks.sh"
-  rm -f "$S"/out.*
-  timeout -k 10 120 mpiexec -n 2 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- "$S/ranks.sh" >"$S/out" 2>"$S/err"
-  rc=$?
-  [ $rc -eq 0 ] && ok || bad "mpiexec -n 2 fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
+  # two_ranks WHAT [VAR=VALUE...]: two ranks on the FUSE DATA, each reading every file; checks
+  # the exit status and each rank's bytes, and leaves fanrun's lines in $S/err.
+  two_ranks() {
+    local what=$1
+    shift
+    rm -f "$S"/out.*
+    env "$@" timeout -k 10 120 mpiexec -n 2 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
+      "$S/ranks.sh" >"$S/out" 2>"$S/err"
+    local rc=$?
+    [ $rc -eq 0 ] && ok || bad "$what: exit $rc: $(tail -3 "$S/err")"
+    for r in 0 1; do
+      grep -q "^first 0 " "$S/out.$r" 2>/dev/null && grep -q "^then 0 " "$S/out.$r" && ok ||
+        bad "$what: rank $r reads every file byte-exact: $(cat "$S/out.$r" 2>/dev/null)"
+    done
+  }
+  two_ranks "two ranks on FUSE DATA"
   [ "$(grep -c "^fanrun: each node reads its share of DATA once and checks it before the command starts; its copy in /dev/shm/.* is made while the command runs (2 nodes)$" "$S/err")" = 1 ] &&
     grep -q "^fanrun: 2 nodes ready in .*: read and checked 3\.[0-9] MiB in " "$S/err" && ok ||
     bad "two ranks read and check their shares first, said once: $(cat "$S/err")"
-  for r in 0 1; do
-    grep -q "^first 0 " "$S/out.$r" 2>/dev/null && grep -q "^then 0 " "$S/out.$r" && ok ||
-      bad "two ranks: rank $r reads every file byte-exact: $(cat "$S/out.$r" 2>/dev/null)"
-  done
 
   # One member damaged in DATA (its partition's index and footer intact): a JPEG, stored raw.
   rel=$(cd "$S/src" && find train -name '*.JPEG' -size +8k | sort | head -1)
@@ -206,17 +214,9 @@ if command -v mpiexec >/dev/null; then
 
   # The copy fails after its first chunk: the job goes on, reading in place what was not
   # copied, every byte right, and says so.
-  rm -f "$S"/out.*
-  FANSTORE_TEST_COPY_FAIL_AFTER=1 timeout -k 10 120 mpiexec -n 2 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
-    "$S/ranks.sh" >"$S/out" 2>"$S/err"
-  rc=$?
-  [ $rc -eq 0 ] && ok || bad "a copy failing midway, two ranks: exit $rc: $(tail -3 "$S/err")"
+  two_ranks "a copy failing midway, two ranks" FANSTORE_TEST_COPY_FAIL_AFTER=1
   grep -q "staging stopped, the rest is read in place from DATA: .*copy failed (FANSTORE_TEST_COPY_FAIL_AFTER)" "$S/err" && ok ||
     bad "a copy failing midway: not said: $(cat "$S/err")"
-  for r in 0 1; do
-    grep -q "^first 0 " "$S/out.$r" 2>/dev/null && grep -q "^then 0 " "$S/out.$r" && ok ||
-      bad "a copy failing midway: rank $r reads every file byte-exact: $(cat "$S/out.$r" 2>/dev/null)"
-  done
 else
   skip "part 4: mpiexec not installed"
 fi
