@@ -15,10 +15,10 @@
 # first read, the master's operations (mfscli -SMO) and CPU time, the bytes the client
 # pulled from the daemons (the veth's counters), and the CPU-seconds of the job, the client
 # and the chunkserver: here the daemons share the job's cores, so their sum over the cores
-# is a least wall time the job can take (its `bound`, beside the floor's own). Beside each
-# job, in the same round, the floor: the packed dataset's bytes read once by a new client,
-# four partitions at a time, each in order (`xargs -P 4 cat`, as fanrun's copy reads them),
-# and the job's wall time as a multiple of it; a cold fsbench epoch also against the floor
+# is a least wall time the job can take (its `bound`, beside the floor's own). Right before
+# each job, the floor: the packed dataset's bytes read once by a new client, four
+# partitions at a time, each in order (`xargs -P 4 cat`, as fanrun's copy reads them), and
+# the job's wall time as a multiple of it; a cold fsbench epoch also against the floor
 # plus the same job run again on the warm page cache (a reader in random order that does
 # nothing else gets its last files when the crossing ends). JSON in bench/results/pfs.json,
 # a plot in bench/results/pfs.png. Installs MooseFS from Debian's packages if missing.
@@ -171,9 +171,11 @@ def compare(name, native_cmd, fanrun_cmd, also=(), **kw):
     kinds = [("native", native_cmd), ("fanrun", fanrun_cmd)] + list(also)
     rs = {kind: [] for kind, _ in kinds}
     for _ in range(rounds):
-        f = job(floor_cmd, parse=False)
-        floor = f["wall_s"]
         for kind, cmd in kinds:
+            # (the floor right before each job: the VM's floors moved 0.48-0.68 s within a
+            # round, and a native job between a floor and fanrun's took 4-11 s)
+            f = job(floor_cmd, parse=False)
+            floor = f["wall_s"]
             r = job(cmd, **kw)
             r["floor_s"], r["wall_to_floor"] = floor, r["wall_s"] / floor
             if "warm_job_s" in r:
