@@ -166,7 +166,7 @@ if command -v mpiexec >/dev/null; then
   grep -qx "fanrun: reading DATA once and checking it before the command starts; the copy in $S/local/fanstore-.* is made while the command runs (--local-dir)" "$S/err" &&
     grep -q "^fanrun: 1 node ready in .*: read and checked 3\.[0-9] MiB in .*, copied while the command runs;" "$S/err" && ok ||
     bad "one rank under a launcher reads and checks DATA first, and says so: $(cat "$S/err")"
-  grep -q "^first 0 " "$S/out" && grep -q "^then 0 local$" "$S/out" && ok ||
+  grep -q "^first 0 " "$S/out" && grep -q "^then 0 data,local$\|^then 0 local$" "$S/out" && ok ||
     bad "one rank: every read byte-exact, from the copy once made: $(cat "$S/out")"
   [ -z "$(ls -A "$S/local")" ] && ok || bad "one rank: --local-dir left with $(ls -A "$S/local")"
 
