@@ -192,26 +192,30 @@ Status FetchAt(int in, int sink, uint8_t* buf, uint64_t off, size_t len, const s
   return got < len ? ReadAt(in, buf, off + got, len - got, src) : Status::Ok();
 }
 
-int OpenAgain(int in, const std::string& src) {
+namespace {
+
+// `src` opened again, when it is still the file `in` reads; else -1.
+int OpenSameFile(int in, const std::string& src) {
   const int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
   struct stat was, now;
   if (fd >= 0 && ::fstat(in, &was) == 0 && ::fstat(fd, &now) == 0 && was.st_dev == now.st_dev &&
       was.st_ino == now.st_ino)
     return fd;
   if (fd >= 0) ::close(fd);
-  return ::fcntl(in, F_DUPFD_CLOEXEC, 0);
+  return -1;
+}
+
+}  // namespace
+
+int OpenAgain(int in, const std::string& src) {
+  const int fd = OpenSameFile(in, src);
+  return fd >= 0 ? fd : ::fcntl(in, F_DUPFD_CLOEXEC, 0);
 }
 
 int OpenAside(int in, const std::string& src) {
-  const int fd = ::open(src.c_str(), O_RDONLY | O_CLOEXEC);
-  struct stat was, now;
-  if (fd >= 0 && ::fstat(in, &was) == 0 && ::fstat(fd, &now) == 0 && was.st_dev == now.st_dev &&
-      was.st_ino == now.st_ino) {
-    ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
-    return fd;
-  }
-  if (fd >= 0) ::close(fd);
-  return -1;
+  const int fd = OpenSameFile(in, src);
+  if (fd >= 0) ::posix_fadvise(fd, 0, 0, POSIX_FADV_RANDOM);
+  return fd;
 }
 
 Status ReadIntoCopy(int in, uint8_t* to, uint64_t off, size_t len, const std::string& src,
