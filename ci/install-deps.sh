@@ -16,7 +16,7 @@ mpi_pkgs=(libmpich-dev mpich)
 test_pkgs=(clang libfuzzer-14-dev libclang-rt-14-dev python3 python3-numpy python3-pil python3-torch python3-torchvision python3-lmdb python3-h5py
   zip zstd xz-utils squashfs-tools squashfuse fuse3 gnuplot-nox bc coreutils findutils tar diffutils procps util-linux
   util-linux-extra
-  strace slurm-wlm munge clang-format charliecloud-runtime bubblewrap)
+  strace gdb slurm-wlm munge clang-format charliecloud-runtime bubblewrap)
 
 tests=all
 for a in "$@"; do
@@ -32,7 +32,7 @@ for p in "${test_pkgs[@]}"; do
   case "$tests:$p" in
     none:*) ;;
     no-torch:python3-torch | no-torch:python3-torchvision | no-torch:clang | no-torch:libfuzzer-14-dev | no-torch:libclang-rt-14-dev) ;;
-    no-torch:slurm-wlm | no-torch:munge | no-torch:clang-format) ;;  # (on the host)
+    no-torch:slurm-wlm | no-torch:munge | no-torch:clang-format | no-torch:gdb) ;;  # (on the host)
     no-torch:charliecloud-runtime | no-torch:bubblewrap) ;;  # (the container tests: on the host)
     *) want+=("$p") ;;
   esac

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The README's set-up scripts on the machines a newcomer has: ci/lib.sh's helpers with
 # output to a file (no terminal), apt sources written either way, a failing stage named
-# in the closing lines; and no script under `pipefail` assigns from a grep that may match
-# nothing without saying so.
+# in the closing lines; the tests' watchdog on a hung command; and no script under
+# `pipefail` assigns from a grep that may match nothing without saying so.
 # Usage: ci_scripts_test.sh SOURCE_DIR
 set -u
 src=$1
@@ -88,6 +88,22 @@ ci_closing_line "$CI_LOG" "${CI_FAILED_STAGES[@]}"
 EOF
 expect_rc 0 "ci_closing_line with every stage green" -- bash "$SCRATCH/green.sh" "$src" "$SCRATCH/ci.log"
 if [ "$(tail -1 "$SCRATCH/out")" = "ci: 4 passed, 0 failed, 0 skipped" ]; then ok; else bad "green closing line: $(cat "$SCRATCH/out")"; fi
+
+# --- The tests' own watchdog (tests/bin/lib.sh): a command still running after HANG_S
+# seconds, its child too, is killed and named with the stacks of its processes; one that
+# ends in time keeps its own status.
+cat >"$SCRATCH/hang.sh" <<'EOF'
+. "$1/tests/bin/lib.sh"
+HANG_S=1 watched bash -c 'sleep 60; true'
+echo "status $?"
+HANG_S=30 watched bash -c 'exit 3'
+echo "status $?"
+EOF
+bash "$SCRATCH/hang.sh" "$src" >"$SCRATCH/hang.out" 2>&1
+if grep -q '^still running after 1 s, killed; the stacks of its processes:$' "$SCRATCH/hang.out" &&
+  grep -q '^== [0-9]*: sleep 60' "$SCRATCH/hang.out" && grep -q '^status 124$' "$SCRATCH/hang.out" &&
+  grep -q '^status 3$' "$SCRATCH/hang.out"; then ok; else bad "the watchdog: $(cat "$SCRATCH/hang.out")"; fi
+if ! pgrep -f '^sleep 60$' >/dev/null; then ok; else bad "the watchdog left the hung command's child running"; fi
 
 # --- The pattern itself: under pipefail, an assignment from a pipeline with a grep that
 # may match nothing ends the script. Each such line in ci/ and bench/ must say `|| true`

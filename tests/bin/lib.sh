@@ -22,12 +22,55 @@ GLIBC_SONAMES="libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linu
 needed_libs() { readelf -d --wide "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 # is_glibc SONAME: whether it is one of GLIBC_SONAMES.
 is_glibc() { [[ " $GLIBC_SONAMES " == *" $1 "* ]]; }
+# tree_pids PID: PID's descendants, parents first.
+tree_pids() {
+  local p
+  for p in $(pgrep -P "$1"); do
+    echo "$p"
+    tree_pids "$p"
+  done
+}
+# watched CMD...: runs CMD; one still running after HANG_S seconds (default 500, under
+# CTest's timeout of every test that calls it) is taken to hang: the stack of every thread
+# of its processes goes to $SCRATCH/hang (gdb, where installed), they are killed, and the
+# status is 124. A hang then fails the check that ran it and says where, where CTest's
+# timeout would end the test with nothing but the time.
+watched() {
+  "$@" &
+  local pid=$! rc
+  (
+    sleep "${HANG_S:-500}" &
+    trap 'kill $! 2>/dev/null; exit 0' TERM
+    wait $!
+    pids="$pid $(tree_pids "$pid")"
+    for p in $pids; do
+      echo "== $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null)"
+      command -v gdb >/dev/null && timeout 60 gdb -batch -p "$p" -ex 'thread apply all bt' 2>&1 |
+        grep -E '^(Thread|#)'
+    done >"$SCRATCH/hang"
+    kill -9 $pids 2>/dev/null
+  ) >/dev/null 2>&1 &
+  local dog=$!
+  wait "$pid"
+  rc=$?
+  kill "$dog" 2>/dev/null
+  wait "$dog" 2>/dev/null
+  if [ -s "$SCRATCH/hang" ]; then
+    echo "still running after ${HANG_S:-500} s, killed; the stacks of its processes:" >&2
+    cat "$SCRATCH/hang" >&2
+    rm -f "$SCRATCH/hang"
+    return 124
+  fi
+  return $rc
+}
 # expect_rc RC DESCRIPTION -- CMD...
 expect_rc() {
   local want=$1 what=$2; shift 3
-  "$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
+  watched "$@" >"$SCRATCH/out" 2>"$SCRATCH/err"
   local got=$?
-  if [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, expected $want; stderr: $(head -c 500 "$SCRATCH/err")"; fi
+  if [ "$got" -eq 124 ] && grep -q '^still running after' "$SCRATCH/err"; then
+    bad "$what: $(sed -n '/^still running after/,$p' "$SCRATCH/err")"
+  elif [ "$got" -eq "$want" ]; then ok; else bad "$what: exit $got, expected $want; stderr: $(head -c 500 "$SCRATCH/err")"; fi
 }
 # expect_err_line SUBSTRING DESCRIPTION: the last command's stderr is one line containing it
 expect_err_line() {
