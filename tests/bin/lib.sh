@@ -51,10 +51,10 @@ watched() {
     kill -9 $pids 2>/dev/null
   ) >/dev/null 2>&1 &
   local dog=$!
-  wait "$pid"
-  rc=$?
-  kill "$dog" 2>/dev/null
-  wait "$dog" 2>/dev/null
+  rc=0
+  wait "$pid" || rc=$?
+  kill "$dog" 2>/dev/null || true
+  wait "$dog" 2>/dev/null || true
   if [ -s "$SCRATCH/hang" ]; then
     echo "still running after ${HANG_S:-500} s, killed; the stacks of its processes:" >&2
     cat "$SCRATCH/hang" >&2
