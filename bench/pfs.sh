@@ -18,11 +18,11 @@
 # is a least wall time the job can take (its `bound`, beside the floor's own). Right before
 # each job, the floor: the packed dataset's bytes read once by a new client, four
 # partitions at a time, each in order (`xargs -P 4 cat`, as fanrun's copy reads them), and
-# the job's wall time as a multiple of it; a cold fsbench epoch and the two-rank jobs also
-# against the floor plus the same job run again on the warm page cache (a reader in random
-# order that does nothing else gets its last files when the crossing ends). JSON in
-# bench/results/pfs.json, a plot in bench/results/pfs.png. Installs MooseFS from Debian's
-# packages if missing.
+# the job's wall time as a multiple of it; a cold fsbench epoch, the DataLoader epoch and the
+# two-rank jobs also against the floor plus the same job run again on the warm page cache
+# (a reader in random order that does nothing else gets its last files when the crossing
+# ends). JSON in bench/results/pfs.json, a plot in bench/results/pfs.png. Installs MooseFS
+# from Debian's packages if missing.
 # Usage: bench/pfs.sh [--files N] [--rounds R]   (root; default 4,000 files of ~100 KB, 3 rounds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -227,7 +227,7 @@ if subprocess.run(["/usr/bin/python3", "-c", "import torch, torchvision"], captu
     compare("DataLoader epoch, 2 workers",
             lambda m: ["/usr/bin/python3", "bench/train_epoch.py", m + "/imagenet/train", "--workers", "2", "--json"],
             lambda m: under(m) + ["/usr/bin/python3", "bench/train_epoch.py", work + "/ds/train", "--workers", "2", "--json"],
-            parse=False)
+            parse=False, again=True)
 else:
     print("DataLoader epoch: left out: /usr/bin/python3 has no torch and torchvision "
           "(apt-get install python3-torch python3-torchvision)", flush=True)
