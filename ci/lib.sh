@@ -78,6 +78,21 @@ ci_counted_failures() {
   echo $((t + f))
 }
 
+# ci_failure_digest LOG: the reasons the failed checks gave, gathered from LOG for the last
+# screen of the run, where a reader of only its tail sees them: each shell check's `FAIL:`
+# line, each GoogleTest failure with the lines that follow it, and each hung command's
+# first lines (tests/bin/lib.sh), at most 60 lines of at most 300 characters. Nothing when
+# no check failed.
+ci_failure_digest() {
+  local digest
+  digest=$(awk '
+    /^FAIL: |^still running after / { n = 3 }
+    /: Failure$/ { n = 4 }
+    /^\[  FAILED  \] .*\(/ { n = 1 }
+    n > 0 { print substr($0, 1, 300); n-- }' "$1" | head -60 || true)  # (head may cut awk short)
+  [ -z "$digest" ] || printf 'ci: why the failed checks failed (the first 60 lines):\n%s\n' "$digest"
+}
+
 # ci_closing_line LOG [STAGE:COUNTED]...: the closing lines of ci/test.sh. Counts CTest's
 # tests (passed, failed, skipped) and the fuzz targets in LOG; a failed stage whose own
 # output counted no failure (it failed before or outside its tests: a root not made, a

@@ -65,4 +65,5 @@ echo "== fuzz build (clang, libFuzzer): each decoder briefly"
 ci_stage fuzz ci/fuzz.sh 20
 echo "== aarch64: the cross build, its suite in an arm64 root under qemu-user"
 ci_stage arm64 ci/arm64.sh
+[ ${#CI_FAILED_STAGES[@]} -eq 0 ] || ci_failure_digest "$CI_LOG"
 ci_closing_line "$CI_LOG" "${CI_FAILED_STAGES[@]}"

@@ -65,8 +65,10 @@ CI_LOG=$2
 : >"$CI_LOG"
 ci_stage passing sh -c 'echo "100% tests passed, 0 tests failed out of 4"'
 ci_stage root-made sh -c 'echo "debootstrap: no mirror"; exit 1'
-ci_stage tests-red sh -c 'echo "75% tests passed, 1 tests failed out of 4"; exit 8'
+ci_stage tests-red sh -c 'echo "1/4 Test #1: shell ***Failed"; echo "FAIL: the check: exit 2"
+  echo "stderr: why"; echo "75% tests passed, 1 tests failed out of 4"; exit 8'
 ci_stage fuzz sh -c 'echo "fuzz: manifest: 10 runs, 0 crashes"'
+ci_failure_digest "$CI_LOG"
 ci_closing_line "$CI_LOG" "${CI_FAILED_STAGES[@]}"
 EOF
 rc=0
@@ -75,6 +77,10 @@ tail -2 "$SCRATCH/stages.out" >"$SCRATCH/closing"
 printf 'ci: stages failed: root-made tests-red\nci: 8 passed, 2 failed, 0 skipped\n' >"$SCRATCH/closing.want"
 if [ "$rc" -eq 1 ]; then ok; else bad "ci_closing_line with failed stages: exit $rc, expected 1"; fi
 expect_same "$SCRATCH/closing" "$SCRATCH/closing.want" "the closing lines name the failed stages and count the one that ran no test"
+sed -n '/^ci: why the failed checks failed/,/^ci: stages failed/p' "$SCRATCH/stages.out" >"$SCRATCH/digest"
+printf '%s\n' "ci: why the failed checks failed (the first 60 lines):" "FAIL: the check: exit 2" \
+  "stderr: why" "75% tests passed, 1 tests failed out of 4" "ci: stages failed: root-made tests-red" >"$SCRATCH/digest.want"
+expect_same "$SCRATCH/digest" "$SCRATCH/digest.want" "the failed checks' reasons come before the closing lines"
 if grep -q '^ci: stage root-made failed (exit 1)$' "$SCRATCH/stages.out"; then ok; else bad "a failed stage has no line of its own: $(cat "$SCRATCH/stages.out")"; fi
 n_took=$(grep -cE '^ci: stage (passing|root-made|tests-red|fuzz) took [0-9]+ s$' "$SCRATCH/stages.out")
 if [ "$n_took" = 4 ]; then ok; else bad "each stage's time in a line: $n_took of 4: $(cat "$SCRATCH/stages.out")"; fi
@@ -84,10 +90,12 @@ set -euo pipefail
 CI_LOG=$2
 : >"$CI_LOG"
 ci_stage passing sh -c 'echo "100% tests passed, 0 tests failed out of 4"'
+ci_failure_digest "$CI_LOG"
 ci_closing_line "$CI_LOG" "${CI_FAILED_STAGES[@]}"
 EOF
 expect_rc 0 "ci_closing_line with every stage green" -- bash "$SCRATCH/green.sh" "$src" "$SCRATCH/ci.log"
 if [ "$(tail -1 "$SCRATCH/out")" = "ci: 4 passed, 0 failed, 0 skipped" ]; then ok; else bad "green closing line: $(cat "$SCRATCH/out")"; fi
+if ! grep -q '^ci: why' "$SCRATCH/out"; then ok; else bad "a digest with nothing failed: $(cat "$SCRATCH/out")"; fi
 
 # --- The tests' own watchdog (tests/bin/lib.sh): a command still running after HANG_S
 # seconds, its child too, is killed and named with the stacks of its processes; one that
