@@ -33,13 +33,12 @@ class AttachedImage {
   // The mount point: never made; a virtual answer needs no native directory.
   static constexpr char kMount[] = "/fanstore-unit-test/ds";
 
-  // The attached image, or nullptr (and a test failure) if packing or attaching failed.
+  // The attached image, or nullptr (and a test failure) if packing or attaching failed. Its
+  // directory goes at exit (the runtime keeps its blobs open or mapped, which outlive that).
   static AttachedImage* Get() {
-    static AttachedImage* image = [] {
-      auto* a = new AttachedImage();
-      return a->Make() ? a : nullptr;
-    }();
-    return image;
+    static AttachedImage image;
+    static const bool made = image.Make();
+    return made ? &image : nullptr;
   }
 
   // The source tree's bytes of `rel`.
