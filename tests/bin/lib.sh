@@ -22,37 +22,41 @@ GLIBC_SONAMES="libc.so.6 libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1 ld-linu
 needed_libs() { readelf -d --wide "$1" 2>/dev/null | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
 # is_glibc SONAME: whether it is one of GLIBC_SONAMES.
 is_glibc() { [[ " $GLIBC_SONAMES " == *" $1 "* ]]; }
-# tree_pids PID: PID's descendants, parents first.
+# tree_pids PID [SKIP]: PID's descendants, parents first, leaving out SKIP and its own.
 tree_pids() {
   local p
   for p in $(pgrep -P "$1"); do
+    [ "$p" != "${2:-}" ] || continue
     echo "$p"
-    tree_pids "$p"
+    tree_pids "$p" "${2:-}"
   done
 }
-# watched CMD...: runs CMD; one still running after HANG_S seconds (default 500, under
-# CTest's timeout of every test that calls it) is taken to hang: the stack of every thread
-# of its processes goes to $SCRATCH/hang (gdb, where installed), they are killed, and the
-# status is 124. A hang then fails the check that ran it and says where, where CTest's
-# timeout would end the test with nothing but the time.
+mkfifo "$SCRATCH/.watchdog"  # (never written: the watchdog's timed read on it just waits)
+# watched CMD...: runs CMD as a plain command would run (in the foreground: its standard
+# input, signals and process group are the test's). A watchdog beside it waits HANG_S
+# seconds (default 500, under CTest's timeout of every test that calls it); if CMD is still
+# running then, it is taken to hang: the command line and the stack of every thread of each
+# process the test started (gdb, where installed) go to $SCRATCH/hang, those processes are
+# killed, and the status is 124. A hang then fails the check that ran it and says where,
+# where CTest's timeout would end the test with nothing but the time. (The watchdog waits
+# in a builtin, so it leaves no process behind when it is stopped.)
 watched() {
-  "$@" &
-  local pid=$! rc
+  local shell=$BASHPID rc=0 dog
   (
-    sleep "${HANG_S:-500}" &
-    trap 'kill $! 2>/dev/null; exit 0' TERM
-    wait $!
-    pids="$pid $(tree_pids "$pid")"
+    trap 'exit 0' TERM
+    read -r -t "${HANG_S:-500}" <>"$SCRATCH/.watchdog" && exit 0
+    [ $? -gt 128 ] || exit 0  # (not the time running out: no verdict)
+    me=$BASHPID
+    pids=$(tree_pids "$shell" "$me")
     for p in $pids; do
       echo "== $p: $(tr '\0' ' ' </proc/$p/cmdline 2>/dev/null)"
       command -v gdb >/dev/null && timeout 60 gdb -batch -p "$p" -ex 'thread apply all bt' 2>&1 |
         grep -E '^(Thread|#)'
     done >"$SCRATCH/hang"
     kill -9 $pids 2>/dev/null
-  ) >/dev/null 2>&1 &
-  local dog=$!
-  rc=0
-  wait "$pid" || rc=$?
+  ) </dev/null >/dev/null 2>&1 &
+  dog=$!
+  "$@" || rc=$?
   kill "$dog" 2>/dev/null || true
   wait "$dog" 2>/dev/null || true
   if [ -s "$SCRATCH/hang" ]; then
