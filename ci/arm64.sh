@@ -11,7 +11,7 @@
 #      command on the files), within a budget (FANSTORE_ARM64_BUDGET seconds of tests,
 #      default 900): a stage that would start after it is reported as skipped, with why.
 # What cannot run under emulation is skipped by the tests themselves, with the reason
-# (tests/bin/lib.sh `emulated`); speed is not measured here (docs/aarch64.md).
+# (tests/bin/lib.sh `emulated`); speed is not measured here (docs/bundle.md).
 # Usage: ci/arm64.sh [--no-tests]     (as root on Debian 12 x86-64)
 set -euo pipefail
 cd "$(dirname "$0")/.."
