@@ -45,11 +45,14 @@ ci_stage dev-build ci/build.sh dev
 ci_stage dev-tests ctest --preset dev -j"$(nproc)"
 echo "== asan build (AddressSanitizer + UBSan)"
 ci_stage asan-build ci/build.sh asan
-# (the long tests run once, in the dev build: the large member, torchrun, the 20-epoch soak;
-# UCX_MEM_EVENTS=no: with MPICH's UCX memory hooks in fanrun, LeakSanitizer's tracer dies at
-# exit on some kernels, "Tracer caught signal 11", failing 2 to 7 multinode and slurm checks
-# here, before and after this change alike; third-party code, as under ThreadSanitizer)
-ci_stage asan-tests env ASAN_OPTIONS=detect_leaks=1 UCX_MEM_EVENTS=no ctest --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun|runtime_soak'
+# (the long tests run once, in the dev build: the large member, torchrun, the 20-epoch soak.
+# LeakSanitizer's tracer can die at exit, "Tracer caught signal 11", in processes that load
+# MPICH: with UCX's memory hooks (UCX_MEM_EVENTS=no keeps them out), and, GCC 12's libasan
+# scanning a thread's dynamic TLS (that of the MPI plugin's libraries, dlopened) in a range
+# that is not mapped, in ScanRangeForPointers: runtime_attach's served job failed so in 3 of
+# 8 and 2 of 6 runs under load, and in 0 of 14 with intercept_tls_get_addr=0, which stops
+# that scan. A known sanitizer bug (google/sanitizers 1322); ASan's checks are unchanged.)
+ci_stage asan-tests env ASAN_OPTIONS=detect_leaks=1:intercept_tls_get_addr=0 UCX_MEM_EVENTS=no ctest --preset asan -j"$(nproc)" -E 'fanstore_large_member|runtime_torchrun|runtime_soak'
 echo "== tsan build (ThreadSanitizer)"
 ci_stage tsan-build ci/build.sh tsan
 # (UCX_MEM_EVENTS=no: MPICH's UCX memory hooks crash inside ThreadSanitizer's interceptors
