@@ -84,6 +84,9 @@ inline constexpr char kLocalRank[] = "FANSTORE_LOCAL_RANK";
 // Read by fanrun and fsbench:
 // Set: no start-up or progress lines.
 inline constexpr char kQuiet[] = "FANSTORE_QUIET";
+// Set (fanrun --verbose): what each node does with DATA and why, as the job starts and as
+// its copy ends (bin/cli_util.h TalkLevel).
+inline constexpr char kVerbose[] = "FANSTORE_VERBOSE";
 // The preload library to give CMD (default: the one installed beside fanrun).
 inline constexpr char kPreload[] = "FANSTORE_PRELOAD";
 // The MPI fanrun and fsbench load under a launcher: mpich, openmpi, or the path of an MPI

@@ -11,6 +11,8 @@
 #include <ctime>
 #include <filesystem>
 
+#include "base/env_names.h"
+
 namespace fanstore::cli {
 
 void Error(std::string_view tool, std::string_view message) {
@@ -35,6 +37,19 @@ void Say(const char* format, ...) {
     if (w <= 0) return;
     done += static_cast<size_t>(w);
   }
+}
+
+Talk TalkLevel() {
+  auto set = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && *v && std::string_view(v) != "0";
+  };
+  if (set(env::kQuiet)) return Talk::kQuiet;
+  const char* level = std::getenv(env::kLogLevel);
+  if (set(env::kVerbose) ||
+      (level && (std::string_view(level) == "info" || std::string_view(level) == "debug")))
+    return Talk::kVerbose;
+  return Talk::kDefault;
 }
 
 std::string HumanBytes(double b) {

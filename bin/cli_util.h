@@ -24,6 +24,14 @@ void Error(std::string_view tool, std::string_view message);
 // launcher's stderr, and glibc writes an unbuffered stream's printf in 128-byte pieces,
 // which other ranks' lines could fall between.
 void Say(const char* format, ...) __attribute__((format(printf, 1, 2)));
+// How much fanrun says on stderr, which is CMD's stderr too, so that a wrapped program's
+// output is its own: warnings and errors always, one line each; kDefault adds one line
+// from rank 0 of a job of several nodes (how fast it was ready); kVerbose (FANSTORE_VERBOSE,
+// set by --verbose, or FANSTORE_LOG_LEVEL info or debug) what each node does with DATA and
+// why; kQuiet (FANSTORE_QUIET, for scripts and tests) nothing but warnings and errors,
+// whatever else is set. Read from the environment.
+enum class Talk { kQuiet, kDefault, kVerbose };
+Talk TalkLevel();
 std::string HumanBytes(double bytes);        // "1.5 GiB"
 std::string ModeString(uint32_t mode);       // "drwxr-xr-x"
 std::string TimeString(int64_t mtime_ns);    // "2024-05-01 12:00:00.123456789 +0000"

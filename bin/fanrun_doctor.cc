@@ -291,7 +291,8 @@ void PrintHuman(const DoctorOptions& opt, const LibcReport& libc, const KernelRe
   if (kernel.collapse)
     memory += "; a local DATA share up to " +
               cli::HumanBytes(static_cast<double>(std::min(available, room) / 2)) +
-              " is copied to /dev/shm in huge pages";
+              " is copied to /dev/shm in huge pages on one node, on the CPU and disk time the "
+              "command leaves idle (reads go to DATA until it is copied)";
   std::printf("memory    %s\n", memory.c_str());
   std::printf("MPI       %s; launcher: %s\n", mpi.c_str(),
               launcher.empty() ? "none (fanrun alone serves one node)" : launcher.c_str());

@@ -48,9 +48,11 @@ void AddNodeOptions(CLI::App* app, NodeOptions* o, SizeOptions* sizes, bool requ
       app->add_flag("--no-stage", o->no_stage,
                     "Serve each node's partitions in place from DATA instead of copying them");
   app->add_flag("--stage", o->stage,
-                "Copy this node's partitions to local storage while the command runs: one "
-                "node even when DATA is on a local file system (by default it copies only from "
-                "a network or FUSE file system), several nodes instead of before it starts")
+                "Copy this node's partitions to local storage while the command runs, "
+                "whatever DATA's file system (by default one node copies from a network or "
+                "FUSE file system, and from a local disk only to huge pages in /dev/shm that "
+                "half of the memory holds); several nodes copy while it runs instead of before "
+                "it starts")
       ->excludes(no_stage);
   app->add_option("--replicas", o->replicas, "Nodes holding each partition (default 1)")
       ->check(CLI::Validator(cli::IntegerIn(1, 1u << 20), "1..1048576"));
@@ -84,15 +86,24 @@ Status FinishOptions(NodeOptions* o, const SizeOptions& sizes) {
 int main(int argc, char** argv) {
   CLI::App app{
       "fanrun: run a command with a packed dataset served from memory and the partition "
-      "blobs at a mount point. Alone it serves DATA in place; under mpiexec (one rank per "
-      "node) every node stages its share, and members held elsewhere are fetched over MPI."};
+      "blobs at a mount point. Alone, it copies DATA to node-local storage while the command "
+      "runs where the copy reads faster (DATA on a network or FUSE file system; on a local "
+      "disk, to /dev/shm in huge pages when it fits in half of the memory, on the time the "
+      "command leaves idle), else serves it in place; under mpiexec (one rank per node) "
+      "every node stages its share, and members held elsewhere are fetched over MPI. Quiet "
+      "unless something is wrong (--verbose says what it does)."};
   app.set_version_flag("--version", std::string("fanrun ") + FANSTORE_VERSION);
   app.require_subcommand(0, 1);
   NodeOptions opt;
   SizeOptions sizes;
   std::string log_level, stats, readahead, job;
   std::vector<std::string> cmd;
+  bool verbose = false;
   AddNodeOptions(&app, &opt, &sizes, false);  // required unless a subcommand runs
+  app.add_flag("--verbose,-v", verbose,
+               "Say on stderr what each node does with DATA and why, as the job starts and as "
+               "its copy ends (by default fanrun prints only warnings and errors, and one line "
+               "from rank 0 of a job of several nodes) (FANSTORE_VERBOSE)");
   app.add_option("--log-level", log_level, "off | error | warn | info | debug (FANSTORE_LOG_LEVEL)")
       ->check(CLI::IsMember({"off", "error", "warn", "info", "debug"}));
   app.add_option("--readahead", readahead,
@@ -117,6 +128,7 @@ int main(int argc, char** argv) {
       "rank per node, then start the application with `fanrun attach`)");
   AddNodeOptions(serve, &serve_opt, &serve_sizes, true);
   serve->add_option("--job", serve_opt.job, "Name of the job (default: generated and printed)");
+  serve->add_flag("--verbose,-v", verbose, "As fanrun --verbose");
   CLI::App* attach = app.add_subcommand(
       "attach",
       "Run CMD attached to a served job on this host (MPI applications too: it execs "
@@ -153,6 +165,7 @@ int main(int argc, char** argv) {
     return cli::kExitUsage;
   }
   if (!log_level.empty()) ::setenv(fanstore::env::kLogLevel, log_level.c_str(), 1);
+  if (verbose) ::setenv(fanstore::env::kVerbose, "1", 1);
   // A statistics file named relative to here: every process writes to it from wherever its
   // own working directory is by then (often the read-only mount), so it is made absolute.
   if (stats.empty() && stats_opt->count() > 0) stats = "1";  // --stats with no FILE

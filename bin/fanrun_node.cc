@@ -31,6 +31,7 @@
 #include "io/node_cache.h"
 #include "io/pieces.h"
 #include "io/stage.h"
+#include "io/yield.h"
 #include "meta/dataset.h"
 #include "meta/exchange.h"
 #include "meta/manifest.h"
@@ -176,8 +177,13 @@ Status Node::Join(const NodeOptions& opt, bool mpi, StartUp* s) {
   auto logger = spdlog::stderr_logger_mt("fanrun");
   logger->set_pattern("fanrun: " + s->where + "%v");
   spdlog::set_default_logger(logger);
-  if (const char* level = std::getenv(fanstore::env::kLogLevel))  // fanrun --log-level
+  // (fanrun --log-level; else warnings and errors only, unless --verbose: CMD's stderr is
+  // CMD's, cli::TalkLevel)
+  if (const char* level = std::getenv(fanstore::env::kLogLevel))
     spdlog::set_level(spdlog::level::from_str(level));
+  else
+    spdlog::set_level(cli::TalkLevel() == cli::Talk::kVerbose ? spdlog::level::info
+                                                              : spdlog::level::warn);
 
   // The job id: given, or rank 0's host and pid, the same on every rank.
   job_ = opt.job;
@@ -205,8 +211,12 @@ void Node::Announce(const StartUp& s, double ready_s, double stage_to_ready_s) {
     mpi::World().ReduceSumDouble(&bytes, &total_bytes, 1, 0);
   }
   if (agent_) agent_->Start();
-  // Alone, fanrun stays silent: the summary is for jobs with a start-up worth reporting.
-  if (!mpi_ || rank_ != 0 || std::getenv(fanstore::env::kQuiet)) return;
+  // The summary is for jobs of several nodes, whose start-up is worth reporting; one node
+  // says it only under --verbose (cli::TalkLevel).
+  const cli::Talk talk = cli::TalkLevel();
+  if (!mpi_ || rank_ != 0 || talk == cli::Talk::kQuiet ||
+      (nodes_ == 1 && talk != cli::Talk::kVerbose))
+    return;
   auto view = meta::NamespaceView::AttachLayout({image_, image_size_});  // (checked at start-up)
   if (!view.ok()) return;
   uint64_t path_bytes = 0;  // names (and symlink targets) in the image's string table
@@ -281,6 +291,8 @@ void Node::Teardown() {
   if (torn_down_) return;
   torn_down_ = true;
   cancel_copy_ = true;  // (CMD is done: a copy still running is of no use)
+  // (a yielding copier on a node other jobs keep busy could take seconds to see the flag)
+  if (yield_ && copier_.joinable()) io::StopYielding();
   // (one node: the skeleton's directories go while the copier stops, an rmdir ~0.1 ms on
   // ext4 mounted `discard`, by a thread per parent (RemoveSkeleton: fanrun ended 15-20 ms
   // after CMD with 203 in two parents); ranks sharing a host remove theirs once they have

@@ -150,9 +150,13 @@ class Node {
   // Or DATA's blobs read into the page cache in huge folios while CMD runs (io/warm.h), by
   // the same thread.
   std::vector<std::string> warm_;
-  std::thread copier_;
+  std::thread copier_;  // (named "fanrun-copy", as the threads it starts)
   std::atomic<bool> cancel_copy_{false};
+  // The copy or the warming takes only the time CMD leaves idle, and readers read DATA in
+  // place until a partition is copied (bin/stage_decision.h yield).
+  bool yield_ = false;
   void StartCopier(const meta::Manifest& manifest);
+  void EnterCopierThread();
   uint8_t* image_ = nullptr;  // the shared mapping of the image file (the agent's view)
   uint64_t image_size_ = 0;
   std::vector<std::string> skeleton_;

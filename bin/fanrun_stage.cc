@@ -3,6 +3,7 @@
 // (one node, or several with --stage).
 #include <fcntl.h>
 #include <linux/magic.h>
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -30,6 +31,7 @@
 #include "io/pieces.h"
 #include "io/stage.h"
 #include "io/warm.h"
+#include "io/yield.h"
 #include "meta/dataset.h"
 #include "runtime/process/held_blobs.h"
 
@@ -115,6 +117,7 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   // (a share read first, its copy made while CMD runs, has the copier under way as CMD is
   // forked, which a fork waiting for threads, under ThreadSanitizer, cannot have: the copy
   // is made first there)
+  yield_ = decision.yield;
   fetch_first_ = decision.fetch_first && !kForkWaitsForThreads;
   if (fetch_first_) decision.overlap = true;
   if (st.ok() && decision.stage && !decision.local_dir.empty()) {
@@ -222,8 +225,9 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
         "place from DATA instead (%s)\n",
         s->where.c_str(), in.local_where.c_str(), s->in_place.size(),
         cli::HumanBytes(static_cast<double>(in_place_bytes)).c_str(), room_error.c_str());
-  // Said once per node, as the job starts: what happens to DATA's bytes, and why.
-  if (st.ok() && !std::getenv(fanstore::env::kQuiet) && (in.nodes == 1 || rank_ == 0) &&
+  // Said once per node under --verbose, as the job starts: what happens to DATA's bytes,
+  // and why.
+  if (st.ok() && cli::TalkLevel() == cli::Talk::kVerbose && (in.nodes == 1 || rank_ == 0) &&
       (decision.stage || SharedFsName(in.data_fs_type))) {
     std::string what;
     if (fetch_first_)
@@ -236,6 +240,11 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
       what = "each node copies its share of DATA to " + local_dir_ +
              " while the command runs; reads, and other nodes' requests, take their 2 MiB "
              "chunks as they land, asking for the ones they wait for";
+    else if (overlap && yield_)
+      what = "copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " of DATA to " +
+             local_dir_ +
+             " while the command runs, on the CPU and disk time it leaves idle; reads go to "
+             "DATA until each partition is copied";
     else if (overlap)
       what = "copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " of DATA to " +
              local_dir_ +
@@ -382,6 +391,16 @@ Result<std::string> Node::HoldBlob(uint32_t partition, const std::string& path) 
   return link;
 }
 
+// The copier's first step, in its own thread: a name that `top -H` (and a test) can find,
+// and, where the decision says so, its place behind CMD (io/yield.h), which the threads it
+// starts inherit.
+void Node::EnterCopierThread() {
+  ::pthread_setname_np(::pthread_self(), "fanrun-copy");
+  if (!yield_) return;
+  if (const int r = io::YieldToOthers(); r < 0)
+    spdlog::debug("the copy keeps its CPU priority: sched_setscheduler: {}", std::strerror(-r));
+}
+
 // The copies this node makes while CMD runs (io/stage.h StageLanding). Each appears under
 // its final name only once complete and checked, which is what the runtime looks for
 // (runtime/process/state.h staging_from) and what the agent moves to; a failed copy leaves
@@ -389,6 +408,7 @@ Result<std::string> Node::HoldBlob(uint32_t partition, const std::string& path) 
 void Node::StartCopier(const meta::Manifest& manifest) {
   if (copies_.empty() && !warm_.empty()) {
     copier_ = std::thread([this] {
+      EnterCopierThread();
       for (const std::string& blob : warm_) {
         auto r = io::WarmHuge(blob, &cancel_copy_);
         if (cancel_copy_.load() || !r.ok() || !r->supported) break;
@@ -409,8 +429,10 @@ void Node::StartCopier(const meta::Manifest& manifest) {
   if (const char* f = std::getenv(fanstore::env::kTestCopyFailAfter))
     opt.fail_after = std::atoll(f);
   opt.copy_first = std::getenv(fanstore::env::kTestLandInCopy) != nullptr;
-  const bool quiet = std::getenv(fanstore::env::kQuiet) != nullptr;
+  opt.readers_read_in_place = yield_;
+  const bool quiet = cli::TalkLevel() != cli::Talk::kVerbose;
   copier_ = std::thread([this, manifest, delay_ms, opt, quiet] {
+    EnterCopierThread();
     for (long waited = 0; waited < delay_ms && !cancel_copy_.load(); waited += 10)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const auto t0 = Clock::now();

@@ -151,6 +151,7 @@ StageDecision DecideStaging(const StageInputs& in) {
   // (DATA on tmpfs is always in memory: nothing to read in)
   d.warm = !d.stage && !SharedFsName(in.data_fs_type) && in.data_fs_type != kTmpfs &&
            in.share_bytes > 0 && in.share_bytes <= in.mem_available / 2;
+  d.yield = !in.launched && (d.overlap || d.warm) && !SharedFsName(in.data_fs_type);
   return d;
 }
 

@@ -49,6 +49,13 @@ struct StageDecision {
   // runs (io/warm.h), so that a warm epoch copies out of 2 MiB folios whatever order the
   // first one read in.
   bool warm = false;
+  // One node (no launcher), DATA not on a shared file system: the copy made while CMD runs,
+  // or the warming, takes only the CPU and disk time CMD leaves idle (io/yield.h), and
+  // readers never wait for it: they read DATA in place, as --no-stage does, until each
+  // partition's copy is complete. DATA's page cache serves them as fast as it serves
+  // --no-stage, so waiting for a chunk would only put the copier on their path; from a
+  // shared file system they wait, so that its server sees each byte once.
+  bool yield = false;
 };
 
 StageDecision DecideStaging(const StageInputs& in);

@@ -76,6 +76,9 @@ struct LandingCopy {
 inline constexpr int64_t kInOrderNs = 1'500'000'000;
 struct LandingOptions {
   int64_t in_order_ns = kInOrderNs;
+  // Readers never wait for chunks (the map's Copying stays off): they read DATA where it is
+  // until a partition's copy is complete (bin/stage_decision.h yield).
+  bool readers_read_in_place = false;
   // (for tests)
   int chunk_delay_ms = 0;   // before each chunk is started
   int64_t fail_after = -1;  // chunks landed before the copy fails

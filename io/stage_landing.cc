@@ -403,7 +403,7 @@ class Lander {
 Status StageLanding(const std::vector<LandingCopy>& copies, const meta::Manifest& manifest,
                     LandingMap* map, const LandingOptions& opt, const std::atomic<bool>* cancel,
                     const LandedFn& landed) {
-  map->SetCopying(true);
+  if (!opt.readers_read_in_place) map->SetCopying(true);
   Status st;
   {
     Lander lander(copies, manifest, map, opt, landed);

@@ -233,5 +233,35 @@ TEST(StageDecision, ALocalShareIsCopiedToHugePagesWhereTheyCanBeMadeAndItFits) {
   EXPECT_FALSE(DecideStaging(no).stage);
 }
 
+// One node's copy or warming of a local DATA takes only the time CMD leaves idle, its
+// readers reading DATA in place meanwhile; from a shared file system, or under a launcher,
+// the copy keeps its place (readers wait for its chunks, so that the server sees each byte
+// once).
+TEST(StageDecision, AOneNodeCopyOfALocalDataYieldsToTheCommand) {
+  StageInputs in = OneNode(kExt4);
+  in.mem_available = 1ull << 30;
+  in.shmem_huge = true;
+  EXPECT_TRUE(DecideStaging(in).overlap);
+  EXPECT_TRUE(DecideStaging(in).yield);
+  StageInputs flag = OneNode(kExt4);
+  flag.stage_flag = true;
+  EXPECT_TRUE(DecideStaging(flag).yield);
+  StageInputs warmed = in;
+  warmed.shmem_huge = false;
+  ASSERT_TRUE(DecideStaging(warmed).warm);
+  EXPECT_TRUE(DecideStaging(warmed).yield);
+  for (long t : {kNfs, kFuse, kLustre}) {
+    StageInputs shared = OneNode(t);
+    shared.stage_flag = true;
+    EXPECT_FALSE(DecideStaging(shared).yield) << std::hex << t;
+  }
+  StageInputs launched = in;
+  launched.launched = true;
+  EXPECT_FALSE(DecideStaging(launched).yield);
+  StageInputs in_place = OneNode(kExt4);
+  in_place.no_stage_flag = true;
+  EXPECT_FALSE(DecideStaging(in_place).yield);  // (nothing to yield: too little memory)
+}
+
 }  // namespace
 }  // namespace fanstore::fanrun

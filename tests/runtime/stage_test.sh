@@ -64,7 +64,7 @@ while time.time() < deadline and glob.glob(pattern):
 PY
 
 # 1. DATA on FUSE: copied while the command runs.
-FANSTORE_TEST_COPY_DELAY_MS=5000 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
+FANSTORE_TEST_COPY_DELAY_MS=5000 "$FANRUN" --verbose --data "$S/fuse" --mount "$S/mnt" -- \
   /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" >"$S/out" 2>"$S/err"
 rc=$?
 [ $rc -eq 0 ] && ok || bad "fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
@@ -79,17 +79,22 @@ jobdir=$(sed -n 's|^fanrun: copying .* of DATA to \(/dev/shm/[^ ]*/job-[^/ ]*\)/
 [ -n "$jobdir" ] && [ ! -e "$jobdir" ] && ok || bad "the job's directory '$jobdir' was left behind"
 
 # 2. --no-stage on FUSE: in place, said so.
-"$FANRUN" --no-stage --data "$S/fuse" --mount "$S/mnt" -- cat "$S/mnt/$(cd "$S/src" && find . -type f | head -1)" \
+"$FANRUN" -v --no-stage --data "$S/fuse" --mount "$S/mnt" -- cat "$S/mnt/$(cd "$S/src" && find . -type f | head -1)" \
   >"$S/one" 2>"$S/err" && ok || bad "--no-stage run failed: $(cat "$S/err")"
 grep -qx "fanrun: serving DATA in place (--no-stage)" "$S/err" && ok || bad "--no-stage is said: $(cat "$S/err")"
 
 # 3. DATA on a local file system: copied to /dev/shm while CMD runs where the node makes
-# shmem huge pages (fanrun doctor says whether), and said, the copy read; else in place and
-# silent. --no-stage: in place and silent; --stage copies it anyway.
+# shmem huge pages (fanrun doctor says whether), on the time CMD leaves idle, said under
+# --verbose, the copy read; without --verbose nothing is said; else in place and silent.
+# --no-stage: in place and silent; --stage copies it anyway.
 if "$FANRUN" doctor 2>&1 | grep -q "staged copies in huge pages"; then
   "$FANRUN" --data "$S/packed" --mount "$S/mnt" -- \
     /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/packed" >"$S/out" 2>"$S/err"
-  grep -q "^fanrun: copying .* of DATA to /dev/shm/.* while the command runs; .*(DATA is on a local file system (.*), and a copy in huge pages in /dev/shm reads faster than its page cache (--no-stage: in place))$" "$S/err" &&
+  [ ! -s "$S/err" ] && grep -q "^then 0 .*local" "$S/out" && ok ||
+    bad "local DATA is copied, silently, and the copy read: $(cat "$S/err" "$S/out")"
+  "$FANRUN" --verbose --data "$S/packed" --mount "$S/mnt" -- \
+    /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/packed" >"$S/out" 2>"$S/err"
+  grep -q "^fanrun: copying .* of DATA to /dev/shm/.* while the command runs, on the CPU and disk time it leaves idle; reads go to DATA until each partition is copied (DATA is on a local file system (.*), and a copy in huge pages in /dev/shm reads faster than its page cache (--no-stage: in place))$" "$S/err" &&
     grep -q "^then 0 .*local" "$S/out" && ok ||
     bad "local DATA is copied to huge pages, said, and the copy read: $(cat "$S/err" "$S/out")"
 else
@@ -101,7 +106,7 @@ fi
 "$KERNEL_REFUSES" collapse "$FANRUN" --data "$S/packed" --mount "$S/mnt" -- true 2>"$S/err" &&
   [ ! -s "$S/err" ] && ok ||
   bad "local DATA where the kernel makes no shmem huge pages: in place and silent: $(cat "$S/err")"
-"$FANRUN" --stage --data "$S/packed" --mount "$S/mnt" -- \
+"$FANRUN" -v --stage --data "$S/packed" --mount "$S/mnt" -- \
   /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/packed" >"$S/out" 2>"$S/err"
 grep -q "(--stage)$" "$S/err" && grep -q "^then 0 .*local" "$S/out" && ok ||
   bad "--stage copies local DATA and reads the copy: $(cat "$S/err" "$S/out")"
@@ -126,7 +131,7 @@ if [ -z "$cg" ] || ! "$FANRUN" doctor 2>&1 | grep -q "staged copies in huge page
 else
   mkdir -p "$S/cgsrc" && head -c $((40 << 20)) /dev/urandom >"$S/cgsrc/big.bin" &&
     $FANSTORE pack -q "$S/cgsrc" "$S/cgpacked" || bad "pack for the cgroup"
-  "$FANRUN" --data "$S/cgpacked" --mount "$S/mnt" -- true 2>"$S/err" && grep -q "^fanrun: copying" "$S/err" && ok ||
+  "$FANRUN" -v --data "$S/cgpacked" --mount "$S/mnt" -- true 2>"$S/err" && grep -q "^fanrun: copying" "$S/err" && ok ||
     bad "a 40 MiB share outside the cgroup is copied: $(cat "$S/err")"
   sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" \
     "$FANRUN" --data "$S/cgpacked" --mount "$S/mnt" -- true 2>"$S/err" && [ ! -s "$S/err" ] && ok ||
@@ -138,7 +143,7 @@ else
   elif fuse_data "$S/cgpacked" "$S/cgfuse"; then
     mkdir -p "$S/disk"
     sh -c 'echo $$ >"$1/cgroup.procs" && shift && exec "$@"' sh "$cg" env TMPDIR="$S/disk" \
-      "$FANRUN" --data "$S/cgfuse" --mount "$S/mnt" -- \
+      "$FANRUN" -v --data "$S/cgfuse" --mount "$S/mnt" -- \
       sh -c 'i=0; while [ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; cmp "$1" "$2" && ls "$3"' \
       sh "$S/mnt/big.bin" "$S/cgsrc/big.bin" "$S/disk" >"$S/out" 2>"$S/err"
     grep -q "^fanrun: copying 40\.[0-9] MiB of DATA to $S/disk/fanstore-.* while the command runs; .*(DATA is on FUSE; a copy of 40\.[0-9] MiB in /dev/shm would take over half of the .* of memory this job may use, so the copy goes to $S/disk, a local disk)$" "$S/err" &&
@@ -161,7 +166,7 @@ if [ -n "${FANSTORE_TEST_SKIP_MPI:-}" ]; then
   skip "part 4: $FANSTORE_TEST_SKIP_MPI"
 elif command -v mpiexec >/dev/null; then
   mkdir -p "$S/local"
-  timeout -k 10 120 mpiexec -n 1 "$FANRUN" --local-dir "$S/local" --data "$S/fuse" --mount "$S/mnt" -- \
+  timeout -k 10 120 mpiexec -n 1 "$FANRUN" --verbose --local-dir "$S/local" --data "$S/fuse" --mount "$S/mnt" -- \
     /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/fuse" >"$S/out" 2>"$S/err"
   rc=$?
   [ $rc -eq 0 ] && ok || bad "mpiexec -n 1 fanrun on FUSE DATA: exit $rc: $(tail -3 "$S/err")"
@@ -181,7 +186,7 @@ elif command -v mpiexec >/dev/null; then
     local what=$1
     shift
     rm -f "$S"/out.*
-    env "$@" timeout -k 10 120 mpiexec -n 2 "$FANRUN" --data "$S/fuse" --mount "$S/mnt" -- \
+    env "$@" timeout -k 10 120 mpiexec -n 2 "$FANRUN" ${TWO_RANKS_VERBOSE:+--verbose} --data "$S/fuse" --mount "$S/mnt" -- \
       "$S/ranks.sh" >"$S/out" 2>"$S/err"
     local rc=$?
     [ $rc -eq 0 ] && ok || bad "$what: exit $rc: $(tail -3 "$S/err")"
@@ -191,6 +196,10 @@ elif command -v mpiexec >/dev/null; then
     done
   }
   two_ranks "two ranks on FUSE DATA"
+  # (by default: one line, rank 0's, how fast the job was ready)
+  [ "$(wc -l <"$S/err")" = 1 ] && grep -q "^fanrun: 2 nodes ready in .*: read and checked 3\.[0-9] MiB in " "$S/err" &&
+    ok || bad "two ranks say one line by default: $(cat "$S/err")"
+  TWO_RANKS_VERBOSE=1 two_ranks "two ranks on FUSE DATA, --verbose"
   [ "$(grep -c "^fanrun: each node reads its share of DATA once and checks it before the command starts; its copy in /dev/shm/.* is made while the command runs (2 nodes)$" "$S/err")" = 1 ] &&
     grep -q "^fanrun: 2 nodes ready in .*: read and checked 3\.[0-9] MiB in " "$S/err" && ok ||
     bad "two ranks read and check their shares first, said once: $(cat "$S/err")"
@@ -227,7 +236,7 @@ fi
 # copies, read byte-exact from the copy.
 "$KERNEL_REFUSES" io_uring "$FANRUN" doctor >"$S/doctor" 2>&1
 grep -q "io_uring unavailable: " "$S/doctor" && ok || bad "under kernel_refuses io_uring, io_uring still works: $(grep io_uring "$S/doctor")"
-"$KERNEL_REFUSES" io_uring "$FANRUN" --stage --data "$S/packed" --mount "$S/mnt" -- \
+"$KERNEL_REFUSES" io_uring "$FANRUN" -v --stage --data "$S/packed" --mount "$S/mnt" -- \
   /usr/bin/python3 "$S/reader.py" "$S/mnt" "$S/src" "$S/packed" >"$S/out" 2>"$S/err"
 grep -q "(--stage)$" "$S/err" && grep -q "^then 0 .*local" "$S/out" && ! grep -q "io_uring" "$S/err" && ok ||
   bad "--stage without io_uring copies and reads the copy: $(cat "$S/err" "$S/out")"
@@ -310,3 +319,54 @@ else
 fi
 
 finish
+
+# 9. The copy of a local DATA yields to CMD (io/yield.h): while CMD keeps every core busy,
+# the copier (SCHED_IDLE) completes no partition and fanrun takes next to no CPU, and
+# readers do not wait for it; once CMD leaves the cores idle, the copy ends and its bytes
+# are right. Counted, not timed: the partitions the landing map says are complete (its
+# per-partition state words, io/landing.h) and fanrun's CPU ticks (/proc/PID/stat), before
+# and after 2 s of busy cores. 256 MiB from DATA's page cache takes 0.4 s of a core here.
+mkdir -p "$S/yieldsrc"
+for i in 1 2 3 4; do head -c $((64 << 20)) /dev/urandom >"$S/yieldsrc/f$i.bin"; done
+$FANSTORE pack -q "$S/yieldsrc" "$S/yield" --partitions 2 || bad "pack for the yield"
+cat "$S/yield"/part-*.fsb >/dev/null  # (DATA's page cache warm: the copier is CPU-bound)
+cat >"$S/copied.py" <<'PY'
+# "DONE PARTS TICKS": partitions whose copy is complete, partitions, and fanrun's CPU ticks.
+import struct, sys
+w = open(sys.argv[1], "rb").read()
+words = struct.unpack("<%dQ" % (len(w) // 8), w)
+parts = words[1]
+done = sum(1 for p in range(parts) if words[6 + 4 * p] >> 32 == 1)
+stat = open("/proc/%s/stat" % sys.argv[2]).read().rsplit(")", 1)[1].split()
+print(done, parts, int(stat[11]) + int(stat[12]))
+PY
+cat >"$S/busy.sh" <<'SH'
+map=$(dirname "$FANSTORE_IMAGE")/landing
+pids=""
+for i in $(seq "$(nproc)"); do sh -c 'while :; do :; done' & pids="$pids $!"; done
+sleep 1.5
+before=$(/usr/bin/python3 "$1" "$map" "$PPID")
+sleep 2
+during=$(/usr/bin/python3 "$1" "$map" "$PPID")
+kill $pids
+i=0; while [ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done
+[ -e "$(dirname "$FANSTORE_IMAGE")/staging-from" ] && echo "copy still running" || echo "copy done"
+echo "before $before"
+echo "during $during"
+cmp "$2/f3.bin" "$3/f3.bin" && echo "bytes right"
+SH
+# (the copy held back 1 s, so that it starts on cores CMD already keeps busy; CMD's parent
+# is fanrun)
+FANSTORE_TEST_COPY_DELAY_MS=1000 "$FANRUN" --stage --data "$S/yield" --mount "$S/mnt" -- \
+  sh "$S/busy.sh" "$S/copied.py" "$S/mnt" "$S/yieldsrc" >"$S/out" 2>"$S/err"
+read -r _ done_before parts ticks_before < <(grep '^before ' "$S/out")
+read -r _ done_during _ ticks_during < <(grep '^during ' "$S/out")
+if [ -z "$parts" ] || [ -z "$ticks_during" ]; then
+  bad "the yield run printed no counts: $(cat "$S/out" "$S/err")"
+else
+  # (SCHED_IDLE gets a few ms in 2 s of busy cores; an equal share copies both partitions)
+  [ "$done_before" = 0 ] && [ "$done_during" = 0 ] && [ $((ticks_during - ticks_before)) -le 20 ] && ok ||
+    bad "while CMD kept every core busy the copier completed $done_before then $done_during of $parts partitions, and fanrun took $((ticks_during - ticks_before)) ticks"
+fi
+grep -q "^copy done$" "$S/out" && grep -q "^bytes right$" "$S/out" && ok ||
+  bad "the copy ends once CMD leaves the cores idle, byte-exact: $(cat "$S/out" "$S/err")"
