@@ -87,6 +87,9 @@ inline constexpr char kQuiet[] = "FANSTORE_QUIET";
 // Set (fanrun --verbose): what each node does with DATA and why, as the job starts and as
 // its copy ends (bin/cli_util.h TalkLevel).
 inline constexpr char kVerbose[] = "FANSTORE_VERBOSE";
+// Seconds CMD runs before one node's own copy (or warming) of a local DATA starts
+// (bin/stage_decision.h start_after_s; default 10).
+inline constexpr char kCopyAfter[] = "FANSTORE_COPY_AFTER";
 // The preload library to give CMD (default: the one installed beside fanrun).
 inline constexpr char kPreload[] = "FANSTORE_PRELOAD";
 // The MPI fanrun and fsbench load under a launcher: mpich, openmpi, or the path of an MPI

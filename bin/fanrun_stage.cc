@@ -118,6 +118,10 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   // forked, which a fork waiting for threads, under ThreadSanitizer, cannot have: the copy
   // is made first there)
   yield_ = decision.yield;
+  start_after_s_ = decision.start_after_s;
+  if (const char* after = std::getenv(fanstore::env::kCopyAfter);
+      after && decision.start_after_s > 0)
+    start_after_s_ = std::max(0.0, std::strtod(after, nullptr));
   fetch_first_ = decision.fetch_first && !kForkWaitsForThreads;
   if (fetch_first_) decision.overlap = true;
   if (st.ok() && decision.stage && !decision.local_dir.empty()) {
@@ -242,9 +246,9 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
              "chunks as they land, asking for the ones they wait for";
     else if (overlap && yield_)
       what = "copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " of DATA to " +
-             local_dir_ +
-             " while the command runs, on the CPU and disk time it leaves idle; reads go to "
-             "DATA until each partition is copied";
+             local_dir_ + " while the command runs" + StartsAfter() +
+             ", on the CPU and disk time it leaves idle; reads go to DATA until each partition "
+             "is copied";
     else if (overlap)
       what = "copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " of DATA to " +
              local_dir_ +
@@ -391,11 +395,23 @@ Result<std::string> Node::HoldBlob(uint32_t partition, const std::string& path) 
   return link;
 }
 
+// ", once it has run 10 s" where the copy waits for that (start_after_s_), else "".
+std::string Node::StartsAfter() const {
+  if (start_after_s_ <= 0) return "";
+  char s[64];
+  std::snprintf(s, sizeof s, ", once it has run %g s", start_after_s_);
+  return s;
+}
+
 // The copier's first step, in its own thread: a name that `top -H` (and a test) can find,
-// and, where the decision says so, its place behind CMD (io/yield.h), which the threads it
-// starts inherit.
+// a wait until CMD has run start_after_s_ (or has ended), and, where the decision says so,
+// its place behind CMD (io/yield.h), which the threads it starts inherit.
 void Node::EnterCopierThread() {
   ::pthread_setname_np(::pthread_self(), "fanrun-copy");
+  const auto start = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                        std::chrono::duration<double>(start_after_s_));
+  while (!cancel_copy_.load() && Clock::now() < start)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   if (!yield_) return;
   if (const int r = io::YieldToOthers(); r < 0)
     spdlog::debug("the copy keeps its CPU priority: sched_setscheduler: {}", std::strerror(-r));
@@ -410,6 +426,7 @@ void Node::StartCopier(const meta::Manifest& manifest) {
     copier_ = std::thread([this] {
       EnterCopierThread();
       for (const std::string& blob : warm_) {
+        if (cancel_copy_.load()) break;
         auto r = io::WarmHuge(blob, &cancel_copy_);
         if (cancel_copy_.load() || !r.ok() || !r->supported) break;
       }
@@ -433,6 +450,7 @@ void Node::StartCopier(const meta::Manifest& manifest) {
   const bool quiet = cli::TalkLevel() != cli::Talk::kVerbose;
   copier_ = std::thread([this, manifest, delay_ms, opt, quiet] {
     EnterCopierThread();
+    if (cancel_copy_.load()) return;
     for (long waited = 0; waited < delay_ms && !cancel_copy_.load(); waited += 10)
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     const auto t0 = Clock::now();

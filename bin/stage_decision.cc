@@ -152,6 +152,7 @@ StageDecision DecideStaging(const StageInputs& in) {
   d.warm = !d.stage && !SharedFsName(in.data_fs_type) && in.data_fs_type != kTmpfs &&
            in.share_bytes > 0 && in.share_bytes <= in.mem_available / 2;
   d.yield = !in.launched && (d.overlap || d.warm) && !SharedFsName(in.data_fs_type);
+  if (d.yield && !in.stage_flag && !in.local_dir_given) d.start_after_s = kOwnCopyAfterS;
   return d;
 }
 

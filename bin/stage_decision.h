@@ -56,7 +56,14 @@ struct StageDecision {
   // --no-stage, so waiting for a chunk would only put the copier on their path; from a
   // shared file system they wait, so that its server sees each byte once.
   bool yield = false;
+  // And a copy or warming fanrun chose itself (not --stage or --local-dir) starts only once
+  // CMD has run this long: while it runs, even at SCHED_IDLE, it slowed a warm epoch by new
+  // processes 10-40 % on a 2-core VM (memory bandwidth, the kernel's page-cache and
+  // huge-page work), and only a job long enough to read DATA many times gains from it (a
+  // settled epoch 1.2-1.4x faster than in place). A job shorter than this pays nothing.
+  double start_after_s = 0;
 };
+inline constexpr double kOwnCopyAfterS = 10;
 
 StageDecision DecideStaging(const StageInputs& in);
 

@@ -243,9 +243,11 @@ TEST(StageDecision, AOneNodeCopyOfALocalDataYieldsToTheCommand) {
   in.shmem_huge = true;
   EXPECT_TRUE(DecideStaging(in).overlap);
   EXPECT_TRUE(DecideStaging(in).yield);
+  EXPECT_EQ(DecideStaging(in).start_after_s, kOwnCopyAfterS);  // (a short job never pays)
   StageInputs flag = OneNode(kExt4);
   flag.stage_flag = true;
   EXPECT_TRUE(DecideStaging(flag).yield);
+  EXPECT_EQ(DecideStaging(flag).start_after_s, 0);  // (asked for: at once)
   StageInputs warmed = in;
   warmed.shmem_huge = false;
   ASSERT_TRUE(DecideStaging(warmed).warm);
