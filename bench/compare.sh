@@ -21,14 +21,21 @@
 # it chooses (a copy in /dev/shm in huge pages where the node makes them, measured once the
 # copy has landed) and with --no-stage (DATA's page cache as it is); staged (--stage), once
 # the copy has landed. Each state is made again before each of its rounds.
+# With --jobs, only short jobs timed from CMD's first instant to its end (fanrun's start-up
+# before CMD left out, the copy to /dev/shm and anything else fanrun does while CMD runs
+# counted): one epoch and three epochs of the training pattern, natively, under fanrun as
+# it chooses and under `fanrun --no-stage`, with the tree and DATA's blobs page-cached
+# (warm) and with the page cache dropped before each job (cold), the targets alternating
+# within each round. The report gives each median and fanrun's against the better of
+# native and --no-stage.
 # --bin DIR takes fsbench, fanstore and fanrun from DIR (an unpacked bundle's bin/, e.g. the
 # aarch64 one on a Grace node: docs/bundle.md) instead of building build/release here.
 # Usage: bench/compare.sh [--files N] [--mean-kb K] [--seconds S] [--rounds R] [--work DIR]
-#                         [--states] [--bin DIR]
+#                         [--states | --jobs] [--bin DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-files=22000 mean_kb=85 seconds=2 rounds=5 work=bench/work states=0 bin=
+files=22000 mean_kb=85 seconds=2 rounds=5 work=bench/work states=0 jobs=0 bin=
 while [ $# -gt 0 ]; do
   case $1 in
     --files) files=$2; shift 2 ;;
@@ -37,8 +44,9 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --work) work=$2; shift 2 ;;
     --states) states=1; shift ;;
+    --jobs) jobs=1; shift ;;
     --bin) bin=$(cd "${2:?--bin needs a directory}" && pwd); shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -58,6 +66,7 @@ tree=$work/compare-$files-$mean_kb
 [ -d "$tree" ] || bench/gen_dataset.py imagenet "$tree" --files "$files" --classes 100 --mean-kb "$mean_kb"
 out=bench/results/compare.json
 [ $states = 1 ] && out=bench/results/compare_states.json
+[ $jobs = 1 ] && out=bench/results/compare_jobs.json
 rows=()
 can_drop=0
 if (sync && echo 3 >/proc/sys/vm/drop_caches) 2>/dev/null; then can_drop=1; fi
@@ -104,9 +113,12 @@ cleanup() {
   if [ $mounted = 1 ]; then fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt"; fi
 }
 trap cleanup EXIT
-cp -r "$tree" "$shm"
-targets+=("tmpfs	tmpfs copy	$FSBENCH	$shm")
-if command -v squashfuse_ll >/dev/null && [ -c /dev/fuse ]; then
+# (--jobs compares against native and --no-stage only)
+[ $jobs = 1 ] || cp -r "$tree" "$shm"
+[ $jobs = 1 ] || targets+=("tmpfs	tmpfs copy	$FSBENCH	$shm")
+if [ $jobs = 1 ]; then
+  :
+elif command -v squashfuse_ll >/dev/null && [ -c /dev/fuse ]; then
   [ -f "$img" ] || mksquashfs "$tree" "$img" -noappend -quiet >/dev/null
   mkdir -p "$mnt"
   if squashfuse_ll "$img" "$mnt" 2>"$work/err"; then
@@ -166,6 +178,69 @@ if [ $states = 1 ]; then
     echo "]}"
   } >"$out"
   /usr/bin/python3 bench/compare_report.py "$out"
+  exit 0
+fi
+
+# --jobs: each job's CMD times itself, from its first instant to its end, in microseconds.
+timed='t0=$(date +%s%N); "$@" >/dev/null || exit 1; t1=$(date +%s%N); echo $(((t1 - t0) / 1000))'
+job_row() {  # job_row ROUND TARGET CACHE EPOCHS -- CMD-PREFIX...
+  local round=$1 target=$2 cache=$3 epochs=$4 us
+  shift 5
+  if [ "$cache" = cold ]; then sync && echo 3 >/proc/sys/vm/drop_caches; fi
+  if ! us=$("$@" sh -c "$timed" sh "$FSBENCH" --op read --epochs "$epochs" --fresh-processes \
+    --processes 2 "$tree" 2>"$work/err"); then
+    echo "compare.sh: $target $cache $epochs epochs failed: $(head -c 300 "$work/err")" >&2
+    return 0
+  fi
+  local secs
+  secs=$(awk -v us="$us" 'BEGIN { printf "%.6f", us / 1e6 }')
+  rows+=("{\"round\": $round, \"target\": \"$target\", \"cache\": \"$cache\", \"epochs\": $epochs, \"seconds\": $secs}")
+  printf '  %d  %-18s %-5s %d epoch(s)  %8.3f s\n' "$round" "$target" "$cache" "$epochs" "$secs"
+}
+if [ $jobs = 1 ]; then
+  [ -n "${packed:-}" ] || { echo "compare.sh: --jobs needs fanrun built" >&2; exit 1; }
+  caches=(warm)
+  [ $can_drop = 1 ] && caches+=(cold)
+  for round in $(seq "$rounds"); do
+    for cache in "${caches[@]}"; do
+      for epochs in 1 3; do
+        # (warm: the tree and the blobs in the page cache, made so again before each job)
+        for target in native fanstore fanstore-no-stage; do
+          if [ "$cache" = warm ]; then
+            find "$tree" -type f -exec cat {} + >/dev/null
+            cat "$packed"/part-*.fsb >/dev/null
+          fi
+          case $target in
+            native) job_row "$round" native "$cache" "$epochs" -- ;;
+            fanstore) job_row "$round" fanstore "$cache" "$epochs" -- "$FANRUN" --data "$packed" -- ;;
+            *) job_row "$round" "$target" "$cache" "$epochs" -- "$FANRUN" --no-stage --data "$packed" -- ;;
+          esac
+        done
+      done
+    done
+  done
+  {
+    echo "{\"benchmark\": \"compare-jobs\", \"date\": \"$(date -u +%FT%TZ)\", \"cores\": $(nproc), \"cpu\": \"$(sed -n 's/^model name.*: //p' /proc/cpuinfo | head -1)\", \"files\": $files, \"mean_kb\": $mean_kb, \"rounds\": $rounds, \"rows\": ["
+    (IFS=,; echo "${rows[*]}")
+    echo "]}"
+  } >"$out"
+  /usr/bin/python3 - "$out" <<'PY'
+import json, statistics, sys
+d = json.load(open(sys.argv[1]))
+by = {}
+for r in d["rows"]:
+    by.setdefault((r["cache"], r["epochs"], r["target"]), []).append(r["seconds"])
+print("== jobs timed from CMD's first instant, median of %d rounds (%s, %d cores)" % (d["rounds"], d["cpu"], d["cores"]))
+print("   %-5s %-7s %10s %10s %12s %14s" % ("cache", "epochs", "native", "fanstore", "--no-stage", "best/fanstore"))
+for cache in ("warm", "cold"):
+    for epochs in (1, 3):
+        m = {t: statistics.median(by[(cache, epochs, t)]) for t in ("native", "fanstore", "fanstore-no-stage") if (cache, epochs, t) in by}
+        if len(m) < 3:
+            continue
+        best = min(m["native"], m["fanstore-no-stage"])
+        print("   %-5s %-7d %9.3fs %9.3fs %11.3fs %13.2fx" % (cache, epochs, m["native"], m["fanstore"], m["fanstore-no-stage"], best / m["fanstore"]))
+print("   (best/fanstore: the time of the better of native and --no-stage over fanrun's own; 1.00x or more is no slower)")
+PY
   exit 0
 fi
 
