@@ -6,7 +6,7 @@
 # root and without an install step. See docs/bundle.md.
 # How: the tools are linked against Debian 11's glibc (from a debootstrap root made once,
 # ci/debian-root.sh bullseye:sysroot) with this machine's compiler, with libstdc++ and the
-# other libraries linked in (cmake/bundle.cmake); tests/bundle_elf_test.sh checks the result.
+# other libraries linked in (cmake/bundle.cmake); tests/bundle/elf_test.sh checks the result.
 # --arch aarch64 on x86-64 cross-builds (ci/arm64.sh makes the arm64 root it builds against;
 # the old glibc is Debian 11's arm64 one, unpacked by debootstrap --foreign).
 # Usage: ci/bundle.sh [--arch ARCH]   (as root on Debian 12; ARCH: this machine's, the default,

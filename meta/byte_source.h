@@ -1,6 +1,6 @@
 // ByteSource: a forward-only stream of bytes read once, front to back: an archive file, a
 // decompressed view of one (gzip through ISA-L, zstd, xz), or one member of an archive
-// being read (a tar inside a tar). The archive readers (meta/tar_reader.h) sit on top.
+// being read (a tar inside a tar). The archive readers (meta/archive_reader.h) sit on top.
 // Errors name the archive and a byte offset in it, so a damaged download can be located.
 // Thread-safety: one thread per source.
 #pragma once

@@ -9,9 +9,9 @@
 // PIL's many short reads are served from memory. A damaged member is EIO for that file and one log
 // line naming the partition and member. The parts: blob_read.cc (the kernel's copy, io_uring,
 // readahead), residency.cc (when to copy from a mapping instead), member_cache.cc, shared_copies.cc
-// (SharedCopyOf), and here where a member's bytes come from and how they are loaded
-// (runtime/data/member_io_parts.h). Thread-safety: safe from any thread (the cache has a lock);
-// never from a vfork child.
+// (SharedCopyOf), and here how a member is loaded and read once its source is open
+// (runtime/data/member_io_parts.h); where its bytes come from is member_source.h's to say.
+// Thread-safety: safe from any thread (the cache has a lock); never from a vfork child.
 #pragma once
 
 #include <sys/types.h>

@@ -44,7 +44,7 @@ static inline bool OpensDirectory(long nr, const long a[6]) {
 }
 
 // fanrun marks the skeleton directories it makes: their mtime is the dataset directory's
-// second with these nanoseconds (bin/fanrun_node.cc MakeSkeleton). One stat of an ENOENT's
+// second with these nanoseconds (bin/fanrun_skeleton.cc MakeSkeleton). One stat of an ENOENT's
 // parent then tells a skeleton directory from any other on the same file system, without
 // asking where it is (a native ENOENT costs one newfstatat more, not the hook).
 inline constexpr long kSkeletonMarkNs = 999'999'937;
