@@ -119,9 +119,15 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
   // is made first there)
   yield_ = decision.yield;
   start_after_s_ = decision.start_after_s;
-  if (const char* after = std::getenv(fanstore::env::kCopyAfter);
-      after && decision.start_after_s > 0)
-    start_after_s_ = std::max(0.0, std::strtod(after, nullptr));
+  if (const char* after = std::getenv(fanstore::env::kCopyAfter); after && st.ok()) {
+    char* end = nullptr;
+    const double v = std::strtod(after, &end);
+    if (end == after || *end != '\0' || !(v >= 0) || v > 1e9)
+      st = Status::Error(std::string(fanstore::env::kCopyAfter) + ": '" + after +
+                         "' is not a number of seconds (0 or more)");
+    else if (decision.start_after_s > 0)
+      start_after_s_ = v;
+  }
   fetch_first_ = decision.fetch_first && !kForkWaitsForThreads;
   if (fetch_first_) decision.overlap = true;
   if (st.ok() && decision.stage && !decision.local_dir.empty()) {

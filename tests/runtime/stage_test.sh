@@ -326,7 +326,9 @@ else
   [ ! -s "$S/err" ] && ok || bad "in-place DATA stays silent while warmed: $(cat "$S/err")"
 fi
 
-finish
+# 8b. A FANSTORE_COPY_AFTER that is not a number of seconds stops fanrun with one line.
+expect_rc 125 "FANSTORE_COPY_AFTER=soon" -- env FANSTORE_COPY_AFTER=soon "$FANRUN" --data "$S/packed" --mount "$S/mnt" -- true
+expect_err_line "FANSTORE_COPY_AFTER: 'soon' is not a number of seconds" "a bad FANSTORE_COPY_AFTER is named"
 
 # 9. The copy of a local DATA yields to CMD (io/yield.h): while CMD keeps every core busy,
 # the copier (SCHED_IDLE) completes no partition and fanrun takes next to no CPU, and
@@ -378,3 +380,12 @@ else
 fi
 grep -q "^copy done$" "$S/out" && grep -q "^bytes right$" "$S/out" && ok ||
   bad "the copy ends once CMD leaves the cores idle, byte-exact: $(cat "$S/out" "$S/err")"
+# Readers do not wait for that copy: with every chunk of it slowed (500 ms each), a whole
+# file is read byte-exact from DATA in place, no read waiting for a chunk (--stats'
+# landing_waits; from a shared file system, part 1, reads wait for theirs).
+FANSTORE_TEST_CHUNK_DELAY_MS=500 "$FANRUN" --stage --stats --data "$S/yield" --mount "$S/mnt" -- \
+  sh -c 'cmp "$1" "$2" && echo "bytes right"' sh "$S/mnt/f2.bin" "$S/yieldsrc/f2.bin" >"$S/out" 2>"$S/err"
+waits=$(grep -o '"landing_waits": *[0-9]*' "$S/err" | awk -F: '{n += $2} END {print n + 0}')
+grep -qx "bytes right" "$S/out" && [ "$waits" = 0 ] && grep -q '"landing_waits"' "$S/err" && ok ||
+  bad "reads beside a slow local copy go to DATA without waiting: $waits waits: $(cat "$S/out") $(head -c 300 "$S/err")"
+finish
