@@ -5,7 +5,7 @@
 // store to the same page offset: "4K aliasing"). A buffer malloc returns for 128 KiB or more
 // sits 16 bytes past a page boundary, and a file's bytes in the page cache (as a member's in
 // its blob) start on one, so a program reading into such a buffer meets it on every read:
-// 237 MB of members in 0.10 s against 0.026 s (docs/performance.md, "Copies into a buffer
+// 237 MB of members in 0.10 s against 0.026 s (bench/results/runs.md, "Copies into a buffer
 // 16 bytes past a page"). Staged through memory placed 32 bytes before the destination's
 // page offset, neither copy aliases: 0.033 s. Elsewhere (aarch64) nothing is staged.
 // Thread-safety: pure functions.
