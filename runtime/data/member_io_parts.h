@@ -16,7 +16,6 @@
 #include <utility>
 #include <vector>
 
-#include "runtime/data/member_io.h"
 #include "runtime/process/counter.h"
 #include "runtime/process/state.h"
 

@@ -12,17 +12,9 @@
 #include <string>
 #include <string_view>
 
+#include "runtime/paths/resolved.h"
+
 namespace fanstore::runtime {
-
-struct Resolved {
-  enum Kind { kNative, kVirtual, kRewritten, kError } kind = kNative;
-  uint32_t entry = 0;  // kVirtual
-  int err = 0;         // kError: positive errno
-  std::string path;    // kRewritten: an absolute native path
-};
-
-inline constexpr int kFollow = 1;   // follow a final symlink
-inline constexpr int kEmptyOk = 2;  // AT_EMPTY_PATH: "" names dirfd itself
 
 Resolved Resolve(long dirfd, const char* path, int flags);
 // If `path` is a link to one of this process's virtual fds (/proc/self/fd/N,

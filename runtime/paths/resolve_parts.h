@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "meta/namespace_image.h"
-#include "runtime/paths/resolve.h"
+#include "runtime/paths/resolved.h"
 #include "runtime/process/prefilter_state.h"
 #include "runtime/process/state.h"
 

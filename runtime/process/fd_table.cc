@@ -13,7 +13,6 @@
 
 #include "base/raw_syscall.h"
 #include "runtime/process/env.h"
-#include "runtime/process/state.h"
 
 namespace fanstore::runtime {
 namespace {
@@ -210,20 +209,6 @@ int InheritedSlabFd() {
   char* end;
   const long fd = std::strtol(v, &end, 10);
   return end != v && fd >= 0 && fd < (1L << 30) ? static_cast<int>(fd) : -1;
-}
-
-FdTable& Fds() {
-  // Never destroyed: hooks may run during exit.
-  static FdTable* t = [] {
-    FdTable* made = new FdTable(InheritedSlabFd(), Get() ? Get()->reserved_lo : 0);
-    if (!made) {
-      static const char kMsg[] = "fanstore: runtime start-up failed: no memory for the fd table\n";
-      RawSyscall6(SYS_write, 2, reinterpret_cast<long>(kMsg), sizeof kMsg - 1);
-      RawSyscall6(SYS_exit_group, 121);
-    }
-    return made;
-  }();
-  return *t;
 }
 
 }  // namespace fanstore::runtime

@@ -147,6 +147,8 @@ class FdTable {
   bool inherited_ = false;
 };
 
+// The process's table, made at its first use (runtime/process/state.cc: with the state's
+// reserved fd range); never destroyed, since hooks may run during exit.
 FdTable& Fds();
 
 // The slab fd named by FANSTORE_FDS, or -1.

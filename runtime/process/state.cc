@@ -40,6 +40,21 @@ State* Get() {
   return g_state;
 }
 
+// (here, above the fd table: the table takes the reserved fd range the state chose)
+FdTable& Fds() {
+  // Never destroyed: hooks may run during exit.
+  static FdTable* t = [] {
+    FdTable* made = new FdTable(InheritedSlabFd(), Get() ? Get()->reserved_lo : 0);
+    if (!made) {
+      static const char kMsg[] = "fanstore: runtime start-up failed: no memory for the fd table\n";
+      base::RawSyscall6(SYS_write, 2, reinterpret_cast<long>(kMsg), sizeof kMsg - 1);
+      base::RawSyscall6(SYS_exit_group, 121);
+    }
+    return made;
+  }();
+  return *t;
+}
+
 bool State::InVforkChild() const {
   // No clone mark on this thread: it has not returned as a child from clone/vfork since it
   // last proved itself (intercept/clone_mark.h), so no system call is needed.
