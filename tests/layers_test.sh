@@ -5,7 +5,8 @@
 #   base < compress < meta < io, intercept (siblings) < runtime < bin
 # (intercept stands on base alone.) Inside runtime/, its five folders follow the same rule
 # (names < process < data, paths < calls). Two rules of the same kind ride along: every header has
-# a Thread-safety: line, and no FANSTORE_ variable is named outside base/env_names.h.
+# a Thread-safety: line, no FANSTORE_ variable is named outside base/env_names.h, and no
+# handler under runtime/calls reads an fd or a path by its position (runtime/calls/args.h).
 # Usage: layers_test.sh SOURCE_DIR [--quiet]   (--quiet: only failures are printed; the
 #   build runs it so, as the layers_check target, so that a back edge fails the build)
 set -u
@@ -80,5 +81,11 @@ while IFS= read -r hit; do
   fail=1
 done < <(grep -rnE '"FANSTORE_' base compress meta io intercept runtime bin --include='*.cc' --include='*.h' |
   grep -v '^base/env_names.h:' | grep -vE '^[^:]+:[0-9]+:\s*//' || true)
+# The handlers read a call's fds and paths through its row (runtime/calls/args.h), never by
+# a position of their own.
+while IFS= read -r hit; do
+  echo "FAIL: ${hit%%:*}:$(cut -d: -f2 <<<"$hit"): an fd or path read by its position; use runtime/calls/args.h"
+  fail=1
+done < <(grep -rnE 'Lookup\(a\[|Str\(a\[' runtime/calls --include='*.cc' --include='*.h' || true)
 [ $fail = 0 ] && [ "$quiet" != --quiet ] && echo "layers: $n includes checked, none goes up or across"
 exit $fail

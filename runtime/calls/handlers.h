@@ -11,6 +11,7 @@
 
 #include "intercept/hook_api.h"
 #include "meta/namespace_image.h"
+#include "runtime/calls/args.h"
 #include "runtime/paths/resolve.h"
 
 namespace fanstore::runtime {

@@ -26,11 +26,12 @@ using base::RawSyscall6;
 
 HookResult OnClose(const long a[6]) {
   State* s = Get();
+  const long fd_arg = Args(SYS_close, a).fd();
   // the runtime's own fds, and parked ones (closed already, to the application)
-  if (s->IsReservedFd(a[0]) || Fds().IsParked(a[0])) return Err(EBADF);
-  if (!Fds().Lookup(a[0])) return kPassToKernel;
+  if (s->IsReservedFd(fd_arg) || Fds().IsParked(fd_arg)) return Err(EBADF);
+  if (!Fds().Lookup(fd_arg)) return kPassToKernel;
   if (s->InVforkChild()) return kPassToKernel;  // (its fd table is its own; the memory is not)
-  const int fd = static_cast<int>(a[0]);
+  const int fd = static_cast<int>(fd_arg);
   const bool parkable = Fds().CloexecSure(fd);
   Fds().Unbind(fd);
   if (parkable && Fds().Park(fd)) return Handled(0);  // the placeholder stays, for the next open
@@ -85,9 +86,10 @@ HookResult OnDup(long nr, const long a[6]) {
 }
 
 HookResult OnFcntl(const long a[6]) {
-  OpenFile* f = Fds().Lookup(a[0]);
+  const long fd = Args(SYS_fcntl, a).fd();
+  OpenFile* f = Fds().Lookup(fd);
   if (!f) {
-    if (Get()->IsReservedFd(a[0]) || Fds().IsParked(a[0])) return Err(EBADF);
+    if (Get()->IsReservedFd(fd) || Fds().IsParked(fd)) return Err(EBADF);
     return kPassToKernel;
   }
   const int cmd = static_cast<int>(a[1]);
@@ -135,12 +137,14 @@ HookResult OnFcntl(const long a[6]) {
 
 HookResult OnIoctl(const long a[6]) {
   const unsigned long req = static_cast<unsigned long>(a[1]);
-  if (req == FICLONE && Fds().Lookup(a[2])) return Err(EXDEV);  // cp falls back to copying
+  const Args args(SYS_ioctl, a);
+  // (cp falls back to copying)
+  if (req == FICLONE && Fds().Lookup(args[kCloneSourceArg])) return Err(EXDEV);
   if (req == FICLONERANGE) {
-    const auto* r = reinterpret_cast<const file_clone_range*>(a[2]);
+    const auto* r = reinterpret_cast<const file_clone_range*>(args[kCloneSourceArg]);
     if (r && Fds().Lookup(r->src_fd)) return Err(EXDEV);
   }
-  OpenFile* f = Fds().Lookup(a[0]);
+  OpenFile* f = Fds().Lookup(args.fd());
   if (!f) return kPassToKernel;
   if (req == FIOCLEX || req == FIONCLEX) {  // the placeholder (O_PATH: no ioctl) carries it
     const long rc = RawSyscall6(SYS_fcntl, a[0], F_SETFD, req == FIOCLEX ? FD_CLOEXEC : 0);
@@ -157,14 +161,14 @@ HookResult OnIoctl(const long a[6]) {
 }
 
 HookResult OnFstat(const long a[6]) {
-  OpenFile* f = Fds().Lookup(a[0]);
+  OpenFile* f = Fds().Lookup(Args(SYS_fstat, a).fd());
   if (!f) return kPassToKernel;
   FillStat(f->entry, reinterpret_cast<struct stat*>(a[1]));
   return Handled(0);
 }
 
 HookResult OnFdMisc(long nr, const long a[6]) {
-  OpenFile* f = Fds().Lookup(a[0]);
+  OpenFile* f = Fds().Lookup(Args(nr, a).fd());
   if (!f) return kPassToKernel;
   switch (nr) {
     case SYS_fadvise64:

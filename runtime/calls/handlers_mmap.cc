@@ -111,7 +111,7 @@ long MaskPastEnd(long addr, const long a[6], uint32_t entry, uint64_t size) {
 HookResult OnMmap(const long a[6]) {
   // mmap(addr, len, prot, flags, fd, off)
   if (a[3] & MAP_ANONYMOUS) return kPassToKernel;
-  OpenFile* f = Fds().Lookup(a[4]);
+  OpenFile* f = Fds().Lookup(Args(SYS_mmap, a).fd());
   if (!f) return kPassToKernel;
   if (IsDirEntry(f->entry)) return Err(ENODEV);
   if ((a[3] & MAP_SHARED) && (a[2] & PROT_WRITE)) return Err(EACCES);

@@ -27,11 +27,12 @@ using meta::Kind;
 HookResult OnMutationPath(long nr, const long a[6]) {
   // The first path must exist, or be created (kCreates); runtime/names/call_table.h says
   // where it is and whether its last component is followed.
-  const CallRow& row = RowOf(nr);
-  const int path_arg = row.paths.path[0];
+  const Args args(nr, a);
+  const CallRow& row = args.row();
+  const int path_arg = args.path_arg();
   if (path_arg < 0) return kPassToKernel;
-  const long dirfd = row.paths.dirfd[0] < 0 ? AT_FDCWD : a[row.paths.dirfd[0]];
-  const char* path = Str(a[path_arg]);
+  const long dirfd = args.dirfd();
+  const char* path = args.path();
   const bool creates = row.flags & kCreates;
   const bool nofollow =
       row.flags_arg >= 0 ? (a[row.flags_arg] & AT_SYMLINK_NOFOLLOW) != 0 : !(row.flags & kFollows);
@@ -53,9 +54,8 @@ HookResult OnMutationPath(long nr, const long a[6]) {
   }
   if (r.kind == Resolved::kRewritten) return Handled(WithPath(nr, a, path_arg, r.path.c_str()));
   // The destination of a rename or link inside the dataset.
-  if (row.paths.path[1] >= 0) {
-    const int d_arg = row.paths.dirfd[1];
-    const Resolved d = ResolveParent(d_arg < 0 ? AT_FDCWD : a[d_arg], Str(a[row.paths.path[1]]));
+  if (args.path_arg(1) >= 0) {
+    const Resolved d = ResolveParent(args.dirfd(1), args.path(1));
     if (d.kind == Resolved::kVirtual) return Err(EXDEV);
   }
   return kPassToKernel;
@@ -73,13 +73,15 @@ HookResult OnUtimensat(long nr, const long a[6]) {
     return ns == UTIME_NOW || ns == UTIME_OMIT || (ns >= 0 && ns < 1000000000);
   };
   const bool bad_times = have_times && (!nsec_ok(t[0].tv_nsec) || !nsec_ok(t[1].tv_nsec));
-  if (!a[1] && static_cast<int>(a[0]) != AT_FDCWD) {
-    if (!Fds().Lookup(a[0])) return kPassToKernel;
-    return Err(a[3] || bad_times ? EINVAL : EROFS);
+  const Args args(nr, a);
+  const long dirfd = args.dirfd(), flags = a[args.row().flags_arg];
+  const char* path = args.path();
+  if (!path && static_cast<int>(dirfd) != AT_FDCWD) {
+    if (!Fds().Lookup(dirfd)) return kPassToKernel;
+    return Err(flags || bad_times ? EINVAL : EROFS);
   }
-  if (a[3] & ~long{AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH}) return kPassToKernel;  // EINVAL
-  const char* path = Str(a[1]);
-  if (path && !path[0] && (a[3] & AT_EMPTY_PATH) && Fds().Lookup(a[0]))
+  if (flags & ~long{AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH}) return kPassToKernel;  // EINVAL
+  if (path && !path[0] && (flags & AT_EMPTY_PATH) && Fds().Lookup(dirfd))
     return Err(bad_times ? EINVAL : EROFS);  // the fd itself
   const HookResult r = OnMutationPath(nr, a);
   if (bad_times && r.handled && r.value == -EROFS) return Err(EINVAL);  // an existing member

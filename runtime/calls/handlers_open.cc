@@ -166,22 +166,26 @@ bool MeetsSymlink(long dirfd, const char* path, bool follow_last) {
 }  // namespace
 
 HookResult OnOpenat(long nr, const long a[6]) {
-  if (nr == SYS_creat)  // creat(path, mode): open(path, O_CREAT | O_WRONLY | O_TRUNC, mode)
-    return OpenPath(nr, a, 0, AT_FDCWD, Str(a[0]), O_CREAT | O_WRONLY | O_TRUNC);
-  if (nr == SYS_openat2) {  // openat2(dirfd, path, how, size)
+  // open(path, flags, mode) openat(dirfd, path, flags, mode) creat(path, mode)
+  // openat2(dirfd, path, how, size)
+  const Args args(nr, a);
+  const long dirfd = args.dirfd();
+  const char* path = args.path();
+  if (nr == SYS_creat)  // open(path, O_CREAT | O_WRONLY | O_TRUNC, mode)
+    return OpenPath(nr, a, args.path_arg(), dirfd, path, O_CREAT | O_WRONLY | O_TRUNC);
+  if (nr == SYS_openat2) {
     open_how how{};
     if (const int err = CheckOpenHow(a, &how)) {
       // (a bad how with a native path is the kernel's to refuse, the same way)
-      const Resolved r = Resolve(a[0], Str(a[1]), 0);
+      const Resolved r = Resolve(dirfd, path, 0);
       if (r.kind == Resolved::kNative) return kPassToKernel;
       return Err(err);
     }
     const int flags = static_cast<int>(how.flags);
-    const char* path = Str(a[1]);
     if (how.resolve & (RESOLVE_BENEATH | RESOLVE_IN_ROOT)) {
       // Resolution scoped to dirfd is not implemented inside the dataset; ENOSYS is what a
       // kernel without openat2 answers, and callers then fall back to openat.
-      const Resolved r = Resolve(a[0], path, 0);
+      const Resolved r = Resolve(dirfd, path, 0);
       if (r.kind != Resolved::kNative) return Err(ENOSYS);
       return kPassToKernel;
     }
@@ -190,24 +194,23 @@ HookResult OnOpenat(long nr, const long a[6]) {
         FdLink(path, &after_link) >= 0 && (!after_link.empty() || !(flags & (O_NOFOLLOW | O_PATH))))
       return Err(ELOOP);  // a /proc/self/fd/N link of a virtual fd is a magic link
     if ((how.resolve & RESOLVE_NO_SYMLINKS) &&
-        MeetsSymlink(a[0], path, !(flags & (O_NOFOLLOW | O_PATH))))
+        MeetsSymlink(dirfd, path, !(flags & (O_NOFOLLOW | O_PATH))))
       return Err(ELOOP);
     if (how.resolve & RESOLVE_NO_XDEV) {
       // The dataset is its own file system: a path that enters it from outside (an
       // absolute one, or one from a native directory) or leaves it crosses a mount.
-      const Resolved r = Resolve(a[0], path, (flags & (O_NOFOLLOW | O_PATH)) ? 0 : kFollow);
+      const Resolved r = Resolve(dirfd, path, (flags & (O_NOFOLLOW | O_PATH)) ? 0 : kFollow);
       if (r.kind == Resolved::kNative) return kPassToKernel;
       uint32_t cwd;
       const bool from_inside =
           path && path[0] != '/' &&
-          (static_cast<int>(a[0]) == AT_FDCWD ? CwdIsVirtual(&cwd) : Fds().Lookup(a[0]) != nullptr);
+          (static_cast<int>(dirfd) == AT_FDCWD ? CwdIsVirtual(&cwd)
+                                               : Fds().Lookup(dirfd) != nullptr);
       if (r.kind == Resolved::kRewritten || !from_inside) return Err(EXDEV);
     }
-    return OpenPath(nr, a, 1, a[0], path, flags);
+    return OpenPath(nr, a, args.path_arg(), dirfd, path, flags);
   }
-  const bool at = nr == SYS_openat;
-  return OpenPath(nr, a, at ? 1 : 0, at ? a[0] : AT_FDCWD, Str(at ? a[1] : a[0]),
-                  static_cast<int>(at ? a[2] : a[1]));
+  return OpenPath(nr, a, args.path_arg(), dirfd, path, static_cast<int>(args.after_path(1)));
 }
 
 }  // namespace fanstore::runtime

@@ -71,66 +71,55 @@ long WithPath(long nr, const long a[6], int path_arg, const char* path) {
 
 HookResult OnStatPath(long nr, const long a[6]) {
   // stat(path, buf) lstat(path, buf) newfstatat(dirfd, path, buf, flags)
-  long dirfd = AT_FDCWD;
-  const char* path;
-  struct stat* buf;
-  int rflags = kFollow;
-  int path_arg = 0;
-  if (nr == SYS_newfstatat) {
-    dirfd = a[0];
-    path = Str(a[1]);
-    buf = reinterpret_cast<struct stat*>(a[2]);
-    if (a[3] & AT_SYMLINK_NOFOLLOW) rflags = 0;
-    if (a[3] & AT_EMPTY_PATH) rflags |= kEmptyOk;
-    path_arg = 1;
-  } else {
-    path = Str(a[0]);
-    buf = reinterpret_cast<struct stat*>(a[1]);
-    if (nr == SYS_lstat) rflags = 0;
+  const Args args(nr, a);
+  int rflags = nr == SYS_lstat ? 0 : kFollow;
+  if (args.at()) {
+    const long flags = args.after_path(2);
+    if (flags & AT_SYMLINK_NOFOLLOW) rflags = 0;
+    if (flags & AT_EMPTY_PATH) rflags |= kEmptyOk;
   }
-  const Resolved r = Resolve(dirfd, path, rflags);
-  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, path_arg);
-  FillStat(r.entry, buf);
+  const Resolved r = Resolve(args.dirfd(), args.path(), rflags);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, args.path_arg());
+  FillStat(r.entry, reinterpret_cast<struct stat*>(args.after_path(1)));
   return Handled(0);
 }
 
 HookResult OnStatx(const long a[6]) {
   // statx(dirfd, path, flags, mask, buf)
-  int rflags = (a[2] & AT_SYMLINK_NOFOLLOW) ? 0 : kFollow;
-  if (a[2] & AT_EMPTY_PATH) rflags |= kEmptyOk;
-  const Resolved r = Resolve(a[0], Str(a[1]), rflags);
-  if (r.kind != Resolved::kVirtual) return FromResolved(r, SYS_statx, a, 1);
-  FillStatxOf(r.entry, reinterpret_cast<void*>(a[4]));
+  const Args args(SYS_statx, a);
+  const long flags = args.after_path(1);
+  int rflags = (flags & AT_SYMLINK_NOFOLLOW) ? 0 : kFollow;
+  if (flags & AT_EMPTY_PATH) rflags |= kEmptyOk;
+  const Resolved r = Resolve(args.dirfd(), args.path(), rflags);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, SYS_statx, a, args.path_arg());
+  FillStatxOf(r.entry, reinterpret_cast<void*>(args.after_path(3)));
   return Handled(0);
 }
 
 HookResult OnAccess(long nr, const long a[6]) {
   // access(path, mode) faccessat(dirfd, path, mode) faccessat2(dirfd, path, mode, flags)
-  const bool at = nr != SYS_access;
-  const long dirfd = at ? a[0] : AT_FDCWD;
-  const int mode = static_cast<int>(at ? a[2] : a[1]);
+  const Args args(nr, a);
+  const int mode = static_cast<int>(args.after_path(1));
+  const long flags = nr == SYS_faccessat2 ? args.after_path(2) : 0;
   int rflags = kFollow;
-  if (nr == SYS_faccessat2) {
-    if (a[3] & AT_SYMLINK_NOFOLLOW) rflags = 0;
-    if (a[3] & AT_EMPTY_PATH) rflags |= kEmptyOk;
-  }
-  const Resolved r = Resolve(dirfd, Str(at ? a[1] : a[0]), rflags);
-  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, at ? 1 : 0);
+  if (flags & AT_SYMLINK_NOFOLLOW) rflags = 0;
+  if (flags & AT_EMPTY_PATH) rflags |= kEmptyOk;
+  const Resolved r = Resolve(args.dirfd(), args.path(), rflags);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, args.path_arg());
   if (mode & W_OK) return Err(EROFS);
   // access(2) asks with the real ids (AT_EACCESS: the effective ones); the walk that
   // reached the entry searched with the fs ids, which equal the effective ones.
-  Caller caller(nr == SYS_faccessat2 && (a[3] & AT_EACCESS) ? Caller::Ids::kEffective
-                                                            : Caller::Ids::kReal);
+  Caller caller((flags & AT_EACCESS) ? Caller::Ids::kEffective : Caller::Ids::kReal);
   const unsigned want = ((mode & R_OK) ? meta::kMayRead : 0) | ((mode & X_OK) ? meta::kMayExec : 0);
   return Handled(caller.May(Get()->ns.entry(r.entry), want) ? 0 : -EACCES);
 }
 
 HookResult OnReadlink(long nr, const long a[6]) {
   // readlink(path, buf, size) readlinkat(dirfd, path, buf, size)
-  const bool at = nr == SYS_readlinkat;
-  const char* path = Str(at ? a[1] : a[0]);
-  char* buf = reinterpret_cast<char*>(at ? a[2] : a[1]);
-  const long size = at ? a[3] : a[2];
+  const Args args(nr, a);
+  const char* path = args.path();
+  char* buf = reinterpret_cast<char*>(args.after_path(1));
+  const long size = args.after_path(2);
   if (size <= 0) return kPassToKernel;
   // /proc/self/fd/N (or /dev/fd/N, ...) of a virtual fd names the member under the mount point.
   std::string_view rest;
@@ -140,8 +129,8 @@ HookResult OnReadlink(long nr, const long a[6]) {
     std::memcpy(buf, p.data(), n);
     return Handled(static_cast<long>(n));
   }
-  const Resolved r = Resolve(at ? a[0] : AT_FDCWD, path, 0);
-  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, at ? 1 : 0);
+  const Resolved r = Resolve(args.dirfd(), path, 0);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, args.path_arg());
   if (!IsSymlink(r.entry)) return Err(EINVAL);
   const std::string_view t = Get()->ns.target(Get()->ns.entry(r.entry));
   const size_t n = std::min<size_t>(t.size(), static_cast<size_t>(size));
@@ -150,25 +139,26 @@ HookResult OnReadlink(long nr, const long a[6]) {
 }
 
 HookResult OnChdir(long nr, const long a[6]) {
+  // chdir(path) fchdir(fd)
+  const Args args(nr, a);
   if (Get()->InVforkChild())
-    return Handled(nr == SYS_chdir ? ChdirInVforkChild(Str(a[0])) : RawSyscall6(nr, a[0]));
+    return Handled(nr == SYS_chdir ? ChdirInVforkChild(args.path()) : RawSyscall6(nr, args.fd()));
   Resolved r;
   if (nr == SYS_fchdir) {
-    OpenFile* f = Fds().Lookup(a[0]);
+    OpenFile* f = Fds().Lookup(args.fd());
     if (!f) {
-      const long rc = RawSyscall6(SYS_fchdir, a[0]);
+      const long rc = RawSyscall6(SYS_fchdir, args.fd());
       if (rc == 0) SetCwdNative();
       return Handled(rc);
     }
     r.kind = Resolved::kVirtual;
     r.entry = f->entry;
   } else {
-    r = Resolve(AT_FDCWD, Str(a[0]), kFollow);
+    r = Resolve(AT_FDCWD, args.path(), kFollow);
     if (r.kind == Resolved::kError) return Err(r.err);
     if (r.kind != Resolved::kVirtual) {
-      const long rc = r.kind == Resolved::kRewritten
-                          ? RawSyscall6(SYS_chdir, reinterpret_cast<long>(r.path.c_str()))
-                          : RawSyscall6(SYS_chdir, a[0]);
+      const char* native = r.kind == Resolved::kRewritten ? r.path.c_str() : args.path();
+      const long rc = RawSyscall6(SYS_chdir, reinterpret_cast<long>(native));
       if (rc == 0) SetCwdNative();
       return Handled(rc);
     }
@@ -192,14 +182,16 @@ HookResult OnGetcwd(const long a[6]) {
 }
 
 HookResult OnStatfs(long nr, const long a[6]) {
+  // statfs(path, buf) fstatfs(fd, buf)
+  const Args args(nr, a);
   uint32_t entry;
   if (nr == SYS_fstatfs) {
-    OpenFile* f = Fds().Lookup(a[0]);
+    OpenFile* f = Fds().Lookup(args.fd());
     if (!f) return kPassToKernel;
     entry = f->entry;
   } else {
-    const Resolved r = Resolve(AT_FDCWD, Str(a[0]), kFollow);
-    if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, 0);
+    const Resolved r = Resolve(AT_FDCWD, args.path(), kFollow);
+    if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, args.path_arg());
     entry = r.entry;
   }
   (void)entry;
@@ -229,8 +221,9 @@ HookResult OnStatfs(long nr, const long a[6]) {
 HookResult OnXattrPath(long nr, const long a[6]) {
   const bool nofollow =
       nr == SYS_lgetxattr || nr == SYS_llistxattr || nr == SYS_lsetxattr || nr == SYS_lremovexattr;
-  const Resolved r = Resolve(AT_FDCWD, Str(a[0]), nofollow ? 0 : kFollow);
-  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, 0);
+  const Args args(nr, a);
+  const Resolved r = Resolve(AT_FDCWD, args.path(), nofollow ? 0 : kFollow);
+  if (r.kind != Resolved::kVirtual) return FromResolved(r, nr, a, args.path_arg());
   switch (nr) {
     case SYS_getxattr:
     case SYS_lgetxattr:
@@ -248,9 +241,9 @@ HookResult OnExec(long nr, const long a[6]) {
   // The exec policy (LD_PRELOAD and FANSTORE_* follow the program) applies to every exec,
   // and virtual fds that survive it are passed on (runtime/calls/inherit.h). Nothing here
   // allocates on the way to a native program: vfork children come through this path.
-  const bool at = nr == SYS_execveat;
-  const int env_arg = at ? 3 : 2;
-  const int path_arg = at ? 1 : 0;
+  const Args args(nr, a);
+  const int path_arg = args.path_arg();
+  const int env_arg = path_arg + 2, argv_arg = path_arg + 1;
   char* out[4096];
   char scratch[8192];
   char fds[4096];
@@ -265,10 +258,10 @@ HookResult OnExec(long nr, const long a[6]) {
   b[env_arg] = reinterpret_cast<long>(env);
   // A vfork child cannot resolve (that may allocate): a virtual program is not found there.
   if (vfork_child) return Handled(ExecPassingFds(nr, b, passing));
-  const long flags = at ? a[4] : 0;
+  const long flags = args.at() ? args.after_path(3) : 0;
   int rflags = (flags & AT_SYMLINK_NOFOLLOW) ? 0 : kFollow;
   if (flags & AT_EMPTY_PATH) rflags |= kEmptyOk;
-  const Resolved r = Resolve(at ? a[0] : AT_FDCWD, Str(a[path_arg]), rflags);
+  const Resolved r = Resolve(args.dirfd(), args.path(), rflags);
   if (r.kind == Resolved::kError) return Err(r.err);
   if (r.kind == Resolved::kRewritten) b[path_arg] = reinterpret_cast<long>(r.path.c_str());
   if (r.kind != Resolved::kVirtual) return Handled(ExecPassingFds(nr, b, passing));
@@ -278,8 +271,7 @@ HookResult OnExec(long nr, const long a[6]) {
   // The program's bytes in a memfd, executed in place.
   const long mfd = MemfdOf(r.entry, false);
   if (mfd < 0) return Handled(mfd);
-  const long c[6] = {mfd, reinterpret_cast<long>(""), at ? a[2] : a[1], b[env_arg], AT_EMPTY_PATH,
-                     0};
+  const long c[6] = {mfd, reinterpret_cast<long>(""), a[argv_arg], b[env_arg], AT_EMPTY_PATH, 0};
   long rc = ExecPassingFds(SYS_execveat, c, passing);
   if (rc == -ENOSYS) {  // no execveat (qemu-user; Linux before 3.19): the fd's /proc link
     char link[40];

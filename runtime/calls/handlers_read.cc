@@ -62,7 +62,7 @@ long ReadVec(OpenFile& f, const iovec* iov, long cnt, int64_t pos) {
 }  // namespace
 
 HookResult OnRead(long nr, const long a[6]) {
-  OpenFile* f = Fds().Lookup(a[0]);
+  OpenFile* f = Fds().Lookup(Args(nr, a).fd());
   if (!f) return kPassToKernel;
   if (const long e = CheckReadable(*f)) return Handled(e);
   switch (nr) {
@@ -86,7 +86,7 @@ HookResult OnRead(long nr, const long a[6]) {
 }
 
 HookResult OnLseek(const long a[6]) {
-  OpenFile* f = Fds().Lookup(a[0]);
+  OpenFile* f = Fds().Lookup(Args(SYS_lseek, a).fd());
   if (!f) return kPassToKernel;
   if (f->flags.load() & O_PATH) return Err(EBADF);
   const int64_t size = static_cast<int64_t>(EntryOf(*f).size);
@@ -129,7 +129,7 @@ HookResult OnLseek(const long a[6]) {
 }
 
 HookResult OnGetdents(const long a[6]) {
-  OpenFile* f = Fds().Lookup(a[0]);
+  OpenFile* f = Fds().Lookup(Args(SYS_getdents64, a).fd());
   if (!f) return kPassToKernel;
   const State& s = *Get();
   if (!IsDirEntry(f->entry)) return Err(ENOTDIR);

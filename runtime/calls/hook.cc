@@ -141,8 +141,9 @@ bool OnParkedFd(long nr, const long a[6]) {
   for (unsigned m = r.fds, i = 0; m; m >>= 1, ++i)
     if ((m & 1) && t.IsParked(a[i])) return true;
   if (r.flags & kEmptyPathFd) {
-    const char* path = Str(a[r.paths.path[0]]);
-    return path && !path[0] && t.IsParked(a[r.paths.dirfd[0]]);
+    const Args args(nr, a);
+    const char* path = args.path();
+    return path && !path[0] && t.IsParked(args.dirfd());
   }
   return false;
 }

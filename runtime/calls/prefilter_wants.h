@@ -52,7 +52,7 @@ template <CallRow R>
         if (((fds >> i) & 1) && (VirtualFd(a[i]) || ((f & kOwnFdCheck) && Reserved(a[i]))))
           return 1;
       if constexpr (f & kClone)
-        return (a[1] == static_cast<long>(FICLONE) && VirtualFd(a[2])) ||
+        return (a[1] == static_cast<long>(FICLONE) && VirtualFd(a[kCloneSourceArg])) ||
                a[1] == static_cast<long>(FICLONERANGE);
     }
     if constexpr (p0 >= 0)

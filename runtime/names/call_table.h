@@ -4,8 +4,9 @@
 // time, is what every part that asks "where does this call take an fd or a path" reads:
 // the prefilter's interest (runtime/calls/prefilter_wants.h), the hook's check for parked
 // fds and its routing (runtime/calls/hook.cc), the skeleton's path argument
-// (runtime/paths/skeleton.h) and the mutation calls' arguments
-// (runtime/calls/handlers_mutation.cc). Adding a call is one row and its handler.
+// (runtime/paths/skeleton.h) and every handler's fds and paths (runtime/calls/args.h;
+// tests/layers_test.sh refuses a handler that reads one by position). Adding a call is one
+// row and its handler.
 //   fds    the arguments that are fds the call acts on: Fd(i), Fd(i, j), or 0
 //   paths  its (dirfd, path) pairs: Path(p) (relative to the cwd), PathAt(d, p), two of
 //          them with Paths(x, y), or kNoPath
@@ -51,6 +52,9 @@ enum CallFlag : uint16_t {
   kUnserved = 1 << 14,  // unserved_calls.h: EROFS on dataset paths
 };
 
+// ioctl's FICLONE takes its source fd here (kClone), FICLONERANGE a struct holding it.
+inline constexpr int kCloneSourceArg = 2;
+
 struct CallRow {
   uint8_t fds = 0;
   int8_t flags_arg = -1;  // where AT_SYMLINK_NOFOLLOW is, for a call that follows unless set
@@ -74,11 +78,11 @@ struct CallRow {
   X(SYS_faccessat2, OnAccess, kSafe, 0, PathAt(0, 1), kSkeleton)                                 \
   X(SYS_readlink, OnReadlink, kSafe, 0, Path(0), kSkeleton | kProcPath)                          \
   X(SYS_readlinkat, OnReadlink, kSafe, 0, PathAt(0, 1), kSkeleton | kProcPath)                   \
-  X(SYS_chdir, OnChdir, kSafe, 0, kNoPath, kAlways) /* a vfork child's chdir is its own */       \
+  X(SYS_chdir, OnChdir, kSafe, 0, Path(0), kAlways) /* a vfork child's chdir is its own */       \
   X(SYS_fchdir, OnChdir, kSafe, Fd(0), kNoPath, kAlways)                                         \
   X(SYS_getcwd, ArgsOnly<OnGetcwd>, kSafe, 0, kNoPath, kVirtualCwd)                              \
-  X(SYS_execve, OnExec, kSafe, 0, kNoPath, 0) /* the entry sends every exec to the hook */       \
-  X(SYS_execveat, OnExec, kSafe, 0, kNoPath, 0)                                                  \
+  X(SYS_execve, OnExec, kSafe, 0, Path(0), 0) /* the entry sends every exec to the hook */       \
+  X(SYS_execveat, OnExec, kSafe, 0, PathAt(0, 1), 0)                                             \
   X(SYS_statfs, OnStatfs, kSafe, 0, Path(0), 0)                                                  \
   X(SYS_fstatfs, OnStatfs, kSafe, Fd(0), kNoPath, 0)                                             \
   X(SYS_getxattr, OnXattrPath, kSafe, 0, Path(0), 0)                                             \

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "base/syscall_numbers.h"
+#include "runtime/calls/args.h"
 #include "runtime/names/unserved_calls.h"
 #include "runtime/paths/resolve.h"
 #include "runtime/paths/skeleton.h"
@@ -212,6 +213,50 @@ TEST(CallTable, RowsSayWhereTheSkeletonAndMutationPathsAre) {
     if (c.nr < 0) continue;
     EXPECT_TRUE(RowOf(c.nr).flags & kUnserved) << c.name;
   }
+}
+
+// The handlers' accessors read each call's row: the fd, the (dirfd, path) pairs and the
+// arguments after a path are where the kernel takes them.
+TEST(CallArgs, AccessorsFindTheArgumentsTheRowsName) {
+  const long a[6] = {10, 11, 12, 13, 14, 15};
+  auto str = [](long v) { return reinterpret_cast<const char*>(v); };
+  const Args fstatat(SYS_newfstatat, a);  // (dirfd, path, buf, flags)
+  EXPECT_TRUE(fstatat.at());
+  EXPECT_EQ(fstatat.dirfd(), 10);
+  EXPECT_EQ(fstatat.path(), str(11));
+  EXPECT_EQ(fstatat.after_path(1), 12);
+  EXPECT_EQ(fstatat.after_path(2), 13);
+  const Args execveat(SYS_execveat, a);  // (dirfd, path, argv, envp, flags)
+  EXPECT_EQ(execveat.path_arg(), 1);
+  EXPECT_EQ(execveat.after_path(2), 13);
+  EXPECT_EQ(execveat.after_path(3), 14);
+  const Args statx(SYS_statx, a);  // (dirfd, path, flags, mask, buf)
+  EXPECT_EQ(statx.after_path(3), 14);
+  const Args renameat2(SYS_renameat2, a);  // (olddirfd, oldpath, newdirfd, newpath, flags)
+  EXPECT_EQ(renameat2.dirfd(1), 12);
+  EXPECT_EQ(renameat2.path(1), str(13));
+  EXPECT_EQ(Args(SYS_mmap, a).fd(), 14);
+  EXPECT_EQ(Args(SYS_dup3, a).fd(1), 11);
+  EXPECT_EQ(Args(SYS_copy_file_range, a).fd(1), 12);
+  EXPECT_EQ(Args(SYS_fchdir, a).fd(), 10);
+  const Args read(SYS_read, a);
+  EXPECT_EQ(read.fd(), 10);
+  EXPECT_EQ(read.fd(1), -1);
+  EXPECT_FALSE(read.at());
+  EXPECT_EQ(read.path(), nullptr);
+  EXPECT_EQ(read.dirfd(), AT_FDCWD);
+#if !defined(FANSTORE_GENERIC_SYSCALLS)
+  const Args stat(SYS_stat, a);  // (path, buf)
+  EXPECT_FALSE(stat.at());
+  EXPECT_EQ(stat.dirfd(), AT_FDCWD);
+  EXPECT_EQ(stat.path(), str(10));
+  EXPECT_EQ(stat.after_path(1), 11);
+  const Args execve(SYS_execve, a);  // (path, argv, envp)
+  EXPECT_EQ(execve.path(), str(10));
+  EXPECT_EQ(execve.after_path(2), 12);
+  EXPECT_EQ(Args(SYS_chdir, a).path(), str(10));
+  EXPECT_EQ(Args(SYS_creat, a).path(), str(10));
+#endif
 }
 
 TEST_F(ServedCallsTest, RefusedCallsOnDatasetPathsReachTheRuntime) {
