@@ -114,6 +114,17 @@ if grep -q '^still running after 1 s, killed; the stacks of its processes:$' "$S
 # (under qemu-user a process's command line starts with the emulator's)
 if ! pgrep -f 'sleep 59[.]7$' >/dev/null; then ok; else bad "the watchdog left the hung command's child running"; fi
 
+# --- A test whose scratch directory another process removed says so, once, before its
+# failures (tests/bin/lib.sh bad), so that a digest names the cause.
+bash -c '. "$1/tests/bin/lib.sh"; ok; rm -rf "$SCRATCH"; bad one; bad two; finish' sh "$src" \
+  >/dev/null 2>"$SCRATCH/gone.err"
+if [ "$(grep -c 'scratch directory .* is gone: removed by another process' "$SCRATCH/gone.err")" = 1 ] &&
+  [ "$(sed -n 1p "$SCRATCH/gone.err" | grep -c 'is gone')" = 1 ] && grep -qx 'FAIL: two' "$SCRATCH/gone.err"; then
+  ok
+else
+  bad "a removed scratch directory is said once, first: $(cat "$SCRATCH/gone.err")"
+fi
+
 # --- The pattern itself: under pipefail, an assignment from a pipeline with a grep that
 # may match nothing ends the script. Each such line in ci/ and bench/ must say `|| true`
 # (or count with grep -c ... || true).

@@ -13,7 +13,17 @@ export FANSTORE_CACHE_DIR=$SCRATCH/plan-cache
 mkdir -p "$FANSTORE_CACHE_DIR" && chmod 700 "$FANSTORE_CACHE_DIR"
 
 ok() { PASS=$((PASS + 1)); }
-bad() { FAIL=$((FAIL + 1)); echo "FAIL: $*" >&2; }
+# (a failure whose cause is the scratch directory gone says so once: something outside the
+# test removed it, and every check after fails for that reason alone)
+SCRATCH_GONE_SAID=0
+bad() {
+  FAIL=$((FAIL + 1))
+  if [ ! -d "$SCRATCH" ] && [ $SCRATCH_GONE_SAID = 0 ]; then
+    SCRATCH_GONE_SAID=1
+    echo "FAIL: this test's scratch directory $SCRATCH is gone: removed by another process" >&2
+  fi
+  echo "FAIL: $*" >&2
+}
 skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP: $*"; }  # a check not run, and why
 # glibc's own shared objects, which any ELF file of ours may need (its companion libraries
 # before 2.34, and the loader of either architecture).
