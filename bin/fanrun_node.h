@@ -158,7 +158,6 @@ class Node {
   double start_after_s_ = 0;  // (and starts once CMD has run this long)
   void StartCopier(const meta::Manifest& manifest);
   void EnterCopierThread();
-  std::string StartsAfter() const;
   uint8_t* image_ = nullptr;  // the shared mapping of the image file (the agent's view)
   uint64_t image_size_ = 0;
   std::vector<std::string> skeleton_;

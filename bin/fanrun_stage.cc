@@ -252,7 +252,8 @@ void Node::StageIn(const NodeOptions& opt, StartUp* s) {
              "chunks as they land, asking for the ones they wait for";
     else if (overlap && yield_)
       what = "copying " + cli::HumanBytes(static_cast<double>(in.share_bytes)) + " of DATA to " +
-             local_dir_ + " while the command runs" + StartsAfter() +
+             local_dir_ + " while the command runs" +
+             (start_after_s_ > 0 ? fmt::format(", once it has run {:g} s", start_after_s_) : "") +
              ", on the CPU and disk time it leaves idle; reads go to DATA until each partition "
              "is copied";
     else if (overlap)
@@ -399,14 +400,6 @@ Result<std::string> Node::HoldBlob(uint32_t partition, const std::string& path) 
   ::unlink(link.c_str());
   if (::symlink(target.c_str(), link.c_str()) != 0) return Status::FromErrno(link, errno);
   return link;
-}
-
-// ", once it has run 10 s" where the copy waits for that (start_after_s_), else "".
-std::string Node::StartsAfter() const {
-  if (start_after_s_ <= 0) return "";
-  char s[64];
-  std::snprintf(s, sizeof s, ", once it has run %g s", start_after_s_);
-  return s;
 }
 
 // The copier's first step, in its own thread: a name that `top -H` (and a test) can find,
